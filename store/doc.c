@@ -1,0 +1,978 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * doc.c: committing and reading managed files ("docs").
+ *
+ * An array doc (taskHistory.json, api_conversation_history.json,
+ * ui_messages.json) is kept one element a row in `elems`, each with its exact
+ * bytes, the bytes before it ("pre": the comma and any white space) and its
+ * byte offset in the rendered file. The file is head + (pre + json)... + tail,
+ * so any byte range is found with one indexed lookup on (doc_id, off) and
+ * nothing is ever rendered whole: a 20 MB conversation streams.
+ *
+ * Rows are never rewritten in place. A commit keeps the longest prefix of
+ * elements whose bytes are unchanged, closes the rest (rev_to = this
+ * revision) and inserts the new tail with rev_from = this revision. A reader
+ * that took a snapshot at revision R sees exactly the rows with
+ * rev_from <= R < rev_to, so it reads the old or the new version, never a
+ * mix; and a rewrite that drops messages keeps them as older revisions.
+ *
+ * Whole docs (task_metadata.json, ...) are one blob per version in `blobs`,
+ * read with incremental blob I/O.
+ *
+ * Every change is one transaction (a savepoint inside a batch) and one row of
+ * `revisions`, whose id is the revision number.
+ */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "store/json.h"
+#include "store/store_internal.h"
+#include "store/util.h"
+
+#define SMALL_JSON 65536 /* elements up to this size are read in the row lookup */
+
+struct doc_row {
+	int64_t id;
+	int format;
+	bool present;
+	int64_t size, mtime_ns, ctime_ns, rev, nelems;
+	char *head, *tail;
+};
+
+static void doc_row_release(struct doc_row *d)
+{
+	free(d->head);
+	free(d->tail);
+	d->head = d->tail = NULL;
+}
+
+struct store_snap {
+	int64_t doc_id, rev, size;
+	int format;
+	int64_t blob_rowid;
+	char *head, *tail;
+	size_t head_len, tail_len;
+};
+
+/* ---- transactions ---------------------------------------------------- */
+
+static int tx_begin(struct store *st)
+{
+	return store_exec(st, st->batch_depth ? "SAVEPOINT doc" : "BEGIN IMMEDIATE");
+}
+
+static int tx_commit(struct store *st)
+{
+	return store_exec(st, st->batch_depth ? "RELEASE doc" : "COMMIT");
+}
+
+static void tx_rollback(struct store *st)
+{
+	sqlite3_exec(st->db, st->batch_depth ? "ROLLBACK TO doc; RELEASE doc" : "ROLLBACK", NULL, NULL, NULL);
+}
+
+/* ---- helpers ---------------------------------------------------------- */
+
+static char *dup_text(sqlite3_stmt *stmt, int col)
+{
+	const char *t = (const char *)sqlite3_column_text(stmt, col);
+
+	return strdup(t ? t : "");
+}
+
+/* Looks up the doc at path; -ENOENT if there is no row (present or not). */
+static int doc_lookup(struct store *st, const char *path, struct doc_row *ret)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	struct doc_row d = { 0 };
+	int r, rc;
+
+	r = store_prepare(st, "SELECT id, format, present, size, mtime_ns, ctime_ns, rev, nelems, head, tail "
+			      "FROM docs WHERE path = ?1", &stmt);
+	if (r < 0)
+		return r;
+	sqlite3_bind_text(stmt, 1, path, -1, SQLITE_STATIC);
+	rc = sqlite3_step(stmt);
+	if (rc == SQLITE_DONE)
+		return -ENOENT;
+	if (rc != SQLITE_ROW)
+		return store_fail(st, rc, "cannot look up a doc");
+	d.id = sqlite3_column_int64(stmt, 0);
+	d.format = sqlite3_column_int(stmt, 1);
+	d.present = sqlite3_column_int(stmt, 2);
+	d.size = sqlite3_column_int64(stmt, 3);
+	d.mtime_ns = sqlite3_column_int64(stmt, 4);
+	d.ctime_ns = sqlite3_column_int64(stmt, 5);
+	d.rev = sqlite3_column_int64(stmt, 6);
+	d.nelems = sqlite3_column_int64(stmt, 7);
+	d.head = dup_text(stmt, 8);
+	d.tail = dup_text(stmt, 9);
+	if (!d.head || !d.tail) {
+		doc_row_release(&d);
+		return -ENOMEM;
+	}
+	*ret = d;
+	return 0;
+}
+
+/* The task id of a doc path "tasks/<id>/...", copied into buf, or NULL. */
+static const char *path_task_id(const char *path, char *buf, size_t bufsz)
+{
+	const char *p, *slash;
+
+	if (strncmp(path, "tasks/", 6) != 0)
+		return NULL;
+	p = path + 6;
+	slash = strchr(p, '/');
+	if (!slash || (size_t)(slash - p) >= bufsz)
+		return NULL;
+	memcpy(buf, p, (size_t)(slash - p));
+	buf[slash - p] = '\0';
+	return buf;
+}
+
+static int task_ensure(struct store *st, const char *task_id, int64_t now)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	int r, rc;
+
+	r = store_prepare(st, "INSERT INTO tasks(id, first_seen_ns) VALUES (?1, ?2) ON CONFLICT(id) DO NOTHING", &stmt);
+	if (r < 0)
+		return r;
+	sqlite3_bind_text(stmt, 1, task_id, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(stmt, 2, now);
+	rc = sqlite3_step(stmt);
+	return rc == SQLITE_DONE ? 0 : store_fail(st, rc, "cannot record a task");
+}
+
+/*
+ * Records the workspace of a task the first time it is known; afterwards it
+ * stays, even if a later history item names another path.
+ */
+static int task_set_workspace(struct store *st, const char *task_id, const char *ws_path, int64_t now)
+{
+	_cleanup_stmt_ sqlite3_stmt *ins = NULL, *upd = NULL;
+	char key[16];
+	int r, rc;
+
+	snprintf(key, sizeof(key), "%" PRIu32, store_workspace_key(ws_path));
+	r = store_prepare(st, "INSERT INTO workspaces(key, path, first_seen_ns) VALUES (?1, ?2, ?3) "
+			      "ON CONFLICT(key) DO NOTHING", &ins);
+	if (r < 0)
+		return r;
+	sqlite3_bind_text(ins, 1, key, -1, SQLITE_STATIC);
+	sqlite3_bind_text(ins, 2, ws_path, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(ins, 3, now);
+	rc = sqlite3_step(ins);
+	if (rc != SQLITE_DONE)
+		return store_fail(st, rc, "cannot record a workspace");
+	r = store_prepare(st, "UPDATE tasks SET workspace_id = (SELECT id FROM workspaces WHERE key = ?2) "
+			      "WHERE id = ?1 AND workspace_id IS NULL", &upd);
+	if (r < 0)
+		return r;
+	sqlite3_bind_text(upd, 1, task_id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(upd, 2, key, -1, SQLITE_STATIC);
+	rc = sqlite3_step(upd);
+	return rc == SQLITE_DONE ? 0 : store_fail(st, rc, "cannot record a task's workspace");
+}
+
+/* The string value of member `key` of the object s[0, n), or NULL. free() it. */
+static char *member_string(const char *s, size_t n, const char *key)
+{
+	size_t a, b;
+	cJSON *v;
+	char *out = NULL;
+
+	if (json_object_member(s, n, key, &a, &b) < 0)
+		return NULL;
+	v = cJSON_ParseWithLength(s + a, b - a);
+	if (v && cJSON_IsString(v) && v->valuestring)
+		out = strdup(v->valuestring);
+	cJSON_Delete(v);
+	return out;
+}
+
+/* Learns the task and workspace from one history item (HistoryItem). */
+static int history_item_seen(struct store *st, const char *s, size_t n, int64_t now)
+{
+	_cleanup_free_ char *id = member_string(s, n, "id");
+	_cleanup_free_ char *cwd = NULL;
+	int r;
+
+	if (!id || !store_is_task_id(id))
+		return 0; /* not a Cline task: kept as written, nothing to learn */
+	r = task_ensure(st, id, now);
+	if (r < 0)
+		return r;
+	cwd = member_string(s, n, "cwdOnTaskInitialization");
+	if (!cwd || !*cwd) {
+		free(cwd);
+		cwd = member_string(s, n, "shadowGitConfigWorkTree");
+	}
+	if (cwd && *cwd)
+		return task_set_workspace(st, id, cwd, now);
+	return 0;
+}
+
+static int revision_add(struct store *st, const char *path, const struct store_who *who, const char *kind,
+			int64_t now, int64_t *ret_rev)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	int r, rc;
+
+	r = store_prepare(st, "INSERT INTO revisions(time_ns, pid, comm, path, kind) VALUES (?1, ?2, ?3, ?4, ?5)", &stmt);
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(stmt, 1, now);
+	if (who && who->pid > 0)
+		sqlite3_bind_int64(stmt, 2, who->pid);
+	if (who && who->comm)
+		sqlite3_bind_text(stmt, 3, who->comm, -1, SQLITE_STATIC);
+	sqlite3_bind_text(stmt, 4, path, -1, SQLITE_STATIC);
+	sqlite3_bind_text(stmt, 5, kind, -1, SQLITE_STATIC);
+	rc = sqlite3_step(stmt);
+	if (rc != SQLITE_DONE)
+		return store_fail(st, rc, "cannot add to the revision log");
+	*ret_rev = sqlite3_last_insert_rowid(st->db);
+	return 0;
+}
+
+static int revision_detail(struct store *st, int64_t rev, int64_t doc_id, const char *detail)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	int r, rc;
+
+	r = store_prepare(st, "UPDATE revisions SET doc_id = ?2, detail = ?3 WHERE id = ?1", &stmt);
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(stmt, 1, rev);
+	sqlite3_bind_int64(stmt, 2, doc_id);
+	sqlite3_bind_text(stmt, 3, detail, -1, SQLITE_STATIC);
+	rc = sqlite3_step(stmt);
+	return rc == SQLITE_DONE ? 0 : store_fail(st, rc, "cannot add to the revision log");
+}
+
+/* Makes sure a row exists for the doc at path (absent until committed). */
+static int doc_insert(struct store *st, const char *path, int format, int64_t now, struct doc_row *ret)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	char idbuf[40];
+	const char *task_id = path_task_id(path, idbuf, sizeof(idbuf));
+	const char *slash = strrchr(path, '/');
+	int r, rc;
+
+	if (task_id && (r = task_ensure(st, task_id, now)) < 0)
+		return r;
+	r = store_prepare(st, "INSERT INTO docs(path, parent, name, task_id, format, present, size, mtime_ns, ctime_ns, rev) "
+			      "VALUES (?1, ?2, ?3, ?4, ?5, 0, 0, ?6, ?6, 0)", &stmt);
+	if (r < 0)
+		return r;
+	sqlite3_bind_text(stmt, 1, path, -1, SQLITE_STATIC);
+	if (slash)
+		sqlite3_bind_text(stmt, 2, path, (int)(slash - path), SQLITE_STATIC);
+	else
+		sqlite3_bind_text(stmt, 2, "", 0, SQLITE_STATIC);
+	sqlite3_bind_text(stmt, 3, slash ? slash + 1 : path, -1, SQLITE_STATIC);
+	if (task_id)
+		sqlite3_bind_text(stmt, 4, task_id, -1, SQLITE_STATIC);
+	sqlite3_bind_int(stmt, 5, format);
+	sqlite3_bind_int64(stmt, 6, now);
+	rc = sqlite3_step(stmt);
+	if (rc != SQLITE_DONE)
+		return store_fail(st, rc, "cannot create a doc");
+	*ret = (struct doc_row){ .id = sqlite3_last_insert_rowid(st->db), .format = format };
+	ret->head = strdup("");
+	ret->tail = strdup("");
+	if (!ret->head || !ret->tail) {
+		doc_row_release(ret);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static int doc_lookup_or_insert(struct store *st, const char *path, int format, int64_t now, struct doc_row *ret)
+{
+	int r = doc_lookup(st, path, ret);
+
+	if (r == -ENOENT)
+		r = doc_insert(st, path, format, now, ret);
+	return r;
+}
+
+/* Closes every current element of a doc at revision rev, from seq on. */
+static int elems_close(struct store *st, int64_t doc_id, int64_t from_seq, int64_t rev)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	int r, rc;
+
+	r = store_prepare(st, "UPDATE elems SET rev_to = ?3 WHERE doc_id = ?1 AND rev_to IS NULL AND seq >= ?2", &stmt);
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(stmt, 1, doc_id);
+	sqlite3_bind_int64(stmt, 2, from_seq);
+	sqlite3_bind_int64(stmt, 3, rev);
+	rc = sqlite3_step(stmt);
+	return rc == SQLITE_DONE ? 0 : store_fail(st, rc, "cannot close superseded elements");
+}
+
+static int doc_update(struct store *st, int64_t doc_id, int format, int64_t size, int64_t now, int64_t rev,
+		      const char *head, size_t head_len, const char *tail, size_t tail_len, int64_t nelems)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	int r, rc;
+
+	r = store_prepare(st, "UPDATE docs SET format = ?2, present = 1, size = ?3, mtime_ns = ?4, ctime_ns = ?4, "
+			      "rev = ?5, head = ?6, tail = ?7, nelems = ?8 WHERE id = ?1", &stmt);
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(stmt, 1, doc_id);
+	sqlite3_bind_int(stmt, 2, format);
+	sqlite3_bind_int64(stmt, 3, size);
+	sqlite3_bind_int64(stmt, 4, now);
+	sqlite3_bind_int64(stmt, 5, rev);
+	sqlite3_bind_text(stmt, 6, head, (int)head_len, SQLITE_STATIC);
+	sqlite3_bind_text(stmt, 7, tail, (int)tail_len, SQLITE_STATIC);
+	sqlite3_bind_int64(stmt, 8, nelems);
+	rc = sqlite3_step(stmt);
+	return rc == SQLITE_DONE ? 0 : store_fail(st, rc, "cannot update a doc");
+}
+
+/* ---- array docs --------------------------------------------------------- */
+
+struct span {
+	size_t pre, start, end;
+};
+
+struct span_vec {
+	struct span *v;
+	size_t n, alloc;
+};
+
+static int span_push(void *ctx, size_t pre, size_t start, size_t end)
+{
+	struct span_vec *sv = ctx;
+
+	if (sv->n == sv->alloc) {
+		size_t na = sv->alloc ? sv->alloc * 2 : 256;
+		struct span *p = realloc(sv->v, na * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		sv->v = p;
+		sv->alloc = na;
+	}
+	sv->v[sv->n++] = (struct span){ pre, start, end };
+	return 0;
+}
+
+/*
+ * Counts the leading elements of the doc's current rendering whose bytes
+ * equal the new content's: these rows are kept as they are.
+ */
+static int common_prefix(struct store *st, int64_t doc_id, const char *data, const struct span_vec *sv,
+			 size_t *ret_k)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	size_t k = 0;
+	int r, rc;
+
+	r = store_prepare(st, "SELECT pre, json FROM elems WHERE doc_id = ?1 AND rev_to IS NULL ORDER BY seq", &stmt);
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(stmt, 1, doc_id);
+	while (k < sv->n && (rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		const struct span *e = &sv->v[k];
+		size_t plen = (size_t)sqlite3_column_bytes(stmt, 0);
+		const void *p = sqlite3_column_blob(stmt, 0);
+		size_t jlen = (size_t)sqlite3_column_bytes(stmt, 1);
+		const void *j = sqlite3_column_blob(stmt, 1);
+
+		if (plen != e->start - e->pre || jlen != e->end - e->start ||
+		    (plen && memcmp(p, data + e->pre, plen) != 0) || memcmp(j, data + e->start, jlen) != 0)
+			break;
+		k++;
+	}
+	if (k < sv->n && rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return store_fail(st, rc, "cannot read elements");
+	*ret_k = k;
+	return 0;
+}
+
+static int elems_insert(struct store *st, int64_t doc_id, const char *data, const struct span_vec *sv, size_t from,
+			int64_t rev, bool is_history, int64_t now)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	int r, rc;
+
+	r = store_prepare(st, "INSERT INTO elems(doc_id, seq, off, pre, len, json, key, ts, rev_from) "
+			      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)", &stmt);
+	if (r < 0)
+		return r;
+	for (size_t i = from; i < sv->n; i++) {
+		const struct span *e = &sv->v[i];
+		const char *j = data + e->start;
+		size_t jlen = e->end - e->start;
+		_cleanup_free_ char *key = NULL;
+		size_t a, b;
+		long long ts;
+
+		sqlite3_reset(stmt);
+		sqlite3_clear_bindings(stmt);
+		sqlite3_bind_int64(stmt, 1, doc_id);
+		sqlite3_bind_int64(stmt, 2, (int64_t)i);
+		sqlite3_bind_int64(stmt, 3, (int64_t)e->pre);
+		sqlite3_bind_text(stmt, 4, data + e->pre, (int)(e->start - e->pre), SQLITE_STATIC);
+		sqlite3_bind_int64(stmt, 5, (int64_t)jlen);
+		sqlite3_bind_text64(stmt, 6, j, jlen, SQLITE_STATIC, SQLITE_UTF8);
+		if (is_history) {
+			key = member_string(j, jlen, "id");
+			if (key)
+				sqlite3_bind_text(stmt, 7, key, -1, SQLITE_STATIC);
+			r = history_item_seen(st, j, jlen, now);
+			if (r < 0)
+				return r;
+		}
+		if (json_object_member(j, jlen, "ts", &a, &b) == 0 && json_to_int64(j + a, b - a, &ts) == 0)
+			sqlite3_bind_int64(stmt, 8, ts);
+		sqlite3_bind_int64(stmt, 9, rev);
+		rc = sqlite3_step(stmt);
+		if (rc != SQLITE_DONE)
+			return store_fail(st, rc, "cannot store an element");
+	}
+	return 0;
+}
+
+static int commit_array(struct store *st, const char *path, const char *data, size_t len,
+			const struct store_who *who, const char *kind)
+{
+	struct span_vec sv = { 0 };
+	struct doc_row d = { 0 };
+	struct json_error jerr = { 0 };
+	size_t head = 0, tail = 0, k = 0;
+	int64_t now = now_ns(), rev;
+	char detail[160];
+	int r;
+
+	r = json_scan_array(data, len, span_push, &sv, &head, &tail, &jerr);
+	if (r < 0) {
+		if (r == -EINVAL)
+			log_warn("refusing to commit '%s': not a JSON array: %s at byte %zu; the previous version stays",
+				 path, jerr.msg, jerr.offset);
+		free(sv.v);
+		return r;
+	}
+	pthread_mutex_lock(&st->lock);
+	r = tx_begin(st);
+	if (r < 0)
+		goto unlock;
+	r = doc_lookup_or_insert(st, path, DOC_ARRAY, now, &d);
+	if (r < 0)
+		goto rollback;
+	if (d.format == DOC_ARRAY && d.present && strlen(d.head) == head && memcmp(d.head, data, head) == 0) {
+		r = common_prefix(st, d.id, data, &sv, &k);
+		if (r < 0)
+			goto rollback;
+		if (k == sv.n && (int64_t)k == d.nelems && strlen(d.tail) == len - tail &&
+		    memcmp(d.tail, data + tail, len - tail) == 0) {
+			r = 0; /* nothing changed: no revision, no new mtime */
+			goto rollback;
+		}
+	}
+	r = revision_add(st, path, who, kind, now, &rev);
+	if (r < 0)
+		goto rollback;
+	if (d.format == DOC_ARRAY && (r = elems_close(st, d.id, (int64_t)k, rev)) < 0)
+		goto rollback;
+	r = elems_insert(st, d.id, data, &sv, k, rev, strcmp(path, "state/taskHistory.json") == 0, now);
+	if (r < 0)
+		goto rollback;
+	r = doc_update(st, d.id, DOC_ARRAY, (int64_t)len, now, rev, data, head, data + tail, len - tail,
+		       (int64_t)sv.n);
+	if (r < 0)
+		goto rollback;
+	snprintf(detail, sizeof(detail), "{\"kept\":%zu,\"superseded\":%" PRId64 ",\"added\":%zu,\"size\":%zu}", k,
+		 d.format == DOC_ARRAY && d.present ? d.nelems - (int64_t)k : 0, sv.n - k, len);
+	r = revision_detail(st, rev, d.id, detail);
+	if (r < 0)
+		goto rollback;
+	r = tx_commit(st);
+	if (r < 0)
+		goto rollback;
+	goto unlock;
+rollback:
+	tx_rollback(st);
+unlock:
+	pthread_mutex_unlock(&st->lock);
+	doc_row_release(&d);
+	free(sv.v);
+	return r;
+}
+
+/* ---- whole docs ------------------------------------------------------- */
+
+static int blob_equal(struct store *st, int64_t doc_id, int64_t rev, const char *data, size_t len, bool *ret)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	int r, rc;
+
+	r = store_prepare(st, "SELECT data FROM blobs WHERE doc_id = ?1 AND rev = ?2", &stmt);
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(stmt, 1, doc_id);
+	sqlite3_bind_int64(stmt, 2, rev);
+	rc = sqlite3_step(stmt);
+	if (rc == SQLITE_DONE) {
+		*ret = len == 0;
+		return 0;
+	}
+	if (rc != SQLITE_ROW)
+		return store_fail(st, rc, "cannot read a blob");
+	*ret = (size_t)sqlite3_column_bytes(stmt, 0) == len && memcmp(sqlite3_column_blob(stmt, 0), data, len) == 0;
+	return 0;
+}
+
+static int commit_blob(struct store *st, const char *path, const char *data, size_t len,
+		       const struct store_who *who, const char *kind, int format)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	struct doc_row d = { 0 };
+	int64_t now = now_ns(), rev;
+	bool same = false;
+	int r, rc;
+
+	pthread_mutex_lock(&st->lock);
+	r = tx_begin(st);
+	if (r < 0)
+		goto unlock;
+	r = doc_lookup_or_insert(st, path, format, now, &d);
+	if (r < 0)
+		goto rollback;
+	if (d.present && d.format == format && format != DOC_ARRAY) {
+		r = blob_equal(st, d.id, d.rev, data, len, &same);
+		if (r < 0)
+			goto rollback;
+		if (same) {
+			r = 0;
+			goto rollback;
+		}
+	}
+	r = revision_add(st, path, who, kind, now, &rev);
+	if (r < 0)
+		goto rollback;
+	if (d.format == DOC_ARRAY && (r = elems_close(st, d.id, 0, rev)) < 0)
+		goto rollback;
+	r = store_prepare(st, "INSERT INTO blobs(doc_id, rev, data) VALUES (?1, ?2, ?3)", &stmt);
+	if (r < 0)
+		goto rollback;
+	sqlite3_bind_int64(stmt, 1, d.id);
+	sqlite3_bind_int64(stmt, 2, rev);
+	sqlite3_bind_blob64(stmt, 3, len ? data : "", len, SQLITE_STATIC);
+	rc = sqlite3_step(stmt);
+	if (rc != SQLITE_DONE) {
+		r = store_fail(st, rc, "cannot store a file version");
+		goto rollback;
+	}
+	r = doc_update(st, d.id, format, (int64_t)len, now, rev, "", 0, "", 0, 0);
+	if (r < 0)
+		goto rollback;
+	r = revision_detail(st, rev, d.id, format == DOC_RAW ? "{\"raw\":true}" : NULL);
+	if (r < 0)
+		goto rollback;
+	r = tx_commit(st);
+	if (r < 0)
+		goto rollback;
+	goto unlock;
+rollback:
+	tx_rollback(st);
+unlock:
+	pthread_mutex_unlock(&st->lock);
+	doc_row_release(&d);
+	return r;
+}
+
+int store_doc_commit(struct store *st, const char *path, const char *data, size_t len,
+		     const struct store_who *who, const char *kind)
+{
+	struct json_error jerr = { 0 };
+	int r;
+
+	if (st->readonly)
+		return -EROFS;
+	switch (store_path_kind(path)) {
+	case STORE_PATH_ARRAY:
+		return commit_array(st, path, data, len, who, kind);
+	case STORE_PATH_WHOLE:
+		r = json_validate(data, len, &jerr);
+		if (r < 0) {
+			log_warn("refusing to commit '%s': not valid JSON: %s at byte %zu; the previous version stays",
+				 path, jerr.msg, jerr.offset);
+			return r;
+		}
+		return commit_blob(st, path, data, len, who, kind, DOC_WHOLE);
+	default:
+		return -EINVAL;
+	}
+}
+
+int store_doc_commit_raw(struct store *st, const char *path, const char *data, size_t len,
+			 const struct store_who *who, const char *why)
+{
+	if (st->readonly)
+		return -EROFS;
+	if (store_path_kind(path) != STORE_PATH_ARRAY && store_path_kind(path) != STORE_PATH_WHOLE)
+		return -EINVAL;
+	return commit_blob(st, path, data, len, who, why, DOC_RAW);
+}
+
+int store_doc_create(struct store *st, const char *path, const struct store_who *who)
+{
+	enum store_path_kind kind = store_path_kind(path);
+	struct doc_row d = { 0 };
+	int64_t now = now_ns(), rev;
+	int r;
+
+	if (kind != STORE_PATH_ARRAY && kind != STORE_PATH_WHOLE)
+		return -EINVAL;
+	if (st->readonly)
+		return -EROFS;
+	pthread_mutex_lock(&st->lock);
+	r = tx_begin(st);
+	if (r < 0)
+		goto unlock;
+	r = doc_lookup_or_insert(st, path, kind == STORE_PATH_ARRAY ? DOC_ARRAY : DOC_WHOLE, now, &d);
+	if (r < 0)
+		goto rollback;
+	if (d.present) {
+		r = -EEXIST;
+		goto rollback;
+	}
+	r = revision_add(st, path, who, "create", now, &rev);
+	if (r < 0)
+		goto rollback;
+	r = doc_update(st, d.id, kind == STORE_PATH_ARRAY ? DOC_ARRAY : DOC_WHOLE, 0, now, rev, "", 0, "", 0, 0);
+	if (r < 0 || (r = revision_detail(st, rev, d.id, NULL)) < 0 || (r = tx_commit(st)) < 0)
+		goto rollback;
+	goto unlock;
+rollback:
+	tx_rollback(st);
+unlock:
+	pthread_mutex_unlock(&st->lock);
+	doc_row_release(&d);
+	return r;
+}
+
+int store_doc_remove(struct store *st, const char *path, const struct store_who *who, const char *kind)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	struct doc_row d = { 0 };
+	int64_t now = now_ns(), rev;
+	int r, rc;
+
+	if (st->readonly)
+		return -EROFS;
+	pthread_mutex_lock(&st->lock);
+	r = tx_begin(st);
+	if (r < 0)
+		goto unlock;
+	r = doc_lookup(st, path, &d);
+	if (r < 0)
+		goto rollback;
+	if (!d.present) {
+		r = -ENOENT;
+		goto rollback;
+	}
+	r = revision_add(st, path, who, kind, now, &rev);
+	if (r < 0)
+		goto rollback;
+	if (d.format == DOC_ARRAY && (r = elems_close(st, d.id, 0, rev)) < 0)
+		goto rollback;
+	r = store_prepare(st, "UPDATE docs SET present = 0, size = 0, nelems = 0, head = '', tail = '', "
+			      "rev = ?2, ctime_ns = ?3 WHERE id = ?1", &stmt);
+	if (r < 0)
+		goto rollback;
+	sqlite3_bind_int64(stmt, 1, d.id);
+	sqlite3_bind_int64(stmt, 2, rev);
+	sqlite3_bind_int64(stmt, 3, now);
+	rc = sqlite3_step(stmt);
+	if (rc != SQLITE_DONE) {
+		r = store_fail(st, rc, "cannot remove a doc");
+		goto rollback;
+	}
+	if ((r = revision_detail(st, rev, d.id, NULL)) < 0 || (r = tx_commit(st)) < 0)
+		goto rollback;
+	goto unlock;
+rollback:
+	tx_rollback(st);
+unlock:
+	pthread_mutex_unlock(&st->lock);
+	doc_row_release(&d);
+	return r;
+}
+
+/* ---- stat, list, snapshots -------------------------------------------------- */
+
+static void stat_from_row(sqlite3_stmt *stmt, int col, struct store_stat *s)
+{
+	s->ino = STORE_INO_BASE + (uint64_t)sqlite3_column_int64(stmt, col);
+	s->size = sqlite3_column_int64(stmt, col + 1);
+	s->mtime_ns = sqlite3_column_int64(stmt, col + 2);
+	s->ctime_ns = sqlite3_column_int64(stmt, col + 3);
+	s->rev = sqlite3_column_int64(stmt, col + 4);
+}
+
+int store_doc_stat(struct store *st, const char *path, struct store_stat *ret)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	int r, rc;
+
+	pthread_mutex_lock(&st->lock);
+	r = store_prepare(st, "SELECT id, size, mtime_ns, ctime_ns, rev FROM docs WHERE path = ?1 AND present", &stmt);
+	if (r < 0)
+		goto out;
+	sqlite3_bind_text(stmt, 1, path, -1, SQLITE_STATIC);
+	rc = sqlite3_step(stmt);
+	if (rc == SQLITE_ROW)
+		stat_from_row(stmt, 0, ret);
+	r = rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -ENOENT : store_fail(st, rc, "cannot stat a doc");
+out:
+	pthread_mutex_unlock(&st->lock);
+	return r;
+}
+
+struct listed {
+	char *name;
+	struct store_stat stat;
+};
+
+/* Runs a listing query into memory, then calls fn without holding the lock. */
+static int list_query(struct store *st, const char *sql, const char *arg, store_list_fn fn, void *ctx)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	struct listed *v = NULL;
+	size_t n = 0, alloc = 0;
+	int r, rc;
+
+	pthread_mutex_lock(&st->lock);
+	r = store_prepare(st, sql, &stmt);
+	if (r < 0) {
+		pthread_mutex_unlock(&st->lock);
+		return r;
+	}
+	if (arg)
+		sqlite3_bind_text(stmt, 1, arg, -1, SQLITE_STATIC);
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		if (n == alloc) {
+			size_t na = alloc ? alloc * 2 : 16;
+			struct listed *p = realloc(v, na * sizeof(*p));
+
+			if (!p) {
+				r = -ENOMEM;
+				break;
+			}
+			v = p;
+			alloc = na;
+		}
+		v[n].name = dup_text(stmt, 0);
+		if (!v[n].name) {
+			r = -ENOMEM;
+			break;
+		}
+		stat_from_row(stmt, 1, &v[n].stat);
+		n++;
+	}
+	if (r == 0 && rc != SQLITE_DONE)
+		r = store_fail(st, rc, "cannot list docs");
+	sqlite3_finalize(TAKE_PTR(stmt));
+	pthread_mutex_unlock(&st->lock);
+	for (size_t i = 0; i < n; i++) {
+		if (r == 0)
+			r = fn(ctx, v[i].name, &v[i].stat);
+		free(v[i].name);
+	}
+	free(v);
+	return r;
+}
+
+int store_doc_list(struct store *st, const char *dir, store_list_fn fn, void *ctx)
+{
+	return list_query(st, "SELECT name, id, size, mtime_ns, ctime_ns, rev FROM docs "
+			      "WHERE parent = ?1 AND present ORDER BY name", dir, fn, ctx);
+}
+
+int store_doc_foreach(struct store *st, store_list_fn fn, void *ctx)
+{
+	return list_query(st, "SELECT path, id, size, mtime_ns, ctime_ns, rev FROM docs WHERE present ORDER BY path",
+			  NULL, fn, ctx);
+}
+
+int store_snap_open(struct store *st, const char *path, struct store_snap **ret)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	struct doc_row d = { 0 };
+	struct store_snap *s;
+	int r, rc;
+
+	pthread_mutex_lock(&st->lock);
+	r = doc_lookup(st, path, &d);
+	if (r < 0)
+		goto out;
+	if (!d.present) {
+		r = -ENOENT;
+		goto out;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		r = -ENOMEM;
+		goto out;
+	}
+	s->doc_id = d.id;
+	s->rev = d.rev;
+	s->size = d.size;
+	s->format = d.format;
+	s->head_len = strlen(d.head);
+	s->tail_len = strlen(d.tail);
+	s->head = TAKE_PTR(d.head);
+	s->tail = TAKE_PTR(d.tail);
+	if (d.format != DOC_ARRAY && d.size > 0) {
+		r = store_prepare(st, "SELECT id FROM blobs WHERE doc_id = ?1 AND rev = ?2", &stmt);
+		if (r < 0) {
+			store_snap_free(s);
+			goto out;
+		}
+		sqlite3_bind_int64(stmt, 1, d.id);
+		sqlite3_bind_int64(stmt, 2, d.rev);
+		rc = sqlite3_step(stmt);
+		if (rc != SQLITE_ROW) {
+			r = rc == SQLITE_DONE ? -EIO : store_fail(st, rc, "cannot find a file version");
+			if (rc == SQLITE_DONE)
+				log_err("store: '%s' has no content for revision %" PRId64, path, d.rev);
+			store_snap_free(s);
+			goto out;
+		}
+		s->blob_rowid = sqlite3_column_int64(stmt, 0);
+	}
+	*ret = s;
+	r = 0;
+out:
+	pthread_mutex_unlock(&st->lock);
+	doc_row_release(&d);
+	return r;
+}
+
+void store_snap_free(struct store_snap *snap)
+{
+	if (!snap)
+		return;
+	free(snap->head);
+	free(snap->tail);
+	free(snap);
+}
+
+int64_t store_snap_size(const struct store_snap *snap)
+{
+	return snap->size;
+}
+
+int64_t store_snap_rev(const struct store_snap *snap)
+{
+	return snap->rev;
+}
+
+/* Copies the part of src[0, n), placed at file offset at, that falls in [pos, end). */
+static size_t copy_part(char *buf, off_t buf_off, const char *src, off_t at, size_t n, off_t end)
+{
+	off_t a = at > buf_off ? at : buf_off;
+	off_t b = at + (off_t)n < end ? at + (off_t)n : end;
+
+	if (b <= a)
+		return 0;
+	memcpy(buf + (a - buf_off), src + (a - at), (size_t)(b - a));
+	return (size_t)(b - a);
+}
+
+static int blob_read(struct store *st, const char *table, const char *column, int64_t rowid, char *dst, size_t n,
+		     int64_t at)
+{
+	sqlite3_blob *b = NULL;
+	int rc;
+
+	rc = sqlite3_blob_open(st->db, "main", table, column, rowid, 0, &b);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_blob_read(b, dst, (int)n, (int)at);
+	if (rc != SQLITE_OK) {
+		int r = store_fail(st, rc, "cannot read stored content");
+
+		sqlite3_blob_close(b);
+		return r;
+	}
+	sqlite3_blob_close(b);
+	return 0;
+}
+
+static ssize_t read_array(struct store *st, struct store_snap *s, char *buf, off_t off, off_t end)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	off_t tail_at = s->size - (off_t)s->tail_len;
+	int r, rc;
+
+	copy_part(buf, off, s->head, 0, s->head_len, end);
+	if (off < tail_at && end > (off_t)s->head_len) {
+		r = store_prepare(st,
+			"SELECT id, off, pre, len, CASE WHEN len <= " "65536" " THEN json END FROM elems "
+			"WHERE doc_id = ?1 AND rev_from <= ?3 AND (rev_to IS NULL OR rev_to > ?3) AND off < ?4 AND off >= "
+			"  coalesce((SELECT max(off) FROM elems WHERE doc_id = ?1 AND off <= ?2 AND rev_from <= ?3 "
+			"           AND (rev_to IS NULL OR rev_to > ?3)), 0) "
+			"ORDER BY off", &stmt);
+		if (r < 0)
+			return r;
+		sqlite3_bind_int64(stmt, 1, s->doc_id);
+		sqlite3_bind_int64(stmt, 2, off);
+		sqlite3_bind_int64(stmt, 3, s->rev);
+		sqlite3_bind_int64(stmt, 4, end);
+		while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+			int64_t id = sqlite3_column_int64(stmt, 0);
+			off_t at = sqlite3_column_int64(stmt, 1);
+			size_t plen = (size_t)sqlite3_column_bytes(stmt, 2);
+			size_t jlen = (size_t)sqlite3_column_int64(stmt, 3);
+			off_t jat = at + (off_t)plen;
+
+			copy_part(buf, off, (const char *)sqlite3_column_blob(stmt, 2), at, plen, end);
+			if (sqlite3_column_type(stmt, 4) != SQLITE_NULL) {
+				copy_part(buf, off, (const char *)sqlite3_column_blob(stmt, 4), jat, jlen, end);
+			} else {
+				off_t a = jat > off ? jat : off;
+				off_t b = jat + (off_t)jlen < end ? jat + (off_t)jlen : end;
+
+				if (b > a && (r = blob_read(st, "elems", "json", id, buf + (a - off), (size_t)(b - a),
+							    a - jat)) < 0)
+					return r;
+			}
+		}
+		if (rc != SQLITE_DONE)
+			return store_fail(st, rc, "cannot read elements");
+	}
+	copy_part(buf, off, s->tail, tail_at, s->tail_len, end);
+	return end - off;
+}
+
+ssize_t store_snap_read(struct store *st, struct store_snap *s, char *buf, size_t size, off_t off)
+{
+	off_t end;
+	ssize_t r;
+
+	if (off < 0)
+		return -EINVAL;
+	if (off >= s->size || size == 0)
+		return 0;
+	end = (off_t)size > s->size - off ? s->size : off + (off_t)size;
+	pthread_mutex_lock(&st->lock);
+	if (s->format == DOC_ARRAY)
+		r = read_array(st, s, buf, off, end);
+	else
+		r = blob_read(st, "blobs", "data", s->blob_rowid, buf, (size_t)(end - off), off) < 0 ? -EIO : end - off;
+	pthread_mutex_unlock(&st->lock);
+	return r;
+}

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#ifndef CONVFS_JSON_H
+#define CONVFS_JSON_H
+
+#include <stddef.h>
+
+/*
+ * A validating JSON scanner that builds no tree. It checks text against
+ * RFC 8259 (UTF-8 only, no byte order mark, nesting at most JSON_MAX_DEPTH)
+ * and reports where the elements of a top-level array begin and end, so that
+ * each element can be stored as the exact bytes that were written.
+ */
+
+#define JSON_MAX_DEPTH 512
+
+/* Where and why a scan failed; msg is lowercase, e.g. "unexpected ']'". */
+struct json_error {
+	size_t offset;
+	char msg[96];
+};
+
+/*
+ * Called for each element of a top-level array, in order: the element is
+ * s[start, end) and the bytes before it since the previous element (or since
+ * the '[') are s[pre, start). A negative return stops the scan and is
+ * returned by json_scan_array().
+ */
+typedef int (*json_elem_fn)(void *ctx, size_t pre, size_t start, size_t end);
+
+/*
+ * Checks that s[0, n) is one JSON array and calls fn for each element.
+ * *ret_head is the length of the text up to and including '['; *ret_tail the
+ * offset where the bytes after the last element begin. Returns 0, -EINVAL
+ * with err filled in (also for valid JSON that is not an array), or fn's
+ * negative return. Out-parameters are untouched on failure.
+ */
+int json_scan_array(const char *s, size_t n, json_elem_fn fn, void *ctx,
+		    size_t *ret_head, size_t *ret_tail, struct json_error *err);
+
+/* Checks that s[0, n) is one JSON value. Returns 0 or -EINVAL with err. */
+int json_validate(const char *s, size_t n, struct json_error *err);
+
+/*
+ * Finds member `key` of the JSON object s[0, n) (already validated) and
+ * returns its raw value as s[*ret_start, *ret_end). Returns 0, or -ENOENT if
+ * s is not an object or has no such member.
+ */
+int json_object_member(const char *s, size_t n, const char *key, size_t *ret_start, size_t *ret_end);
+
+/*
+ * The value of a JSON number or string that holds a whole number, e.g. a
+ * message's "ts" or a history item's "id". Returns 0 or -EINVAL.
+ */
+int json_to_int64(const char *s, size_t n, long long *ret);
+
+#endif

@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * schema.c: the store's schema and its forward migrations.
+ *
+ * PRAGMA application_id marks a convfs store; PRAGMA user_version holds the
+ * schema version. Each migration takes the schema from version i to i+1 and
+ * runs in the same transaction as the version bump, so a store is always at
+ * exactly one version. A store from a newer convfs is refused, never touched.
+ * docs/SCHEMA.md documents every table; keep it in step with this file.
+ */
+#include <errno.h>
+#include <stdio.h>
+
+#include "store/store_internal.h"
+#include "store/util.h"
+
+#define STORE_APPLICATION_ID 0x636f6e76 /* "conv" */
+
+static const char *const migrations[] = {
+	/* 0 -> 1: the first schema */
+	"CREATE TABLE meta ("
+	"  key TEXT PRIMARY KEY,"
+	"  value TEXT NOT NULL"
+	") WITHOUT ROWID;"
+	"CREATE TABLE workspaces ("
+	"  id INTEGER PRIMARY KEY,"
+	"  key TEXT NOT NULL UNIQUE,"
+	"  path TEXT NOT NULL,"
+	"  first_seen_ns INTEGER NOT NULL"
+	");"
+	"CREATE TABLE tasks ("
+	"  id TEXT PRIMARY KEY,"
+	"  workspace_id INTEGER REFERENCES workspaces(id),"
+	"  first_seen_ns INTEGER NOT NULL"
+	") WITHOUT ROWID;"
+	"CREATE TABLE revisions ("
+	"  id INTEGER PRIMARY KEY,"
+	"  time_ns INTEGER NOT NULL,"
+	"  pid INTEGER,"
+	"  comm TEXT,"
+	"  path TEXT NOT NULL,"
+	"  doc_id INTEGER,"
+	"  kind TEXT NOT NULL,"
+	"  detail TEXT"
+	");"
+	"CREATE TABLE docs ("
+	"  id INTEGER PRIMARY KEY,"
+	"  path TEXT NOT NULL UNIQUE,"
+	"  parent TEXT NOT NULL,"
+	"  name TEXT NOT NULL,"
+	"  task_id TEXT REFERENCES tasks(id),"
+	"  format INTEGER NOT NULL,"
+	"  present INTEGER NOT NULL,"
+	"  size INTEGER NOT NULL,"
+	"  mtime_ns INTEGER NOT NULL,"
+	"  ctime_ns INTEGER NOT NULL,"
+	"  rev INTEGER NOT NULL,"
+	"  head TEXT NOT NULL DEFAULT '',"
+	"  tail TEXT NOT NULL DEFAULT '',"
+	"  nelems INTEGER NOT NULL DEFAULT 0"
+	");"
+	"CREATE INDEX docs_parent ON docs(parent, name);"
+	"CREATE TABLE elems ("
+	"  id INTEGER PRIMARY KEY,"
+	"  doc_id INTEGER NOT NULL REFERENCES docs(id),"
+	"  seq INTEGER NOT NULL,"
+	"  off INTEGER NOT NULL,"
+	"  pre TEXT NOT NULL,"
+	"  len INTEGER NOT NULL,"
+	"  json TEXT NOT NULL,"
+	"  key TEXT,"
+	"  ts INTEGER,"
+	"  rev_from INTEGER NOT NULL,"
+	"  rev_to INTEGER"
+	");"
+	"CREATE INDEX elems_off ON elems(doc_id, off, rev_from, rev_to);"
+	"CREATE TABLE blobs ("
+	"  id INTEGER PRIMARY KEY,"
+	"  doc_id INTEGER NOT NULL REFERENCES docs(id),"
+	"  rev INTEGER NOT NULL,"
+	"  data BLOB NOT NULL,"
+	"  UNIQUE (doc_id, rev)"
+	");",
+
+	/* 1 -> 2: find a history item, and a task's docs, without a scan */
+	"CREATE INDEX elems_key ON elems(doc_id, key) WHERE key IS NOT NULL AND rev_to IS NULL;"
+	"CREATE INDEX docs_task ON docs(task_id);",
+};
+
+int store_schema_version(void)
+{
+	return (int)ARRAY_SIZE(migrations);
+}
+
+static int pragma_int(struct store *st, const char *sql, int *ret)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	int r, rc;
+
+	r = store_prepare(st, sql, &stmt);
+	if (r < 0)
+		return r;
+	rc = sqlite3_step(stmt);
+	if (rc != SQLITE_ROW)
+		return store_fail(st, rc, sql);
+	*ret = sqlite3_column_int(stmt, 0);
+	return 0;
+}
+
+/* Migrates up to `target` (tests use a lower target to build old stores). */
+int store_migrate_to(struct store *st, int target);
+int store_migrate_to(struct store *st, int target)
+{
+	int app_id, version, ntables, r;
+
+	r = pragma_int(st, "PRAGMA application_id", &app_id);
+	if (r < 0)
+		return r;
+	r = pragma_int(st, "PRAGMA user_version", &version);
+	if (r < 0)
+		return r;
+	r = pragma_int(st, "SELECT count(*) FROM sqlite_master", &ntables);
+	if (r < 0)
+		return r;
+	if (app_id != STORE_APPLICATION_ID && (app_id != 0 || ntables != 0 || version != 0)) {
+		log_err("the store file is not a convfs database (application_id %#x); refusing to touch it", app_id);
+		return -ENOTSUP;
+	}
+	if (version > store_schema_version()) {
+		log_err("the store has schema version %d, newer than this convfs knows (%d); upgrade convfs",
+			version, store_schema_version());
+		return -ENOTSUP;
+	}
+	if (version >= target)
+		return 0;
+	if (st->readonly) {
+		log_err("the store has schema version %d and needs migrating to %d, but it is read-only",
+			version, target);
+		return -EROFS;
+	}
+	r = store_exec(st, "BEGIN IMMEDIATE");
+	if (r < 0)
+		return r;
+	for (int v = version; v < target; v++) {
+		r = store_exec(st, migrations[v]);
+		if (r < 0) {
+			log_err("cannot migrate the store from schema version %d to %d", v, v + 1);
+			goto rollback;
+		}
+	}
+	{
+		char sql[96];
+
+		snprintf(sql, sizeof(sql), "PRAGMA application_id = %d; PRAGMA user_version = %d",
+			 STORE_APPLICATION_ID, target);
+		r = store_exec(st, sql);
+		if (r < 0)
+			goto rollback;
+	}
+	r = store_exec(st, "COMMIT");
+	if (r < 0)
+		goto rollback;
+	if (version > 0)
+		log_info("migrated the store from schema version %d to %d", version, target);
+	return 0;
+rollback:
+	sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+	return r;
+}
+
+int store_migrate(struct store *st)
+{
+	return store_migrate_to(st, store_schema_version());
+}

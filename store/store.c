@@ -1,0 +1,228 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * store.c: opening the SQLite store, error translation, settings, batches.
+ *
+ * One connection serves the whole daemon, guarded by st->lock: SQLite
+ * serialises writers anyway, and the hot read paths hold the lock only for a
+ * few indexed lookups. The database runs in WAL mode with synchronous=NORMAL:
+ * a committed transaction survives the daemon being killed (the WAL is in the
+ * kernel's page cache), which is what promise 4 asks; an fsync of the WAL on
+ * every commit would only add protection against power loss, at a large cost.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "store/store_internal.h"
+#include "store/util.h"
+
+int store_errno(int rc)
+{
+	switch (rc & 0xff) {
+	case SQLITE_OK:
+	case SQLITE_ROW:
+	case SQLITE_DONE:
+		return 0;
+	case SQLITE_BUSY:
+	case SQLITE_LOCKED:
+		return -EBUSY;
+	case SQLITE_FULL:
+		return -ENOSPC;
+	case SQLITE_NOMEM:
+		return -ENOMEM;
+	case SQLITE_READONLY:
+		return -EROFS;
+	case SQLITE_PERM:
+	case SQLITE_AUTH:
+		return -EACCES;
+	case SQLITE_TOOBIG:
+		return -EFBIG;
+	case SQLITE_CONSTRAINT:
+		return -EEXIST;
+	case SQLITE_NOTADB:
+		return -ENOTSUP;
+	case SQLITE_CANTOPEN:
+		return -ENOENT;
+	case SQLITE_INTERRUPT:
+		return -EINTR;
+	default: /* SQLITE_IOERR, SQLITE_CORRUPT, SQLITE_ERROR, ... */
+		return -EIO;
+	}
+}
+
+int store_fail(struct store *st, int rc, const char *what)
+{
+	log_err("store: %s: %s", what, st && st->db ? sqlite3_errmsg(st->db) : sqlite3_errstr(rc));
+	return store_errno(rc) ? store_errno(rc) : -EIO;
+}
+
+int store_prepare(struct store *st, const char *sql, sqlite3_stmt **ret)
+{
+	int rc = sqlite3_prepare_v2(st->db, sql, -1, ret, NULL);
+
+	if (rc != SQLITE_OK)
+		return store_fail(st, rc, "cannot prepare a statement");
+	return 0;
+}
+
+int store_exec(struct store *st, const char *sql)
+{
+	int rc = sqlite3_exec(st->db, sql, NULL, NULL, NULL);
+
+	if (rc != SQLITE_OK)
+		return store_fail(st, rc, "cannot run a statement");
+	return 0;
+}
+
+int store_open(const char *path, int flags, struct store **ret)
+{
+	_cleanup_free_ struct store *st = NULL;
+	int rc, r, oflags;
+
+	st = calloc(1, sizeof(*st));
+	if (!st)
+		return -ENOMEM;
+	st->readonly = flags & STORE_OPEN_READONLY;
+	oflags = SQLITE_OPEN_NOMUTEX | (st->readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+	{
+		/* History holds secrets: a new store is created owner-only. */
+		mode_t old = umask(077);
+
+		rc = sqlite3_open_v2(path, &st->db, oflags, NULL);
+		umask(old);
+	}
+	if (rc != SQLITE_OK) {
+		log_err("cannot open the store '%s': %s", path, st->db ? sqlite3_errmsg(st->db) : sqlite3_errstr(rc));
+		r = store_errno(rc);
+		sqlite3_close(st->db);
+		return r;
+	}
+	sqlite3_extended_result_codes(st->db, 1);
+	sqlite3_busy_timeout(st->db, 5000);
+	r = pthread_mutex_init(&st->lock, NULL);
+	if (r != 0) {
+		sqlite3_close(st->db);
+		return -r;
+	}
+	/* A file that is not an SQLite database fails on the first read. */
+	rc = sqlite3_exec(st->db, "SELECT count(*) FROM sqlite_master", NULL, NULL, NULL);
+	if (rc != SQLITE_OK) {
+		log_err("cannot read the store '%s': %s", path, sqlite3_errmsg(st->db));
+		r = (rc & 0xff) == SQLITE_NOTADB ? -ENOTSUP : store_errno(rc);
+		goto fail;
+	}
+	if (!st->readonly) {
+		r = store_exec(st, "PRAGMA journal_mode = WAL");
+		if (r < 0)
+			goto fail;
+	}
+	r = store_exec(st, "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;"
+			   "PRAGMA cache_size = -8192; PRAGMA temp_store = MEMORY");
+	if (r < 0)
+		goto fail;
+	r = store_migrate(st);
+	if (r < 0)
+		goto fail;
+	*ret = TAKE_PTR(st);
+	return 0;
+fail:
+	sqlite3_close(st->db);
+	pthread_mutex_destroy(&st->lock);
+	return r;
+}
+
+void store_free(struct store *st)
+{
+	if (!st)
+		return;
+	if (st->batch_depth > 0)
+		sqlite3_exec(st->db, "COMMIT", NULL, NULL, NULL);
+	/* Fold the WAL back so the store is one file at rest. */
+	if (!st->readonly)
+		sqlite3_exec(st->db, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL);
+	if (sqlite3_close(st->db) != SQLITE_OK)
+		log_err("cannot close the store: %s", sqlite3_errmsg(st->db));
+	pthread_mutex_destroy(&st->lock);
+	free(st);
+}
+
+int store_meta_get(struct store *st, const char *key, char **ret_value)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	char *v;
+	int r, rc;
+
+	pthread_mutex_lock(&st->lock);
+	r = store_prepare(st, "SELECT value FROM meta WHERE key = ?1", &stmt);
+	if (r < 0)
+		goto out;
+	sqlite3_bind_text(stmt, 1, key, -1, SQLITE_STATIC);
+	rc = sqlite3_step(stmt);
+	if (rc == SQLITE_DONE) {
+		r = -ENOENT;
+		goto out;
+	}
+	if (rc != SQLITE_ROW) {
+		r = store_fail(st, rc, "cannot read a setting");
+		goto out;
+	}
+	v = strdup((const char *)sqlite3_column_text(stmt, 0));
+	if (!v) {
+		r = -ENOMEM;
+		goto out;
+	}
+	*ret_value = v;
+	r = 0;
+out:
+	pthread_mutex_unlock(&st->lock);
+	return r;
+}
+
+int store_meta_set(struct store *st, const char *key, const char *value)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	int r, rc;
+
+	pthread_mutex_lock(&st->lock);
+	r = store_prepare(st, "INSERT INTO meta(key, value) VALUES (?1, ?2) "
+			      "ON CONFLICT(key) DO UPDATE SET value = excluded.value", &stmt);
+	if (r < 0)
+		goto out;
+	sqlite3_bind_text(stmt, 1, key, -1, SQLITE_STATIC);
+	sqlite3_bind_text(stmt, 2, value, -1, SQLITE_STATIC);
+	rc = sqlite3_step(stmt);
+	r = rc == SQLITE_DONE ? 0 : store_fail(st, rc, "cannot write a setting");
+out:
+	pthread_mutex_unlock(&st->lock);
+	return r;
+}
+
+int store_batch_begin(struct store *st)
+{
+	int r = 0;
+
+	pthread_mutex_lock(&st->lock);
+	if (st->batch_depth++ == 0) {
+		r = store_exec(st, "BEGIN IMMEDIATE");
+		if (r < 0)
+			st->batch_depth--;
+	}
+	pthread_mutex_unlock(&st->lock);
+	return r;
+}
+
+int store_batch_end(struct store *st)
+{
+	int r = 0;
+
+	pthread_mutex_lock(&st->lock);
+	if (st->batch_depth > 0 && --st->batch_depth == 0) {
+		r = store_exec(st, "COMMIT");
+		if (r < 0)
+			sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+	}
+	pthread_mutex_unlock(&st->lock);
+	return r;
+}

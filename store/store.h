@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#ifndef CONVFS_STORE_H
+#define CONVFS_STORE_H
+
+/*
+ * The store: every managed file of a Cline globalStorage folder, kept in one
+ * SQLite database. This header is the whole interface between the FUSE driver
+ * and the storage; it knows nothing of FUSE, so that a second backend
+ * (PostgreSQL, one history shared by several machines) can implement it.
+ *
+ * A "doc" is one managed file, named by its path in the compat tree
+ * ("state/taskHistory.json", "tasks/<id>/ui_messages.json", ...). Array docs
+ * are kept one element a row and rendered on read; whole docs are kept as one
+ * blob per version. Every change is one transaction and one row of the
+ * revision log; nothing a rewrite drops is deleted.
+ *
+ * All functions are thread-safe and return 0 (or a count) on success and a
+ * negative errno on failure; SQLite's codes are translated in one place,
+ * store_errno(). Out-parameters are named ret_* and untouched on failure.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct store;
+
+/* Inode numbers of docs live above this bit, clear of any real filesystem's. */
+#define STORE_INO_BASE (UINT64_C(1) << 62)
+
+/* Who makes a change: recorded in the revision log. */
+struct store_who {
+	pid_t pid;
+	const char *comm;
+};
+
+/* What a path in the compat tree is (see layout.c). */
+enum store_path_kind {
+	STORE_PATH_PLAIN = 0,  /* not managed: a plain file in the backing tree */
+	STORE_PATH_ARRAY,      /* a JSON array kept one element a row */
+	STORE_PATH_WHOLE,      /* a JSON file kept whole per version */
+	STORE_PATH_DOC_DIR,    /* a directory that holds docs: state/, tasks/<id>/ */
+	STORE_PATH_TASKS_DIR,  /* tasks/ itself */
+};
+
+enum store_path_kind store_path_kind(const char *path);
+/* True if name is a Cline task id: decimal digits, at most 32 of them. */
+bool store_is_task_id(const char *name);
+
+/* Cline's checkpoint hash of a workspace path: h = (h*31 + unit) >>> 0 over UTF-16 units. */
+uint32_t store_workspace_key(const char *utf8_path);
+
+/* Maps an SQLite result code to a negative errno. */
+int store_errno(int sqlite_rc);
+
+enum {
+	STORE_OPEN_READONLY = 1 << 0,
+};
+
+/*
+ * Opens (creating if needed) the store at path, migrating an older schema
+ * forward. Fails with -ENOTSUP for a file that is not a convfs store or has a
+ * newer schema, leaving the file untouched. Free with store_free().
+ */
+int store_open(const char *path, int flags, struct store **ret);
+void store_free(struct store *st);
+
+/* Schema version this build writes. */
+int store_schema_version(void);
+
+/* Small key/value settings kept in the store (e.g. "imported_from"). */
+int store_meta_get(struct store *st, const char *key, char **ret_value); /* -ENOENT if unset; free() */
+int store_meta_set(struct store *st, const char *key, const char *value);
+
+/*
+ * Groups many commits into one transaction (used by import). Commits inside a
+ * batch are savepoints: a refused commit rolls back only itself.
+ */
+int store_batch_begin(struct store *st);
+int store_batch_end(struct store *st);
+
+struct store_stat {
+	uint64_t ino;
+	int64_t size;
+	int64_t mtime_ns;
+	int64_t ctime_ns;
+	int64_t rev;
+};
+
+/* -ENOENT if the doc does not exist (or was removed). */
+int store_doc_stat(struct store *st, const char *path, struct store_stat *ret);
+
+/*
+ * A read snapshot: the doc as it stood when the snapshot was taken, readable
+ * at any offset for as long as the snapshot lives, whatever is committed
+ * meanwhile. Free with store_snap_free().
+ */
+struct store_snap;
+int store_snap_open(struct store *st, const char *path, struct store_snap **ret);
+void store_snap_free(struct store_snap *snap);
+int64_t store_snap_size(const struct store_snap *snap);
+int64_t store_snap_rev(const struct store_snap *snap);
+/* Reads up to size bytes at off; returns the number read (0 at end) or -errno. */
+ssize_t store_snap_read(struct store *st, struct store_snap *snap, char *buf, size_t size, off_t off);
+
+/*
+ * Commits new content for the doc at path, creating it if needed. Content
+ * that is not valid JSON (or, for an array doc, not a JSON array) is refused
+ * with -EINVAL and a log line that says why; the previous version stays. A
+ * commit that changes nothing changes no metadata. kind names the change in
+ * the revision log ("write", "rename", "import").
+ */
+int store_doc_commit(struct store *st, const char *path, const char *data, size_t len,
+		     const struct store_who *who, const char *kind);
+
+/* Keeps data byte-for-byte, unparsed (a damaged file found on import). */
+int store_doc_commit_raw(struct store *st, const char *path, const char *data, size_t len,
+			 const struct store_who *who, const char *why);
+
+/* Creates an empty doc if none exists (open with O_CREAT). -EEXIST if one does. */
+int store_doc_create(struct store *st, const char *path, const struct store_who *who);
+
+/* Removes the doc from the tree; its content stays in the store as revisions. */
+int store_doc_remove(struct store *st, const char *path, const struct store_who *who, const char *kind);
+
+/* Calls fn for each existing doc directly in directory dir ("" is the root). */
+typedef int (*store_list_fn)(void *ctx, const char *name, const struct store_stat *stat);
+int store_doc_list(struct store *st, const char *dir, store_list_fn fn, void *ctx);
+
+/* Calls fn for each existing doc; name is its full path. */
+int store_doc_foreach(struct store *st, store_list_fn fn, void *ctx);
+
+#endif

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#ifndef CONVFS_STORE_INTERNAL_H
+#define CONVFS_STORE_INTERNAL_H
+
+/* Shared by the SQLite backend's files; not part of the store interface. */
+
+#include <pthread.h>
+#include <sqlite3.h>
+
+#include "store/store.h"
+
+enum doc_format {
+	DOC_ARRAY = 0, /* elements in table elems */
+	DOC_WHOLE = 1, /* validated JSON in table blobs */
+	DOC_RAW = 2,   /* unparsed bytes in table blobs (damaged on import) */
+};
+
+struct store {
+	sqlite3 *db;
+	pthread_mutex_t lock;
+	int batch_depth; /* > 0 while store_batch_begin() is open */
+	bool readonly;
+};
+
+static inline void stmt_finalizep(sqlite3_stmt **p)
+{
+	sqlite3_finalize(*p);
+}
+#define _cleanup_stmt_ _cleanup_(stmt_finalizep)
+
+/* Prepares sql; on failure logs what failed and returns -errno. */
+int store_prepare(struct store *st, const char *sql, sqlite3_stmt **ret);
+/* Runs a statement without results; logs and returns -errno on failure. */
+int store_exec(struct store *st, const char *sql);
+/* Logs an SQLite failure with context and returns its errno. */
+int store_fail(struct store *st, int rc, const char *what);
+
+/* Schema creation and migration (schema.c). */
+int store_migrate(struct store *st);
+
+#endif

@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * util.c: the growable buffer and logging used across convfs.
+ *
+ * Logging is called from many FUSE worker threads at once; each message is
+ * formatted into one buffer first and written with a single call so that
+ * lines never interleave.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <syslog.h>
+#include <time.h>
+
+#include "store/util.h"
+
+void sb_release(struct sb *sb)
+{
+	free(sb->buf);
+	sb->buf = NULL;
+	sb->len = sb->alloc = 0;
+}
+
+int sb_grow(struct sb *sb, size_t extra)
+{
+	size_t want, n;
+	char *p;
+
+	if (extra > SIZE_MAX - sb->len - 1)
+		return -ENOMEM;
+	want = sb->len + extra + 1;
+	if (want <= sb->alloc)
+		return 0;
+	n = sb->alloc ? sb->alloc : 64;
+	while (n < want)
+		n = n > SIZE_MAX / 2 ? want : n * 2;
+	p = realloc(sb->buf, n);
+	if (!p)
+		return -ENOMEM;
+	if (!sb->buf)
+		p[0] = '\0';
+	sb->buf = p;
+	sb->alloc = n;
+	return 0;
+}
+
+int sb_add(struct sb *sb, const void *data, size_t len)
+{
+	int r = sb_grow(sb, len);
+
+	if (r < 0)
+		return r;
+	if (len)
+		memcpy(sb->buf + sb->len, data, len);
+	sb->len += len;
+	sb->buf[sb->len] = '\0';
+	return 0;
+}
+
+int sb_adds(struct sb *sb, const char *s)
+{
+	return sb_add(sb, s, strlen(s));
+}
+
+int sb_addf(struct sb *sb, const char *fmt, ...)
+{
+	va_list ap;
+	int n, r;
+
+	va_start(ap, fmt);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return -EINVAL;
+	r = sb_grow(sb, (size_t)n);
+	if (r < 0)
+		return r;
+	va_start(ap, fmt);
+	vsnprintf(sb->buf + sb->len, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	sb->len += (size_t)n;
+	return 0;
+}
+
+char *sb_detach(struct sb *sb, size_t *ret_len)
+{
+	char *p;
+
+	if (sb_grow(sb, 0) < 0)
+		return NULL;
+	p = sb->buf;
+	if (ret_len)
+		*ret_len = sb->len;
+	sb->buf = NULL;
+	sb->len = sb->alloc = 0;
+	return p;
+}
+
+static bool log_to_syslog;
+static enum log_level log_max = LOG_LEVEL_INFO;
+
+void log_set_syslog(bool on)
+{
+	if (on && !log_to_syslog)
+		openlog("convfs", LOG_PID, LOG_DAEMON);
+	log_to_syslog = on;
+}
+
+void log_set_level(enum log_level max)
+{
+	log_max = max;
+}
+
+void log_msg(enum log_level level, const char *fmt, ...)
+{
+	static const char *const names[] = {
+		[LOG_LEVEL_ERR] = "error", [LOG_LEVEL_WARN] = "warning",
+		[LOG_LEVEL_INFO] = "info", [LOG_LEVEL_DEBUG] = "debug",
+	};
+	char line[1024];
+	va_list ap;
+	int n;
+
+	if (level > log_max)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (log_to_syslog) {
+		syslog((int)level, "%s", line);
+		return;
+	}
+	n = snprintf(NULL, 0, "convfs: %s: %s\n", names[level], line);
+	if (n > 0) {
+		char out[1200];
+
+		snprintf(out, sizeof(out), "convfs: %s: %s\n", names[level], line);
+		(void)!write(STDERR_FILENO, out, strlen(out));
+	}
+}
+
+int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}

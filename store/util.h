@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#ifndef CONVFS_UTIL_H
+#define CONVFS_UTIL_H
+
+/*
+ * Small helpers shared by store/ and fs/: cleanup attributes in the style of
+ * systemd's cleanup-fundamental.h, a growable NUL-terminated buffer in the
+ * style of git's strbuf, and the logging functions.
+ */
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#define _cleanup_(f) __attribute__((cleanup(f)))
+#define _printf_(a, b) __attribute__((format(printf, a, b)))
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Hand a value out of a _cleanup_ variable: returns it and leaves NULL behind. */
+#define TAKE_PTR(p) ({ __typeof__(p) _p = (p); (p) = NULL; _p; })
+#define TAKE_FD(fd) ({ int _fd = (fd); (fd) = -1; _fd; })
+
+static inline void freep(void *p) { free(*(void **)p); }
+static inline void closep(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+}
+#define _cleanup_free_ _cleanup_(freep)
+#define _cleanup_close_ _cleanup_(closep)
+
+/*
+ * A growable buffer, always NUL-terminated. sb_init() gives an empty one that
+ * owns nothing; sb_release() frees the memory and leaves an empty buffer.
+ * Functions that grow it return 0 or -ENOMEM and leave it valid either way.
+ */
+struct sb {
+	char *buf;
+	size_t len;
+	size_t alloc;
+};
+#define SB_INIT { NULL, 0, 0 }
+
+void sb_release(struct sb *sb);
+int sb_grow(struct sb *sb, size_t extra);
+int sb_add(struct sb *sb, const void *data, size_t len);
+int sb_adds(struct sb *sb, const char *s);
+int sb_addf(struct sb *sb, const char *fmt, ...) _printf_(2, 3);
+/* Hands the buffer to the caller, who frees it with free(); sb is left empty. */
+char *sb_detach(struct sb *sb, size_t *ret_len);
+static inline const char *sb_str(const struct sb *sb) { return sb->buf ? sb->buf : ""; }
+static inline void sb_releasep(struct sb *sb) { sb_release(sb); }
+#define _cleanup_sb_ _cleanup_(sb_releasep)
+
+/*
+ * Logging. Messages are lowercase, without a final full stop, and name what
+ * failed: "cannot commit 'tasks/1/ui_messages.json': disk is full". Before the
+ * daemon detaches they go to stderr, afterwards to syslog.
+ */
+enum log_level { LOG_LEVEL_ERR = 3, LOG_LEVEL_WARN = 4, LOG_LEVEL_INFO = 6, LOG_LEVEL_DEBUG = 7 };
+void log_set_syslog(bool on);
+void log_set_level(enum log_level max);
+void log_msg(enum log_level level, const char *fmt, ...) _printf_(2, 3);
+#define log_err(...) log_msg(LOG_LEVEL_ERR, __VA_ARGS__)
+#define log_warn(...) log_msg(LOG_LEVEL_WARN, __VA_ARGS__)
+#define log_info(...) log_msg(LOG_LEVEL_INFO, __VA_ARGS__)
+#define log_debug(...) log_msg(LOG_LEVEL_DEBUG, __VA_ARGS__)
+
+/* Nanoseconds since the epoch, from CLOCK_REALTIME. */
+int64_t now_ns(void);
+
+#include "store/banned.h"
+
+#endif
