@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#ifndef CONVFS_FS_H
+#define CONVFS_FS_H
+
+/*
+ * The FUSE driver: one struct fs per mount. It translates paths and errors
+ * and nothing else: managed files go to the store (store/store.h), every
+ * other path to the backing tree, a plain directory beside the store file.
+ */
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "store/store.h"
+
+struct fuse;
+struct fuse_operations;
+
+struct fs {
+	struct store *store;
+	int root_fd;        /* the backing tree, O_PATH */
+	char *backing_path; /* <store>.files */
+	struct fuse *fuse;  /* set once mounted, for cache invalidation */
+	uid_t uid;
+	gid_t gid;
+	bool shared;        /* -o allow_other: keep group and other bits */
+};
+
+extern const struct fuse_operations fs_operations;
+
+/* ---- plain.c: the backing tree, never followed out of ---------------- */
+
+/*
+ * Opens rel (relative to the backing root, "" for the root itself) without
+ * following any symlink on the way or at the end, and without leaving the
+ * tree. Returns an fd or -errno.
+ */
+int plain_open(const struct fs *fs, const char *rel, int flags, mode_t mode);
+
+/*
+ * Opens the directory that holds rel (O_PATH) and points *ret_leaf at rel's
+ * last component, for the *at() calls. Returns an fd or -errno.
+ */
+int plain_open_parent(const struct fs *fs, const char *rel, const char **ret_leaf);
+
+/* mkdir -p of rel in the backing tree, mode 0700. Returns 0 or -errno. */
+int plain_mkdirs(const struct fs *fs, const char *rel);
+
+/* Opens (creating, 0700) the backing tree of the store at store_path. */
+int plain_open_root(const char *store_path, char **ret_backing_path, int *ret_fd);
+
+/* ---- import.c: taking over an existing folder, and export -------------- */
+
+struct import_report {
+	unsigned long files, docs, plain, damaged, orphans;
+	unsigned long long bytes;
+};
+
+/*
+ * Takes the folder open at src_fd into the store and the backing tree.
+ * Damaged conversation files are kept byte-for-byte and reported; task
+ * folders that taskHistory.json does not list are reported and kept. Shows
+ * progress on stderr when it is a terminal.
+ */
+int fs_import(struct fs *fs, int src_fd, const char *src_name, struct import_report *ret);
+
+/* Writes a plain globalStorage folder out of the store at store_path into dir. */
+int fs_export(const char *store_path, const char *dir);
+
+#endif

@@ -1,0 +1,343 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * main.c: the convfs command line.
+ *
+ *   convfs [-f] [-d] [-o store=FILE] [-o allow_other] MOUNTPOINT
+ *   convfs export STORE DIR
+ *
+ * Mounting happens in this order, so that every failure is reported to the
+ * terminal that ran convfs and nothing is left half done:
+ *   1. open the store (creating it), take in the folder's existing content on
+ *      the first mount, close the store again;
+ *   2. unless -f, fork: the parent waits for the child's word and exits with it;
+ *   3. the child opens the store, mounts, tells the parent, detaches and
+ *      serves until unmounted, then closes the store cleanly.
+ * The store is opened after the fork because SQLite's POSIX locks do not pass
+ * from parent to child.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <fuse.h>
+#include <fuse_lowlevel.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <dirent.h>
+#include <sqlite3.h>
+
+#include "fs/fs.h"
+#include "store/util.h"
+
+struct options {
+	char *store;
+	int allow_other;
+	int no_import;
+};
+
+#define OPT(t, p) { t, offsetof(struct options, p), 1 }
+static const struct fuse_opt option_spec[] = {
+	OPT("store=%s", store),
+	OPT("no_import", no_import),
+	FUSE_OPT_END
+};
+
+static void usage(FILE *out, const char *prog)
+{
+	fprintf(out,
+		"usage: %s [-f] [-d] [-o store=FILE] [-o allow_other] MOUNTPOINT\n"
+		"       %s export STORE DIR\n"
+		"\n"
+		"Mounts a Cline (or Roo Code, Kilo Code) history folder backed by a transactional\n"
+		"SQLite store: every save becomes one atomic commit, nothing a rewrite drops is\n"
+		"lost, and the extension keeps working unchanged. Mount it in place of\n"
+		"~/.config/Code/User/globalStorage/saoudrizwan.claude-dev; on the first mount the\n"
+		"folder's existing content is taken in (the folder itself is left untouched).\n"
+		"\n"
+		"options:\n"
+		"  -f                 stay in the foreground, log to stderr\n"
+		"  -d                 debug: log every FUSE request (implies -f)\n"
+		"  -o store=FILE      the store; default $XDG_DATA_HOME/convfs/<name>-<hash>.db\n"
+		"                     (~/.local/share/convfs/ without XDG_DATA_HOME); plain files\n"
+		"                     live beside it in FILE.files/\n"
+		"  -o allow_other     let other users in (needs user_allow_other in /etc/fuse.conf);\n"
+		"                     without it the mount and its files are owner-only\n"
+		"  -o no_import       do not take in the folder's existing content\n"
+		"  -h, --help         this help\n"
+		"  -V, --version      the version\n"
+		"\n"
+		"To unmount: fusermount3 -u MOUNTPOINT (everything written is committed).\n"
+		"To get a plain folder back out: convfs export STORE DIR.\n",
+		prog, prog);
+}
+
+/* $XDG_DATA_HOME/convfs/<basename>-<hash of the full path>.db, directories made 0700. */
+static int default_store_path(const char *mountpoint, char **ret)
+{
+	_cleanup_sb_ struct sb p = SB_INIT;
+	const char *base = strrchr(mountpoint, '/');
+	const char *xdg = getenv("XDG_DATA_HOME");
+	uint64_t h = 0xcbf29ce484222325ULL;
+	int r;
+
+	for (const char *c = mountpoint; *c; c++)
+		h = (h ^ (unsigned char)*c) * 0x100000001b3ULL;
+	base = base && base[1] ? base + 1 : "root";
+	if (xdg && *xdg == '/')
+		r = sb_adds(&p, xdg);
+	else if (getenv("HOME"))
+		r = sb_addf(&p, "%s/.local/share", getenv("HOME"));
+	else
+		return -ENOENT;
+	if (r < 0)
+		return r;
+	for (size_t i = 1; i <= p.len; i++) {
+		if (p.buf[i] == '/' || p.buf[i] == '\0') {
+			char save = p.buf[i];
+
+			p.buf[i] = '\0';
+			if (mkdir(p.buf, 0700) < 0 && errno != EEXIST)
+				return -errno;
+			p.buf[i] = save;
+		}
+	}
+	if ((r = sb_adds(&p, "/convfs")) < 0)
+		return r;
+	if (mkdir(p.buf, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	if ((r = sb_addf(&p, "/%s-%08" PRIx64 ".db", base, (uint64_t)(h & 0xffffffffULL))) < 0)
+		return r;
+	*ret = sb_detach(&p, NULL);
+	return 0;
+}
+
+static bool dir_is_empty(int fd)
+{
+	DIR *d = fdopendir(dup(fd));
+	struct dirent *de;
+	bool empty = true;
+
+	if (!d)
+		return true;
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			empty = false;
+	closedir(d);
+	return empty;
+}
+
+/* Step 1: create the store and take in the folder's content on the first mount. */
+static int prepare_store(struct fs *fs, const char *store_path, const char *mountpoint, bool no_import)
+{
+	_cleanup_free_ char *imported = NULL;
+	int r, mfd;
+
+	r = store_open(store_path, 0, &fs->store);
+	if (r < 0)
+		return r;
+	r = store_meta_get(fs->store, "imported_from", &imported);
+	if (r == -ENOENT && !no_import) {
+		mfd = open(mountpoint, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (mfd < 0) {
+			r = -errno;
+			log_err("cannot open the mount point '%s': %s", mountpoint, strerror(errno));
+		} else {
+			r = dir_is_empty(mfd) ? store_meta_set(fs->store, "imported_from", mountpoint)
+					      : fs_import(fs, mfd, mountpoint, NULL);
+			close(mfd);
+		}
+	} else if (r == -ENOENT) {
+		r = 0;
+	}
+	store_free(TAKE_PTR(fs->store));
+	return r;
+}
+
+/* Step 3: open, mount, serve. notify_fd (or -1) gets one byte: 0 for mounted. */
+static int serve(struct fs *fs, struct fuse_args *args, const char *store_path, const char *mountpoint,
+		 int notify_fd, bool multithreaded)
+{
+	struct fuse_loop_config *loop;
+	struct fuse *fuse;
+	int r;
+
+	r = store_open(store_path, 0, &fs->store);
+	if (r < 0)
+		return r;
+	fuse = fuse_new(args, &fs_operations, sizeof(fs_operations), fs);
+	if (!fuse) {
+		store_free(fs->store);
+		return -EINVAL;
+	}
+	if (fuse_mount(fuse, mountpoint) != 0) {
+		log_err("cannot mount on '%s'", mountpoint);
+		fuse_destroy(fuse);
+		store_free(fs->store);
+		return -EIO;
+	}
+	fs->fuse = fuse;
+	if (fuse_set_signal_handlers(fuse_get_session(fuse)) != 0)
+		log_warn("cannot install signal handlers; unmount with fusermount3 -u");
+	if (notify_fd >= 0) {
+		char ok = 0;
+		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+		log_set_syslog(true);
+		if (null >= 0) {
+			dup2(null, STDIN_FILENO);
+			dup2(null, STDOUT_FILENO);
+			dup2(null, STDERR_FILENO);
+			close(null);
+		}
+		(void)!write(notify_fd, &ok, 1);
+		close(notify_fd);
+	}
+	if (multithreaded) {
+		loop = fuse_loop_cfg_create();
+		if (!loop) {
+			r = -ENOMEM;
+		} else {
+			fuse_loop_cfg_set_max_threads(loop, 16);
+			fuse_loop_cfg_set_idle_threads(loop, 4);
+			r = fuse_loop_mt(fuse, loop);
+			fuse_loop_cfg_destroy(loop);
+		}
+	} else {
+		r = fuse_loop(fuse);
+	}
+	if (r != 0)
+		log_err("the FUSE loop ended with an error: %s", strerror(r < 0 ? -r : r));
+	fuse_remove_signal_handlers(fuse_get_session(fuse));
+	fuse_unmount(fuse);
+	fs->fuse = NULL;
+	fuse_destroy(fuse);
+	store_free(fs->store);
+	fs->store = NULL;
+	log_info("unmounted '%s'; the store is closed", mountpoint);
+	return r == 0 ? 0 : -EIO;
+}
+
+static int cmd_export(int argc, char **argv)
+{
+	int r;
+
+	if (argc != 4) {
+		fprintf(stderr, "usage: %s export STORE DIR\n", argv[0]);
+		return 2;
+	}
+	r = fs_export(argv[2], argv[3]);
+	if (r < 0) {
+		fprintf(stderr, "convfs: export of '%s' failed: %s\n", argv[2], strerror(-r));
+		return 1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+	struct fuse_cmdline_opts cmd = { 0 };
+	struct options opts = { 0 };
+	_cleanup_free_ char *store_path = NULL;
+	struct fs fs = { .root_fd = -1 };
+	int r, status = 1;
+
+	if (argc >= 2 && strcmp(argv[1], "export") == 0)
+		return cmd_export(argc, argv);
+	if (fuse_opt_parse(&args, &opts, option_spec, NULL) != 0 || fuse_parse_cmdline(&args, &cmd) != 0) {
+		usage(stderr, argv[0]);
+		return 2;
+	}
+	if (cmd.show_help) {
+		usage(stdout, argv[0]);
+		status = 0;
+		goto out;
+	}
+	if (cmd.show_version) {
+		printf("convfs %s (libfuse %s, SQLite %s)\n", CONVFS_VERSION, fuse_pkgversion(), sqlite3_libversion());
+		status = 0;
+		goto out;
+	}
+	if (!cmd.mountpoint) {
+		fprintf(stderr, "convfs: no mount point given\n");
+		usage(stderr, argv[0]);
+		status = 2;
+		goto out;
+	}
+	if (cmd.debug)
+		log_set_level(LOG_LEVEL_DEBUG);
+	for (int i = 0; i < args.argc; i++)
+		if (strstr(args.argv[i], "allow_other"))
+			fs.shared = true;
+	umask(0); /* modes come from the caller, already masked by the kernel */
+	fs.uid = getuid();
+	fs.gid = getgid();
+	if (opts.store) {
+		store_path = realpath(opts.store, NULL);
+		if (!store_path) {
+			/* A new store: its folder must exist. */
+			store_path = strdup(opts.store);
+			if (!store_path) {
+				status = 1;
+				goto out;
+			}
+		}
+	} else if ((r = default_store_path(cmd.mountpoint, &store_path)) < 0) {
+		fprintf(stderr, "convfs: cannot make a store path under $XDG_DATA_HOME or ~/.local/share: %s\n",
+			strerror(-r));
+		goto out;
+	}
+	if ((r = plain_open_root(store_path, &fs.backing_path, &fs.root_fd)) < 0)
+		goto out;
+	if (fuse_opt_add_arg(&args, "-odefault_permissions,fsname=convfs,subtype=convfs") != 0)
+		goto out;
+	if (prepare_store(&fs, store_path, cmd.mountpoint, opts.no_import) < 0) {
+		fprintf(stderr, "convfs: cannot use the store '%s'; nothing was mounted\n", store_path);
+		goto out;
+	}
+	if (cmd.foreground) {
+		status = serve(&fs, &args, store_path, cmd.mountpoint, -1, !cmd.singlethread) < 0;
+	} else {
+		int pfd[2];
+		pid_t pid;
+		char ok = 1;
+
+		if (pipe2(pfd, O_CLOEXEC) < 0) {
+			perror("convfs: pipe");
+			goto out;
+		}
+		fflush(NULL);
+		pid = fork();
+		if (pid < 0) {
+			perror("convfs: fork");
+			goto out;
+		}
+		if (pid == 0) {
+			close(pfd[0]);
+			setsid();
+			if (chdir("/") < 0)
+				_exit(1);
+			_exit(serve(&fs, &args, store_path, cmd.mountpoint, pfd[1], !cmd.singlethread) < 0);
+		}
+		close(pfd[1]);
+		if (read(pfd[0], &ok, 1) != 1 || ok != 0) {
+			int ws = 0;
+
+			waitpid(pid, &ws, 0);
+			fprintf(stderr, "convfs: mounting '%s' failed\n", cmd.mountpoint);
+			goto out;
+		}
+		status = 0;
+	}
+out:
+	if (fs.root_fd >= 0)
+		close(fs.root_fd);
+	free(fs.backing_path);
+	free(cmd.mountpoint);
+	free(opts.store);
+	fuse_opt_free_args(&args);
+	return status;
+}

@@ -1,0 +1,1046 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * ops.c: the FUSE operations (high-level API).
+ *
+ * Every path is first classified (store_path_kind): a managed file ("doc")
+ * goes to the store, anything else to the backing tree through plain.c. This
+ * file only translates: paths to store calls or *at() calls, results to
+ * 0 / -errno, with a log line for every failure that is not the caller's
+ * ordinary business (ENOENT on lookup is not logged).
+ *
+ * Writes to a doc never touch the store until the writer is done. An open
+ * for writing gets a private staging file (O_TMPFILE in the backing tree, so
+ * a crash leaves nothing behind); reads by everyone else keep coming from the
+ * committed version. The staged bytes are committed as one transaction when
+ * the file is closed (flush), and a rename of a plain temp file over a doc
+ * commits the temp file's bytes: Cline's three write patterns (in place,
+ * temp + rename, Roo's safeWriteJson) all become single atomic commits. A
+ * refused commit (not valid JSON) fails the close or the rename with EINVAL.
+ *
+ * Doc handles use direct I/O for writers, so that uncommitted bytes never
+ * reach the shared page cache; after each commit the kernel's cached pages
+ * and attributes of the doc are invalidated, outside every lock.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fuse.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+
+#include "fs/fs.h"
+#include "store/util.h"
+
+enum file_kind { FILE_PLAIN, FILE_DOC };
+
+struct fs_file {
+	enum file_kind kind;
+	int fd;                 /* plain: the file; doc: the staging file or -1 */
+	char *path;             /* doc: its path */
+	struct store_snap *snap; /* doc: what reads see until this handle stages */
+	bool append;
+	bool dirty;             /* staged bytes not yet committed */
+	bool commit_failed;
+	pthread_mutex_t lock;
+};
+
+static struct fs *fs_get(void)
+{
+	return fuse_get_context()->private_data;
+}
+
+/* "/a/b" -> "a/b"; "/" -> "". */
+static const char *rel(const char *path)
+{
+	return path[0] == '/' ? path + 1 : path;
+}
+
+static bool is_doc(const char *r)
+{
+	enum store_path_kind k = store_path_kind(r);
+
+	return k == STORE_PATH_ARRAY || k == STORE_PATH_WHOLE;
+}
+
+/* The calling process, for the revision log: its thread group and name. */
+static void who_get(struct store_who *who, char *comm, size_t commsz)
+{
+	pid_t tid = fuse_get_context()->pid;
+	char p[64], buf[512];
+	int fd;
+	ssize_t n;
+
+	who->pid = tid;
+	who->comm = NULL;
+	comm[0] = '\0';
+	snprintf(p, sizeof(p), "/proc/%d/status", (int)tid);
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	if (sscanf(buf, "Name:\t%63s", comm) == 1 && commsz > 64)
+		who->comm = comm;
+	{
+		const char *t = strstr(buf, "\nTgid:\t");
+		if (t)
+			who->pid = (pid_t)atoi(t + 7);
+	}
+}
+
+static void invalidate(struct fs *fs, const char *r)
+{
+	char path[4096];
+
+	if (!fs->fuse)
+		return;
+	snprintf(path, sizeof(path), "/%s", r);
+	/* -ENOENT: the kernel never looked the file up; nothing to drop. */
+	fuse_invalidate_path(fs->fuse, path);
+}
+
+static void doc_fill_stat(const struct fs *fs, const struct store_stat *s, struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_ino = s->ino;
+	st->st_mode = S_IFREG | 0600;
+	st->st_nlink = 1;
+	st->st_uid = fs->uid;
+	st->st_gid = fs->gid;
+	st->st_size = s->size;
+	st->st_blksize = 4096;
+	st->st_blocks = (s->size + 511) / 512;
+	st->st_mtim.tv_sec = s->mtime_ns / 1000000000;
+	st->st_mtim.tv_nsec = s->mtime_ns % 1000000000;
+	st->st_ctim.tv_sec = s->ctime_ns / 1000000000;
+	st->st_ctim.tv_nsec = s->ctime_ns % 1000000000;
+	st->st_atim = st->st_mtim;
+}
+
+/* Logs a failed backing-tree call, unless the error is the caller's business. */
+static int plain_fail(const char *what, const char *r, int err)
+{
+	if (err != ENOENT && err != EEXIST && err != ENOTEMPTY && err != ENOTDIR && err != EISDIR &&
+	    err != ELOOP && err != EACCES && err != EPERM && err != ENODATA && err != EAGAIN)
+		log_warn("cannot %s '%s': %s", what, r, strerror(err));
+	return -err;
+}
+
+/* ---- attributes ----------------------------------------------------------- */
+
+static int op_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
+{
+	struct fs *fs = fs_get();
+	struct fs_file *f = fi ? (struct fs_file *)(uintptr_t)fi->fh : NULL;
+	struct store_stat ss;
+	const char *leaf;
+	int dfd, r;
+
+	if (f && f->kind == FILE_PLAIN)
+		return fstat(f->fd, st) < 0 ? -errno : 0;
+	if (f && f->kind == FILE_DOC) {
+		r = store_doc_stat(fs->store, f->path, &ss);
+		if (r < 0)
+			return r;
+		doc_fill_stat(fs, &ss, st);
+		pthread_mutex_lock(&f->lock);
+		if (f->fd >= 0) {
+			struct stat sst;
+
+			if (fstat(f->fd, &sst) == 0)
+				st->st_size = sst.st_size;
+		}
+		pthread_mutex_unlock(&f->lock);
+		return 0;
+	}
+	path = rel(path);
+	if (is_doc(path)) {
+		r = store_doc_stat(fs->store, path, &ss);
+		if (r < 0)
+			return r;
+		doc_fill_stat(fs, &ss, st);
+		return 0;
+	}
+	if (!*path)
+		return fstat(fs->root_fd, st) < 0 ? -errno : 0;
+	dfd = plain_open_parent(fs, path, &leaf);
+	if (dfd < 0)
+		return dfd;
+	r = fstatat(dfd, leaf, st, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
+	close(dfd);
+	return r;
+}
+
+/* Group and other bits go unless the mount is shared (-o allow_other). */
+static mode_t private_mode(const struct fs *fs, mode_t mode)
+{
+	return fs->shared ? mode : (mode & ~(mode_t)077);
+}
+
+static int op_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
+{
+	struct fs *fs = fs_get();
+	struct fs_file *f = fi ? (struct fs_file *)(uintptr_t)fi->fh : NULL;
+	const char *leaf;
+	int dfd, r;
+
+	if ((f && f->kind == FILE_DOC) || (!f && is_doc(rel(path))))
+		return 0; /* docs are always 0600 */
+	mode = private_mode(fs, mode);
+	if (f)
+		return fchmod(f->fd, mode) < 0 ? -errno : 0;
+	path = rel(path);
+	if (!*path)
+		return fchmodat(AT_FDCWD, fs->backing_path, mode, 0) < 0 ? -errno : 0;
+	dfd = plain_open_parent(fs, path, &leaf);
+	if (dfd < 0)
+		return dfd;
+	/* fchmodat cannot refuse to follow a link; open the leaf itself. */
+	{
+		int fd = openat(dfd, leaf, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		char proc[64];
+		struct stat st;
+
+		r = fd < 0 ? -errno : 0;
+		if (!r && fstat(fd, &st) == 0 && S_ISLNK(st.st_mode))
+			r = -EOPNOTSUPP;
+		if (!r) {
+			snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+			r = chmod(proc, mode) < 0 ? -errno : 0;
+		}
+		if (fd >= 0)
+			close(fd);
+	}
+	close(dfd);
+	return r;
+}
+
+static int op_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info *fi)
+{
+	struct fs *fs = fs_get();
+	struct fs_file *f = fi ? (struct fs_file *)(uintptr_t)fi->fh : NULL;
+	const char *leaf;
+	int dfd, r;
+
+	if ((f && f->kind == FILE_DOC) || (!f && is_doc(rel(path))))
+		return 0;
+	if (f)
+		return fchown(f->fd, uid, gid) < 0 ? -errno : 0;
+	path = rel(path);
+	dfd = plain_open_parent(fs, path, &leaf);
+	if (dfd < 0)
+		return dfd;
+	r = fchownat(dfd, *path ? leaf : "", uid, gid, AT_SYMLINK_NOFOLLOW | (*path ? 0 : AT_EMPTY_PATH)) < 0 ? -errno : 0;
+	close(dfd);
+	return r;
+}
+
+static int op_utimens(const char *path, const struct timespec tv[2], struct fuse_file_info *fi)
+{
+	struct fs *fs = fs_get();
+	struct fs_file *f = fi ? (struct fs_file *)(uintptr_t)fi->fh : NULL;
+	const char *leaf;
+	int dfd, r;
+
+	/* A doc's mtime is the time its content last changed (promise 5). */
+	if ((f && f->kind == FILE_DOC) || (!f && is_doc(rel(path))))
+		return 0;
+	if (f)
+		return futimens(f->fd, tv) < 0 ? -errno : 0;
+	path = rel(path);
+	if (!*path)
+		return utimensat(AT_FDCWD, fs->backing_path, tv, 0) < 0 ? -errno : 0;
+	dfd = plain_open_parent(fs, path, &leaf);
+	if (dfd < 0)
+		return dfd;
+	r = utimensat(dfd, leaf, tv, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
+	close(dfd);
+	return r;
+}
+
+/* ---- directories ------------------------------------------------------------ */
+
+struct fill_ctx {
+	void *buf;
+	fuse_fill_dir_t filler;
+};
+
+static int fill_doc(void *ctx, const char *name, const struct store_stat *s)
+{
+	struct fill_ctx *c = ctx;
+
+	c->filler(c->buf, name, NULL, 0, 0);
+	return 0;
+}
+
+/* The path is kept for readdir, which gets none with nullpath_ok. */
+static int op_opendir(const char *path, struct fuse_file_info *fi)
+{
+	char *p = strdup(rel(path));
+
+	if (!p)
+		return -ENOMEM;
+	fi->fh = (uintptr_t)p;
+	return 0;
+}
+
+static int op_releasedir(const char *path, struct fuse_file_info *fi)
+{
+	free((char *)(uintptr_t)fi->fh);
+	return 0;
+}
+
+static int op_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t off, struct fuse_file_info *fi,
+		      enum fuse_readdir_flags flags)
+{
+	struct fs *fs = fs_get();
+	struct fill_ctx ctx = { buf, filler };
+	const char *r = (const char *)(uintptr_t)fi->fh;
+	struct dirent *de;
+	DIR *d;
+	int fd;
+
+	fd = plain_open(fs, r, O_RDONLY | O_DIRECTORY, 0);
+	if (fd < 0)
+		return fd;
+	d = fdopendir(fd);
+	if (!d) {
+		int e = errno;
+
+		close(fd);
+		return -e;
+	}
+	while ((errno = 0, de = readdir(d))) {
+		struct stat st = { .st_ino = de->d_ino, .st_mode = (mode_t)DTTOIF(de->d_type) };
+
+		filler(buf, de->d_name, &st, 0, 0);
+	}
+	closedir(d);
+	if (store_path_kind(r) == STORE_PATH_DOC_DIR)
+		return store_doc_list(fs->store, r, fill_doc, &ctx);
+	return 0;
+}
+
+static int op_mkdir(const char *path, mode_t mode)
+{
+	struct fs *fs = fs_get();
+	const char *r = rel(path), *leaf;
+	int dfd, res;
+
+	if (is_doc(r))
+		return -EEXIST;
+	dfd = plain_open_parent(fs, r, &leaf);
+	if (dfd < 0)
+		return dfd;
+	res = mkdirat(dfd, leaf, private_mode(fs, mode)) < 0 ? plain_fail("create directory", r, errno) : 0;
+	close(dfd);
+	return res;
+}
+
+static int count_doc(void *ctx, const char *name, const struct store_stat *s)
+{
+	(*(int *)ctx)++;
+	return 0;
+}
+
+static int op_rmdir(const char *path)
+{
+	struct fs *fs = fs_get();
+	const char *r = rel(path), *leaf;
+	int dfd, res;
+
+	if (store_path_kind(r) == STORE_PATH_DOC_DIR) {
+		int n = 0;
+
+		res = store_doc_list(fs->store, r, count_doc, &n);
+		if (res < 0)
+			return res;
+		if (n > 0)
+			return -ENOTEMPTY;
+	}
+	dfd = plain_open_parent(fs, r, &leaf);
+	if (dfd < 0)
+		return dfd;
+	res = unlinkat(dfd, leaf, AT_REMOVEDIR) < 0 ? plain_fail("remove directory", r, errno) : 0;
+	close(dfd);
+	return res;
+}
+
+/* ---- doc handles ---------------------------------------------------------------- */
+
+static void file_free(struct fs_file *f)
+{
+	if (!f)
+		return;
+	if (f->fd >= 0)
+		close(f->fd);
+	store_snap_free(f->snap);
+	free(f->path);
+	pthread_mutex_destroy(&f->lock);
+	free(f);
+}
+
+static struct fs_file *file_new(enum file_kind kind, int fd, const char *path)
+{
+	struct fs_file *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		return NULL;
+	f->kind = kind;
+	f->fd = fd;
+	if (path && !(f->path = strdup(path))) {
+		free(f);
+		return NULL;
+	}
+	pthread_mutex_init(&f->lock, NULL);
+	return f;
+}
+
+/* An anonymous file in the backing tree's filesystem for staged writes. */
+static int stage_open(const struct fs *fs)
+{
+	int fd = plain_open(fs, "", O_TMPFILE | O_RDWR, 0600);
+
+	if (fd == -EOPNOTSUPP || fd == -EISDIR) {
+		char name[64];
+		const char *leaf;
+		int dfd;
+
+		snprintf(name, sizeof(name), ".convfs-stage.%d.%lld", (int)getpid(), (long long)now_ns());
+		fd = plain_open(fs, name, O_CREAT | O_EXCL | O_RDWR, 0600);
+		if (fd >= 0 && (dfd = plain_open_parent(fs, name, &leaf)) >= 0) {
+			unlinkat(dfd, leaf, 0);
+			close(dfd);
+		}
+	}
+	if (fd < 0)
+		log_err("cannot create a staging file in '%s': %s", fs->backing_path, strerror(-fd));
+	return fd;
+}
+
+/*
+ * Gives the handle a staging file holding the doc's content (or nothing, if
+ * empty is true). Called with f->lock held.
+ */
+static int stage_begin(struct fs *fs, struct fs_file *f, bool empty)
+{
+	_cleanup_free_ char *buf = NULL;
+	int fd = stage_open(fs);
+	off_t off = 0;
+
+	if (fd < 0)
+		return fd;
+	if (!empty && f->snap && store_snap_size(f->snap) > 0) {
+		size_t bufsz = 1 << 20;
+
+		buf = malloc(bufsz);
+		if (!buf) {
+			close(fd);
+			return -ENOMEM;
+		}
+		for (;;) {
+			ssize_t n = store_snap_read(fs->store, f->snap, buf, bufsz, off);
+
+			if (n == 0)
+				break;
+			if (n < 0 || pwrite(fd, buf, (size_t)n, off) != n) {
+				int r = n < 0 ? (int)n : -errno;
+
+				log_err("cannot stage '%s' for writing: %s", f->path, strerror(-r));
+				close(fd);
+				return r;
+			}
+			off += n;
+		}
+	}
+	f->fd = fd;
+	return 0;
+}
+
+/*
+ * Commits the staged bytes of f as one revision. Called with f->lock held.
+ * On success the handle's snapshot moves to the new version.
+ */
+static int stage_commit(struct fs *fs, struct fs_file *f, const char *kind)
+{
+	struct store_snap *snap = NULL;
+	struct store_who who;
+	char comm[72];
+	struct stat st;
+	void *data = NULL;
+	int r;
+
+	if (fstat(f->fd, &st) < 0)
+		return -errno;
+	if (st.st_size > 0) {
+		data = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, f->fd, 0);
+		if (data == MAP_FAILED) {
+			r = -errno;
+			log_err("cannot map the staged '%s': %s", f->path, strerror(errno));
+			return r;
+		}
+	}
+	who_get(&who, comm, sizeof(comm));
+	r = store_doc_commit(fs->store, f->path, data ? data : "", (size_t)st.st_size, &who, kind);
+	if (data)
+		munmap(data, (size_t)st.st_size);
+	if (r < 0) {
+		if (r != -EINVAL) /* EINVAL was logged with its reason by the store */
+			log_err("cannot commit '%s': %s; the previous version stays", f->path, strerror(-r));
+		return r;
+	}
+	f->dirty = false;
+	if (store_snap_open(fs->store, f->path, &snap) == 0) {
+		store_snap_free(f->snap);
+		f->snap = snap;
+	}
+	return 0;
+}
+
+static int doc_open(struct fs *fs, const char *r, struct fuse_file_info *fi, bool created)
+{
+	int acc = fi->flags & O_ACCMODE;
+	struct fs_file *f;
+	int res;
+
+	f = file_new(FILE_DOC, -1, r);
+	if (!f)
+		return -ENOMEM;
+	res = store_snap_open(fs->store, r, &f->snap);
+	if (res < 0) {
+		file_free(f);
+		return res;
+	}
+	f->append = fi->flags & O_APPEND;
+	if (acc != O_RDONLY) {
+		/* Uncommitted bytes must not reach the page cache others read. */
+		fi->direct_io = 1;
+		if (created || (fi->flags & O_TRUNC)) {
+			res = stage_begin(fs, f, true);
+			if (res < 0) {
+				file_free(f);
+				return res;
+			}
+			f->dirty = !created;
+		}
+	}
+	fi->fh = (uintptr_t)f;
+	return 0;
+}
+
+/* ---- files ---------------------------------------------------------------------- */
+
+static int op_open(const char *path, struct fuse_file_info *fi)
+{
+	struct fs *fs = fs_get();
+	const char *r = rel(path);
+	struct fs_file *f;
+	int fd;
+
+	if (is_doc(r))
+		return doc_open(fs, r, fi, false);
+	fd = plain_open(fs, r, fi->flags & ~(O_CREAT | O_EXCL | O_NOCTTY), 0);
+	if (fd < 0)
+		return plain_fail("open", r, -fd);
+	f = file_new(FILE_PLAIN, fd, NULL);
+	if (!f) {
+		close(fd);
+		return -ENOMEM;
+	}
+	fi->keep_cache = 1;
+	fi->fh = (uintptr_t)f;
+	return 0;
+}
+
+static int op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
+{
+	struct fs *fs = fs_get();
+	const char *r = rel(path);
+	struct fs_file *f;
+	int fd, res;
+
+	if (is_doc(r)) {
+		struct store_who who;
+		char comm[72];
+
+		who_get(&who, comm, sizeof(comm));
+		res = store_doc_create(fs->store, r, &who);
+		if (res == -EEXIST && !(fi->flags & O_EXCL))
+			return doc_open(fs, r, fi, false);
+		if (res < 0)
+			return res;
+		return doc_open(fs, r, fi, true);
+	}
+	fd = plain_open(fs, r, (fi->flags & ~O_NOCTTY) | O_CREAT, private_mode(fs, mode));
+	if (fd < 0)
+		return plain_fail("create", r, -fd);
+	f = file_new(FILE_PLAIN, fd, NULL);
+	if (!f) {
+		close(fd);
+		return -ENOMEM;
+	}
+	fi->fh = (uintptr_t)f;
+	return 0;
+}
+
+static int op_read(const char *path, char *buf, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	struct fs_file *f = (struct fs_file *)(uintptr_t)fi->fh;
+	ssize_t n;
+
+	if (f->kind == FILE_PLAIN) {
+		n = pread(f->fd, buf, size, off);
+		return n < 0 ? -errno : (int)n;
+	}
+	pthread_mutex_lock(&f->lock);
+	if (f->fd >= 0) {
+		n = pread(f->fd, buf, size, off);
+		if (n < 0)
+			n = -errno;
+	} else
+		n = store_snap_read(fs_get()->store, f->snap, buf, size, off);
+	pthread_mutex_unlock(&f->lock);
+	return (int)n;
+}
+
+static int op_write(const char *path, const char *buf, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	struct fs_file *f = (struct fs_file *)(uintptr_t)fi->fh;
+	ssize_t n;
+	int r;
+
+	if (f->kind == FILE_PLAIN) {
+		n = pwrite(f->fd, buf, size, off);
+		return n < 0 ? plain_fail("write", "(open file)", errno) : (int)n;
+	}
+	pthread_mutex_lock(&f->lock);
+	if (f->fd < 0 && (r = stage_begin(fs_get(), f, false)) < 0) {
+		pthread_mutex_unlock(&f->lock);
+		return r;
+	}
+	if (f->append) {
+		struct stat st;
+
+		if (fstat(f->fd, &st) == 0)
+			off = st.st_size;
+	}
+	n = pwrite(f->fd, buf, size, off);
+	if (n < 0)
+		n = -errno;
+	else
+		f->dirty = true;
+	pthread_mutex_unlock(&f->lock);
+	if (n < 0)
+		log_err("cannot stage a write to '%s': %s", f->path, strerror((int)-n));
+	return (int)n;
+}
+
+static int op_flush(const char *path, struct fuse_file_info *fi)
+{
+	struct fs_file *f = (struct fs_file *)(uintptr_t)fi->fh;
+	struct fs *fs = fs_get();
+	bool committed = false;
+	int r = 0;
+
+	if (f->kind == FILE_PLAIN)
+		return 0;
+	pthread_mutex_lock(&f->lock);
+	if (f->dirty) {
+		r = stage_commit(fs, f, "write");
+		f->commit_failed = r < 0;
+		committed = r == 0;
+	}
+	pthread_mutex_unlock(&f->lock);
+	if (committed)
+		invalidate(fs, f->path);
+	return r;
+}
+
+static int op_release(const char *path, struct fuse_file_info *fi)
+{
+	struct fs_file *f = (struct fs_file *)(uintptr_t)fi->fh;
+	struct fs *fs = fs_get();
+
+	if (f->kind == FILE_DOC && f->dirty && !f->commit_failed) {
+		/* Written through a mapping after the last close: commit now. */
+		if (stage_commit(fs, f, "write") == 0)
+			invalidate(fs, f->path);
+	}
+	file_free(f);
+	return 0;
+}
+
+static int op_fsync(const char *path, int datasync, struct fuse_file_info *fi)
+{
+	struct fs_file *f = (struct fs_file *)(uintptr_t)fi->fh;
+
+	/* A doc is durable once committed, at close; there is nothing to sync before. */
+	if (f->kind == FILE_DOC)
+		return 0;
+	if ((datasync ? fdatasync(f->fd) : fsync(f->fd)) < 0)
+		return plain_fail("sync", "(open file)", errno);
+	return 0;
+}
+
+static int op_truncate(const char *path, off_t size, struct fuse_file_info *fi)
+{
+	struct fs *fs = fs_get();
+	struct fs_file *f = fi ? (struct fs_file *)(uintptr_t)fi->fh : NULL;
+	const char *r;
+	int res, fd;
+
+	if (f && f->kind == FILE_PLAIN)
+		return ftruncate(f->fd, size) < 0 ? -errno : 0;
+	if (f) {
+		pthread_mutex_lock(&f->lock);
+		res = f->fd < 0 ? stage_begin(fs, f, size == 0) : 0;
+		if (res == 0)
+			res = ftruncate(f->fd, size) < 0 ? -errno : 0;
+		if (res == 0)
+			f->dirty = true;
+		pthread_mutex_unlock(&f->lock);
+		return res;
+	}
+	r = rel(path);
+	if (is_doc(r)) {
+		/* truncate(2) by path: one commit of the truncated content. */
+		struct fs_file *t = file_new(FILE_DOC, -1, r);
+
+		if (!t)
+			return -ENOMEM;
+		res = store_snap_open(fs->store, r, &t->snap);
+		if (res == 0)
+			res = stage_begin(fs, t, size == 0);
+		if (res == 0)
+			res = ftruncate(t->fd, size) < 0 ? -errno : 0;
+		if (res == 0)
+			res = stage_commit(fs, t, "truncate");
+		file_free(t);
+		if (res == 0)
+			invalidate(fs, r);
+		return res;
+	}
+	fd = plain_open(fs, r, O_WRONLY, 0);
+	if (fd < 0)
+		return plain_fail("truncate", r, -fd);
+	res = ftruncate(fd, size) < 0 ? plain_fail("truncate", r, errno) : 0;
+	close(fd);
+	return res;
+}
+
+/* ---- names ---------------------------------------------------------------------- */
+
+static int op_unlink(const char *path)
+{
+	struct fs *fs = fs_get();
+	const char *r = rel(path), *leaf;
+	int dfd, res;
+
+	if (is_doc(r)) {
+		struct store_who who;
+		char comm[72];
+
+		who_get(&who, comm, sizeof(comm));
+		return store_doc_remove(fs->store, r, &who, "unlink");
+	}
+	dfd = plain_open_parent(fs, r, &leaf);
+	if (dfd < 0)
+		return dfd;
+	res = unlinkat(dfd, leaf, 0) < 0 ? plain_fail("remove", r, errno) : 0;
+	close(dfd);
+	return res;
+}
+
+/* Commits the plain file `from` as the new content of doc `to`, then removes `from`. */
+static int rename_in(struct fs *fs, const char *from, const char *to, unsigned int flags)
+{
+	struct store_who who;
+	struct store_stat ss;
+	char comm[72];
+	struct stat st;
+	void *data = NULL;
+	const char *leaf;
+	int fd, dfd, r;
+
+	if ((flags & RENAME_NOREPLACE) && store_doc_stat(fs->store, to, &ss) == 0)
+		return -EEXIST;
+	fd = plain_open(fs, from, O_RDONLY, 0);
+	if (fd < 0)
+		return fd == -EISDIR ? -EISDIR : fd;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		r = S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+		close(fd);
+		return r;
+	}
+	if (st.st_size > 0) {
+		data = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+		if (data == MAP_FAILED) {
+			r = -errno;
+			close(fd);
+			log_err("cannot map '%s' to commit it as '%s': %s", from, to, strerror(-r));
+			return r;
+		}
+	}
+	close(fd);
+	who_get(&who, comm, sizeof(comm));
+	r = store_doc_commit(fs->store, to, data ? data : "", (size_t)st.st_size, &who, "rename");
+	if (data)
+		munmap(data, (size_t)st.st_size);
+	if (r < 0) {
+		if (r != -EINVAL)
+			log_err("cannot commit '%s' as '%s': %s; the previous version stays", from, to, strerror(-r));
+		return r;
+	}
+	dfd = plain_open_parent(fs, from, &leaf);
+	if (dfd < 0 || unlinkat(dfd, leaf, 0) < 0)
+		log_warn("committed '%s' as '%s' but cannot remove it: %s", from, to,
+			 strerror(dfd < 0 ? -dfd : errno));
+	if (dfd >= 0)
+		close(dfd);
+	return 0;
+}
+
+/* Writes doc `from` out as the plain file `to`, then removes the doc. */
+static int rename_out(struct fs *fs, const char *from, const char *to, unsigned int flags)
+{
+	_cleanup_free_ char *buf = NULL;
+	struct store_snap *snap = NULL;
+	struct store_who who;
+	char comm[72], tmp[96];
+	const char *leaf;
+	struct stat st;
+	off_t off = 0;
+	int dfd, fd = -1, r;
+
+	dfd = plain_open_parent(fs, to, &leaf);
+	if (dfd < 0)
+		return dfd;
+	if ((flags & RENAME_NOREPLACE) && fstatat(dfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		r = -EEXIST;
+		goto out;
+	}
+	r = store_snap_open(fs->store, from, &snap);
+	if (r < 0)
+		goto out;
+	snprintf(tmp, sizeof(tmp), ".convfs-rename.%d.%lld", (int)getpid(), (long long)now_ns());
+	fd = openat(dfd, tmp, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		r = plain_fail("create", to, errno);
+		goto out;
+	}
+	buf = malloc(1 << 20);
+	if (!buf) {
+		r = -ENOMEM;
+		goto out_unlink;
+	}
+	for (;;) {
+		ssize_t n = store_snap_read(fs->store, snap, buf, 1 << 20, off);
+
+		if (n == 0)
+			break;
+		if (n < 0 || pwrite(fd, buf, (size_t)n, off) != n) {
+			r = n < 0 ? (int)n : plain_fail("write", to, errno);
+			goto out_unlink;
+		}
+		off += n;
+	}
+	who_get(&who, comm, sizeof(comm));
+	r = store_doc_remove(fs->store, from, &who, "rename-out");
+	if (r < 0)
+		goto out_unlink;
+	if (renameat(dfd, tmp, dfd, leaf) < 0) {
+		r = -errno;
+		log_err("moved '%s' out of the store but cannot name it '%s': %s; its content stays in the store",
+			from, to, strerror(errno));
+		goto out_unlink;
+	}
+	goto out;
+out_unlink:
+	unlinkat(dfd, tmp, 0);
+out:
+	if (fd >= 0)
+		close(fd);
+	store_snap_free(snap);
+	close(dfd);
+	return r;
+}
+
+static int op_rename(const char *from, const char *to, unsigned int flags)
+{
+	struct fs *fs = fs_get();
+	enum store_path_kind kf, kt;
+	const char *lf, *lt;
+	int df, dt, r;
+
+	from = rel(from);
+	to = rel(to);
+	kf = store_path_kind(from);
+	kt = store_path_kind(to);
+	/* Directories that hold docs move by copy: mv falls back on EXDEV. */
+	if (kf == STORE_PATH_DOC_DIR || kf == STORE_PATH_TASKS_DIR || kt == STORE_PATH_DOC_DIR ||
+	    kt == STORE_PATH_TASKS_DIR)
+		return -EXDEV;
+	if (is_doc(from) || is_doc(to)) {
+		if (flags & RENAME_EXCHANGE)
+			return -EINVAL;
+		if (is_doc(from) && is_doc(to))
+			return strcmp(from, to) == 0 ? 0 : -EXDEV;
+		return is_doc(to) ? rename_in(fs, from, to, flags) : rename_out(fs, from, to, flags);
+	}
+	df = plain_open_parent(fs, from, &lf);
+	if (df < 0)
+		return df;
+	dt = plain_open_parent(fs, to, &lt);
+	if (dt < 0) {
+		close(df);
+		return dt;
+	}
+	r = renameat2(df, lf, dt, lt, flags) < 0 ? plain_fail("rename", from, errno) : 0;
+	close(df);
+	close(dt);
+	return r;
+}
+
+static int op_link(const char *from, const char *to)
+{
+	struct fs *fs = fs_get();
+	const char *lf, *lt;
+	int df, dt, r;
+
+	from = rel(from);
+	to = rel(to);
+	if (is_doc(from) || is_doc(to))
+		return -EPERM; /* a doc has exactly one name */
+	df = plain_open_parent(fs, from, &lf);
+	if (df < 0)
+		return df;
+	dt = plain_open_parent(fs, to, &lt);
+	if (dt < 0) {
+		close(df);
+		return dt;
+	}
+	r = linkat(df, lf, dt, lt, 0) < 0 ? plain_fail("link", from, errno) : 0;
+	close(df);
+	close(dt);
+	return r;
+}
+
+static int op_symlink(const char *target, const char *path)
+{
+	struct fs *fs = fs_get();
+	const char *r = rel(path), *leaf;
+	int dfd, res;
+
+	if (is_doc(r))
+		return -EPERM;
+	dfd = plain_open_parent(fs, r, &leaf);
+	if (dfd < 0)
+		return dfd;
+	res = symlinkat(target, dfd, leaf) < 0 ? plain_fail("create symlink", r, errno) : 0;
+	close(dfd);
+	return res;
+}
+
+static int op_readlink(const char *path, char *buf, size_t size)
+{
+	struct fs *fs = fs_get();
+	const char *r = rel(path), *leaf;
+	ssize_t n;
+	int dfd;
+
+	if (is_doc(r))
+		return -EINVAL;
+	dfd = plain_open_parent(fs, r, &leaf);
+	if (dfd < 0)
+		return dfd;
+	n = readlinkat(dfd, leaf, buf, size - 1);
+	close(dfd);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	return 0;
+}
+
+static int op_mknod(const char *path, mode_t mode, dev_t rdev)
+{
+	struct fs *fs = fs_get();
+	const char *r = rel(path), *leaf;
+	int dfd, res;
+
+	if (is_doc(r))
+		return -EPERM;
+	if (!S_ISREG(mode) && !S_ISFIFO(mode) && !S_ISSOCK(mode))
+		return -EPERM; /* no device nodes in a history folder */
+	dfd = plain_open_parent(fs, r, &leaf);
+	if (dfd < 0)
+		return dfd;
+	res = mknodat(dfd, leaf, (mode & S_IFMT) | private_mode(fs, mode & 07777), 0) < 0 ? plain_fail("create", r, errno) : 0;
+	close(dfd);
+	return res;
+}
+
+static int op_statfs(const char *path, struct statvfs *sv)
+{
+	return fstatvfs(fs_get()->root_fd, sv) < 0 ? -errno : 0;
+}
+
+static int op_fallocate(const char *path, int mode, off_t off, off_t len, struct fuse_file_info *fi)
+{
+	struct fs_file *f = (struct fs_file *)(uintptr_t)fi->fh;
+
+	if (f->kind == FILE_DOC)
+		return -EOPNOTSUPP;
+	return fallocate(f->fd, mode, off, len) < 0 ? -errno : 0;
+}
+
+static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
+{
+	struct fs *fs = fuse_get_context()->private_data;
+
+	cfg->use_ino = 1;
+	cfg->nullpath_ok = 1;
+	cfg->hard_remove = 1;  /* unlinked open files live on in their fds */
+	cfg->entry_timeout = 1;
+	cfg->attr_timeout = 1;
+	cfg->negative_timeout = 0;
+	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
+		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC; /* O_TRUNC arrives with open, not as a truncate */
+	return fs;
+}
+
+const struct fuse_operations fs_operations = {
+	.init = op_init,
+	.getattr = op_getattr,
+	.readlink = op_readlink,
+	.mknod = op_mknod,
+	.mkdir = op_mkdir,
+	.unlink = op_unlink,
+	.rmdir = op_rmdir,
+	.symlink = op_symlink,
+	.rename = op_rename,
+	.link = op_link,
+	.chmod = op_chmod,
+	.chown = op_chown,
+	.truncate = op_truncate,
+	.open = op_open,
+	.read = op_read,
+	.write = op_write,
+	.statfs = op_statfs,
+	.flush = op_flush,
+	.release = op_release,
+	.fsync = op_fsync,
+	.opendir = op_opendir,
+	.readdir = op_readdir,
+	.releasedir = op_releasedir,
+	.create = op_create,
+	.utimens = op_utimens,
+	.fallocate = op_fallocate,
+};
