@@ -168,7 +168,7 @@ static void progress(struct import_ctx *c, bool last)
 		(double)c->rep.bytes / 1e6, last ? "\n" : "");
 }
 
-static int import_doc(struct import_ctx *c, int dirfd, const char *name, const char *rel)
+static int import_doc(struct import_ctx *c, int dirfd, const char *name, const char *rel, const struct stat *st)
 {
 	static const struct store_who who = { 0, "convfs-import" };
 	void *data = NULL;
@@ -190,6 +190,8 @@ static int import_doc(struct import_ctx *c, int dirfd, const char *name, const c
 	}
 	if (data)
 		munmap(data, len);
+	if (r == 0)
+		r = store_doc_set_mtime(c->fs->store, rel, (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec);
 	if (r < 0) {
 		log_err("cannot import '%s': %s", rel, strerror(-r));
 		return r;
@@ -216,7 +218,7 @@ static int import_entry(void *ctx, int dirfd, const char *name, const char *rel,
 	progress(c, false);
 	if (S_ISREG(st->st_mode) && (kind == STORE_PATH_ARRAY || kind == STORE_PATH_WHOLE)) {
 		c->rep.bytes += (unsigned long long)st->st_size;
-		return import_doc(c, dirfd, name, rel);
+		return import_doc(c, dirfd, name, rel, st);
 	}
 	if (S_ISDIR(st->st_mode) && kind == STORE_PATH_DOC_DIR && strncmp(rel, "tasks/", 6) == 0) {
 		char **v = realloc(c->task_dirs, (c->ntask_dirs + 1) * sizeof(*v));

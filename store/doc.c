@@ -712,6 +712,26 @@ unlock:
 	return r;
 }
 
+int store_doc_set_mtime(struct store *st, const char *path, int64_t mtime_ns)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	int r, rc;
+
+	if (st->readonly)
+		return -EROFS;
+	pthread_mutex_lock(&st->lock);
+	r = store_prepare(st, "UPDATE docs SET mtime_ns = ?2 WHERE path = ?1 AND present", &stmt);
+	if (r == 0) {
+		sqlite3_bind_text(stmt, 1, path, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(stmt, 2, mtime_ns);
+		rc = sqlite3_step(stmt);
+		r = rc != SQLITE_DONE ? store_fail(st, rc, "cannot set a doc's mtime")
+				      : sqlite3_changes(st->db) ? 0 : -ENOENT;
+	}
+	pthread_mutex_unlock(&st->lock);
+	return r;
+}
+
 /* ---- stat, list, snapshots -------------------------------------------------- */
 
 static void stat_from_row(sqlite3_stmt *stmt, int col, struct store_stat *s)

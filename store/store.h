@@ -118,6 +118,12 @@ int store_doc_commit(struct store *st, const char *path, const char *data, size_
 int store_doc_commit_raw(struct store *st, const char *path, const char *data, size_t len,
 			 const struct store_who *who, const char *why);
 
+/*
+ * Sets the doc's mtime without a new revision: import keeps the time the
+ * file last changed before convfs took it in.
+ */
+int store_doc_set_mtime(struct store *st, const char *path, int64_t mtime_ns);
+
 /* Creates an empty doc if none exists (open with O_CREAT). -EEXIST if one does. */
 int store_doc_create(struct store *st, const char *path, const struct store_who *who);
 
