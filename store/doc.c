@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "store/json.h"
+#include "store/merge.h"
 #include "store/store_internal.h"
 #include "store/util.h"
 
@@ -50,7 +51,7 @@ static void doc_row_release(struct doc_row *d)
 }
 
 struct store_snap {
-	int64_t doc_id, rev, size;
+	int64_t doc_id, rev, size, mtime_ns, ctime_ns;
 	int format;
 	int64_t blob_rowid;
 	char *head, *tail;
@@ -407,8 +408,8 @@ static int elems_insert(struct store *st, int64_t doc_id, const char *data, cons
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
 	int r, rc;
 
-	r = store_prepare(st, "INSERT INTO elems(doc_id, seq, off, pre, len, json, key, ts, rev_from) "
-			      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)", &stmt);
+	r = store_prepare(st, "INSERT INTO elems(doc_id, seq, off, pre, len, json, key, ts, rev_from, h) "
+			      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)", &stmt);
 	if (r < 0)
 		return r;
 	for (size_t i = from; i < sv->n; i++) {
@@ -438,6 +439,7 @@ static int elems_insert(struct store *st, int64_t doc_id, const char *data, cons
 		if (json_object_member(j, jlen, "ts", &a, &b) == 0 && json_to_int64(j + a, b - a, &ts) == 0)
 			sqlite3_bind_int64(stmt, 8, ts);
 		sqlite3_bind_int64(stmt, 9, rev);
+		sqlite3_bind_int64(stmt, 10, (sqlite3_int64)merge_hash(j, jlen));
 		rc = sqlite3_step(stmt);
 		if (rc != SQLITE_DONE)
 			return store_fail(st, rc, "cannot store an element");
@@ -445,15 +447,301 @@ static int elems_insert(struct store *st, int64_t doc_id, const char *data, cons
 	return 0;
 }
 
+/* ---- merged commits ------------------------------------------------------------ */
+
+struct store_base {
+	int64_t doc_id;
+	int64_t rev;
+	bool read;          /* taken when the writer opened the doc, not from its own commit */
+	bool explicit_list; /* the writer's own version, which is not stored as such */
+	struct merge_list list;
+};
+
+int store_base_from_snap(const struct store_snap *snap, struct store_base **ret)
+{
+	struct store_base *b = calloc(1, sizeof(*b));
+
+	if (!b)
+		return -ENOMEM;
+	b->doc_id = snap->doc_id;
+	b->rev = snap->rev;
+	b->read = true;
+	*ret = b;
+	return 0;
+}
+
+void store_base_free(struct store_base *base)
+{
+	if (!base)
+		return;
+	merge_list_release(&base->list);
+	free(base);
+}
+
+int64_t store_base_rev(const struct store_base *base)
+{
+	return base->rev;
+}
+
+bool store_base_is_read(const struct store_base *base)
+{
+	return base->read;
+}
+
+static int base_at_rev(int64_t doc_id, int64_t rev, struct store_base **ret)
+{
+	struct store_base *b = calloc(1, sizeof(*b));
+
+	if (!b)
+		return -ENOMEM;
+	b->doc_id = doc_id;
+	b->rev = rev;
+	*ret = b;
+	return 0;
+}
+
+static uint64_t key_of_text(const char *s, size_t n)
+{
+	return merge_hash(s, n) | 1; /* never 0, to tell it from a missing key */
+}
+
+/* Identity of a new element: a history item's id, a message's ts, else its hash. */
+static void elem_identity(struct merge_elem *e, bool is_history)
+{
+	size_t a, b;
+	long long ts;
+
+	e->key = e->hash;
+	if (json_object_member(e->json, e->len, "ts", &a, &b) == 0 && json_to_int64(e->json + a, b - a, &ts) == 0) {
+		e->ts = ts;
+		e->has_ts = true;
+		if (!is_history)
+			e->key = (uint64_t)ts;
+	}
+	if (is_history) {
+		_cleanup_free_ char *id = member_string(e->json, e->len, "id");
+
+		if (id)
+			e->key = key_of_text(id, strlen(id));
+	}
+}
+
+#define ROWS_CURRENT (-1)
+
+/*
+ * Loads the rows of a doc valid at revision rev (ROWS_CURRENT: the current
+ * ones; closed: the ones that revision rev closed, i.e. a removed doc's last
+ * content) as identities; history items also with their bytes (small).
+ * The bytes are copied into *ret_store, which must outlive the list.
+ */
+static int load_rows(struct store *st, int64_t doc_id, int64_t rev, bool closed, bool is_history,
+		     struct merge_list *ret, struct sb *ret_store)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	struct merge_list l = { 0 };
+	size_t *offsets = NULL;
+	int r, rc;
+
+	r = store_prepare(st, rev == ROWS_CURRENT
+		? "SELECT id, key, ts, h, len, CASE WHEN ?3 THEN json END FROM elems "
+		  "WHERE doc_id = ?1 AND rev_to IS NULL ORDER BY off"
+		: closed
+		? "SELECT id, key, ts, h, len, CASE WHEN ?3 THEN json END FROM elems "
+		  "WHERE doc_id = ?1 AND rev_to = ?2 ORDER BY off"
+		: "SELECT id, key, ts, h, len, CASE WHEN ?3 THEN json END FROM elems "
+		  "WHERE doc_id = ?1 AND rev_from <= ?2 AND (rev_to IS NULL OR rev_to > ?2) ORDER BY off", &stmt);
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(stmt, 1, doc_id);
+	sqlite3_bind_int64(stmt, 2, rev);
+	sqlite3_bind_int(stmt, 3, is_history);
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		struct merge_elem e = { 0 };
+
+		e.ref = sqlite3_column_int64(stmt, 0);
+		e.hash = (uint64_t)sqlite3_column_int64(stmt, 3);
+		e.len = (size_t)sqlite3_column_int64(stmt, 4);
+		e.has_ts = sqlite3_column_type(stmt, 2) != SQLITE_NULL;
+		e.ts = sqlite3_column_int64(stmt, 2);
+		e.key = e.hash;
+		if (is_history && sqlite3_column_type(stmt, 1) != SQLITE_NULL)
+			e.key = key_of_text((const char *)sqlite3_column_text(stmt, 1),
+					    (size_t)sqlite3_column_bytes(stmt, 1));
+		else if (!is_history && e.has_ts)
+			e.key = (uint64_t)e.ts;
+		if (is_history) {
+			/* Offsets now, pointers once the buffer stops moving. */
+			size_t *o = realloc(offsets, (l.n + 1) * sizeof(*o));
+
+			if (!o) {
+				r = -ENOMEM;
+				break;
+			}
+			offsets = o;
+			offsets[l.n] = ret_store->len;
+			if ((r = sb_add(ret_store, sqlite3_column_blob(stmt, 5), e.len)) < 0)
+				break;
+		}
+		if ((r = merge_list_push(&l, &e)) < 0)
+			break;
+	}
+	if (r == 0 && rc != SQLITE_DONE)
+		r = store_fail(st, rc, "cannot read elements");
+	if (r == 0 && is_history)
+		for (size_t i = 0; i < l.n; i++)
+			l.v[i].json = ret_store->buf + offsets[i];
+	free(offsets);
+	if (r < 0) {
+		merge_list_release(&l);
+		return r;
+	}
+	*ret = l;
+	return 0;
+}
+
+struct fetch_ctx {
+	struct store *st;
+	int64_t doc_id;
+};
+
+/* The bytes of a base history item known only by its hash (an explicit base). */
+static int fetch_by_hash(void *ctx, const struct merge_elem *e, char **ret_json, size_t *ret_len)
+{
+	struct fetch_ctx *c = ctx;
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	char *p;
+
+	if (store_prepare(c->st, "SELECT json FROM elems WHERE doc_id = ?1 AND h = ?2 AND key IS NOT NULL LIMIT 1",
+			  &stmt) < 0)
+		return -EIO;
+	sqlite3_bind_int64(stmt, 1, c->doc_id);
+	sqlite3_bind_int64(stmt, 2, (sqlite3_int64)e->hash);
+	if (sqlite3_step(stmt) != SQLITE_ROW)
+		return -ENOENT;
+	p = strndup((const char *)sqlite3_column_text(stmt, 0), (size_t)sqlite3_column_bytes(stmt, 0));
+	if (!p)
+		return -ENOMEM;
+	*ret_json = p;
+	*ret_len = strlen(p);
+	return 0;
+}
+
+/*
+ * Writes the merged list as the doc's new current rows: rows up to the first
+ * difference with head stay, the rest are closed and the merged tail is
+ * inserted (head rows copied by id, the writer's from its bytes).
+ */
+static int write_merged(struct store *st, const struct doc_row *d, const struct merge_list *head,
+			const struct merge_list *m, const char *data, const struct span_vec *sv, size_t head_len,
+			size_t tail, size_t len, int64_t rev, int64_t now, bool is_history, int64_t *ret_size)
+{
+	_cleanup_stmt_ sqlite3_stmt *copy = NULL, *ins = NULL, *pre_of = NULL;
+	const char *sep = ",";
+	size_t sep_len = 1, first_pre_len = sv->n ? sv->v[0].start - sv->v[0].pre : 0;
+	const char *first_pre = sv->n ? data + sv->v[0].pre : "";
+	size_t f = 0;
+	int64_t off;
+	int r, rc;
+
+	if (sv->n >= 2) {
+		sep = data + sv->v[1].pre;
+		sep_len = sv->v[1].start - sv->v[1].pre;
+	}
+	if (strlen(d->head) == head_len && memcmp(d->head, data, head_len) == 0)
+		while (f < m->n && f < head->n && m->v[f].origin == MERGE_FROM_HEAD && m->v[f].ref == head->v[f].ref)
+			f++;
+	r = elems_close(st, d->id, (int64_t)f, rev);
+	if (r < 0)
+		return r;
+	/* The offset where row f starts: the end of row f-1. */
+	off = (int64_t)head_len;
+	if (f > 0) {
+		r = store_prepare(st, "SELECT off + length(CAST(pre AS BLOB)) + len FROM elems WHERE id = ?1", &pre_of);
+		if (r < 0)
+			return r;
+		sqlite3_bind_int64(pre_of, 1, head->v[f - 1].ref);
+		rc = sqlite3_step(pre_of);
+		if (rc != SQLITE_ROW)
+			return store_fail(st, rc, "cannot find an element's end");
+		off = sqlite3_column_int64(pre_of, 0);
+	}
+	r = store_prepare(st, "INSERT INTO elems(doc_id, seq, off, pre, len, json, key, ts, h, rev_from) "
+			      "SELECT doc_id, ?2, ?3, ?4, len, json, key, ts, h, ?5 FROM elems WHERE id = ?1", &copy);
+	if (r < 0)
+		return r;
+	r = store_prepare(st, "INSERT INTO elems(doc_id, seq, off, pre, len, json, key, ts, h, rev_from) "
+			      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)", &ins);
+	if (r < 0)
+		return r;
+	for (size_t i = f; i < m->n; i++) {
+		const struct merge_elem *e = &m->v[i];
+		const char *pre = i == 0 ? first_pre : sep;
+		size_t pre_len = i == 0 ? first_pre_len : sep_len;
+		sqlite3_stmt *stmt = e->origin == MERGE_FROM_HEAD ? copy : ins;
+
+		sqlite3_reset(stmt);
+		sqlite3_clear_bindings(stmt);
+		if (e->origin == MERGE_FROM_HEAD) {
+			sqlite3_bind_int64(copy, 1, e->ref);
+			sqlite3_bind_int64(copy, 2, (int64_t)i);
+			sqlite3_bind_int64(copy, 3, off);
+			sqlite3_bind_text(copy, 4, pre, (int)pre_len, SQLITE_STATIC);
+			sqlite3_bind_int64(copy, 5, rev);
+		} else {
+			sqlite3_bind_int64(ins, 1, d->id);
+			sqlite3_bind_int64(ins, 2, (int64_t)i);
+			sqlite3_bind_int64(ins, 3, off);
+			sqlite3_bind_text(ins, 4, pre, (int)pre_len, SQLITE_STATIC);
+			sqlite3_bind_int64(ins, 5, (int64_t)e->len);
+			sqlite3_bind_text64(ins, 6, e->json, e->len, SQLITE_STATIC, SQLITE_UTF8);
+			if (is_history) {
+				char *key = member_string(e->json, e->len, "id");
+
+				if (key)
+					sqlite3_bind_text(ins, 7, key, -1, free); /* SQLite frees it */
+				if ((r = history_item_seen(st, e->json, e->len, now)) < 0)
+					return r;
+			}
+			if (e->has_ts)
+				sqlite3_bind_int64(ins, 8, e->ts);
+			sqlite3_bind_int64(ins, 9, (sqlite3_int64)e->hash);
+			sqlite3_bind_int64(ins, 10, rev);
+		}
+		rc = sqlite3_step(stmt);
+		if (rc != SQLITE_DONE)
+			return store_fail(st, rc, "cannot store a merged element");
+		off += (int64_t)(pre_len + e->len);
+	}
+	*ret_size = off + (int64_t)(len - tail);
+	return 0;
+}
+
+/* True if the merged list is exactly what the writer wrote. */
+static bool merged_is_new(const struct merge_list *m, const struct merge_list *n)
+{
+	if (m->n != n->n)
+		return false;
+	for (size_t i = 0; i < m->n; i++)
+		if (m->v[i].hash != n->v[i].hash)
+			return false;
+	return true;
+}
+
 static int commit_array(struct store *st, const char *path, const char *data, size_t len,
-			const struct store_who *who, const char *kind)
+			const struct store_who *who, const char *kind, bool merge, const struct store_base *base,
+			struct store_base **ret_base, bool *ret_merged)
 {
 	struct span_vec sv = { 0 };
 	struct doc_row d = { 0 };
 	struct json_error jerr = { 0 };
+	struct merge_list nl = { 0 }, hl = { 0 }, bl_loaded = { 0 }, ml = { 0 };
+	struct merge_stats ms = { 0 };
+	struct store_base *nb = NULL;
+	_cleanup_sb_ struct sb hbytes = SB_INIT, bbytes = SB_INIT;
+	bool is_history = strcmp(path, "state/taskHistory.json") == 0, merged = false;
 	size_t head = 0, tail = 0, k = 0;
-	int64_t now = now_ns(), rev;
-	char detail[160];
+	int64_t now = now_ns(), rev = 0, size = (int64_t)len;
+	char detail[320];
 	int r;
 
 	r = json_scan_array(data, len, span_push, &sv, &head, &tail, &jerr);
@@ -471,42 +759,127 @@ static int commit_array(struct store *st, const char *path, const char *data, si
 	r = doc_lookup_or_insert(st, path, DOC_ARRAY, now, &d);
 	if (r < 0)
 		goto rollback;
-	if (d.format == DOC_ARRAY && d.present && strlen(d.head) == head && memcmp(d.head, data, head) == 0) {
-		r = common_prefix(st, d.id, data, &sv, &k);
+	if (base && base->doc_id != d.id)
+		base = NULL; /* the doc was made anew since */
+	/*
+	 * Merge when someone committed since this writer's base. A doc that was
+	 * renamed away (Roo's safeWriteJson moves it to .bak before renaming the
+	 * new file in) merges with its last content.
+	 */
+	/*
+	 * History items are removed only by a writer that read them: a window's
+	 * reload can race its own save, so a base that is the writer's own last
+	 * write does not license removals, and such a commit always merges.
+	 */
+	if (merge && d.format == DOC_ARRAY && (d.present ? d.nelems > 0 : base != NULL) &&
+	    (base ? base->explicit_list || base->rev != d.rev || (is_history && !base->read) : is_history)) {
+		/* Someone committed since this writer's base: merge three ways. */
+		const struct merge_list *bl = NULL;
+		struct fetch_ctx fc = { st, d.id };
+
+		for (size_t i = 0; i < sv.n; i++) {
+			struct merge_elem e = { .json = data + sv.v[i].start, .len = sv.v[i].end - sv.v[i].start,
+						.ref = (int64_t)i, .origin = MERGE_FROM_NEW };
+
+			e.hash = merge_hash(e.json, e.len);
+			elem_identity(&e, is_history);
+			if ((r = merge_list_push(&nl, &e)) < 0)
+				goto rollback;
+		}
+		if ((r = load_rows(st, d.id, d.present ? ROWS_CURRENT : d.rev, !d.present, is_history, &hl, &hbytes)) < 0)
+			goto rollback;
+		if (base && base->explicit_list) {
+			bl = &base->list;
+		} else if (base) {
+			if ((r = load_rows(st, d.id, base->rev, false, is_history, &bl_loaded, &bbytes)) < 0)
+				goto rollback;
+			bl = &bl_loaded;
+		}
+		if ((r = merge_lists(is_history ? MERGE_HISTORY : MERGE_MESSAGES, bl, base && base->read, &hl, &nl,
+				     fetch_by_hash, &fc, &ml, &ms)) < 0)
+			goto rollback;
+		merged = !merged_is_new(&ml, &nl);
+		r = revision_add(st, path, who, merged ? "merge" : kind, now, &rev);
 		if (r < 0)
 			goto rollback;
-		if (k == sv.n && (int64_t)k == d.nelems && strlen(d.tail) == len - tail &&
-		    memcmp(d.tail, data + tail, len - tail) == 0) {
-			r = 0; /* nothing changed: no revision, no new mtime */
+		r = write_merged(st, &d, &hl, &ml, data, &sv, head, tail, len, rev, now, is_history, &size);
+		if (r < 0)
 			goto rollback;
+		r = doc_update(st, d.id, DOC_ARRAY, size, now, rev, data, head, data + tail, len - tail,
+			       (int64_t)ml.n);
+		if (r < 0)
+			goto rollback;
+		snprintf(detail, sizeof(detail),
+			 "{\"merged\":%s,\"base\":%" PRId64 ",\"head\":%" PRId64 ",\"written\":%zu,\"result\":%zu,"
+			 "\"from_writer\":%zu,\"kept_stored\":%zu,\"others_kept\":%zu,\"removed\":%zu,"
+			 "\"fields_merged\":%zu,\"size\":%" PRId64 "}",
+			 merged ? "true" : "false", base ? base->rev : (int64_t)-1, d.rev, nl.n, ml.n, ms.from_new,
+			 ms.from_head, ms.others_kept, ms.removed, ms.fields, size);
+	} else {
+		if (d.format == DOC_ARRAY && d.present && strlen(d.head) == head && memcmp(d.head, data, head) == 0) {
+			r = common_prefix(st, d.id, data, &sv, &k);
+			if (r < 0)
+				goto rollback;
+			if (k == sv.n && (int64_t)k == d.nelems && strlen(d.tail) == len - tail &&
+			    memcmp(d.tail, data + tail, len - tail) == 0) {
+				rev = d.rev; /* nothing changed: no revision, no new mtime */
+				r = 0;
+				tx_rollback(st);
+				goto done;
+			}
 		}
+		r = revision_add(st, path, who, kind, now, &rev);
+		if (r < 0)
+			goto rollback;
+		if (d.format == DOC_ARRAY && (r = elems_close(st, d.id, (int64_t)k, rev)) < 0)
+			goto rollback;
+		r = elems_insert(st, d.id, data, &sv, k, rev, is_history, now);
+		if (r < 0)
+			goto rollback;
+		r = doc_update(st, d.id, DOC_ARRAY, (int64_t)len, now, rev, data, head, data + tail, len - tail,
+			       (int64_t)sv.n);
+		if (r < 0)
+			goto rollback;
+		snprintf(detail, sizeof(detail), "{\"kept\":%zu,\"superseded\":%" PRId64 ",\"added\":%zu,\"size\":%zu}",
+			 k, d.format == DOC_ARRAY && d.present ? d.nelems - (int64_t)k : 0, sv.n - k, len);
 	}
-	r = revision_add(st, path, who, kind, now, &rev);
-	if (r < 0)
-		goto rollback;
-	if (d.format == DOC_ARRAY && (r = elems_close(st, d.id, (int64_t)k, rev)) < 0)
-		goto rollback;
-	r = elems_insert(st, d.id, data, &sv, k, rev, strcmp(path, "state/taskHistory.json") == 0, now);
-	if (r < 0)
-		goto rollback;
-	r = doc_update(st, d.id, DOC_ARRAY, (int64_t)len, now, rev, data, head, data + tail, len - tail,
-		       (int64_t)sv.n);
-	if (r < 0)
-		goto rollback;
-	snprintf(detail, sizeof(detail), "{\"kept\":%zu,\"superseded\":%" PRId64 ",\"added\":%zu,\"size\":%zu}", k,
-		 d.format == DOC_ARRAY && d.present ? d.nelems - (int64_t)k : 0, sv.n - k, len);
 	r = revision_detail(st, rev, d.id, detail);
 	if (r < 0)
 		goto rollback;
 	r = tx_commit(st);
 	if (r < 0)
 		goto rollback;
+done:
+	if (ret_base) {
+		if (merged) {
+			/* The writer's view is what it wrote, not what is stored: keep it. */
+			nb = calloc(1, sizeof(*nb));
+			if (nb) {
+				nb->doc_id = d.id;
+				nb->rev = rev;
+				nb->explicit_list = true;
+				nb->list = nl;
+				for (size_t i = 0; i < nb->list.n; i++)
+					nb->list.v[i].json = NULL;
+				nl = (struct merge_list){ 0 };
+			}
+		} else {
+			base_at_rev(d.id, rev, &nb);
+		}
+		*ret_base = nb; /* NULL on allocation failure: the next commit has no base, which is safe */
+	}
+	if (ret_merged)
+		*ret_merged = merged;
 	goto unlock;
 rollback:
 	tx_rollback(st);
 unlock:
 	pthread_mutex_unlock(&st->lock);
 	doc_row_release(&d);
+	merge_list_release(&nl);
+	merge_list_release(&hl);
+	merge_list_release(&bl_loaded);
+	merge_list_release(&ml);
 	free(sv.v);
 	return r;
 }
@@ -530,36 +903,80 @@ static int blob_equal(struct store *st, int64_t doc_id, int64_t rev, const char 
 	}
 	if (rc != SQLITE_ROW)
 		return store_fail(st, rc, "cannot read a blob");
-	*ret = (size_t)sqlite3_column_bytes(stmt, 0) == len && memcmp(sqlite3_column_blob(stmt, 0), data, len) == 0;
+	*ret = (size_t)sqlite3_column_bytes(stmt, 0) == len &&
+	       (len == 0 || memcmp(sqlite3_column_blob(stmt, 0), data, len) == 0);
+	return 0;
+}
+
+/* The bytes of a whole doc's version at rev; free() them. */
+static int blob_load(struct store *st, int64_t doc_id, int64_t rev, char **ret, size_t *ret_len)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	int r, rc;
+	size_t n;
+	char *p;
+
+	r = store_prepare(st, "SELECT data FROM blobs WHERE doc_id = ?1 AND rev = ?2", &stmt);
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(stmt, 1, doc_id);
+	sqlite3_bind_int64(stmt, 2, rev);
+	rc = sqlite3_step(stmt);
+	if (rc != SQLITE_ROW)
+		return rc == SQLITE_DONE ? -ENOENT : store_fail(st, rc, "cannot read a file version");
+	n = (size_t)sqlite3_column_bytes(stmt, 0);
+	p = malloc(n + 1);
+	if (!p)
+		return -ENOMEM;
+	memcpy(p, sqlite3_column_blob(stmt, 0), n);
+	p[n] = '\0';
+	*ret = p;
+	*ret_len = n;
 	return 0;
 }
 
 static int commit_blob(struct store *st, const char *path, const char *data, size_t len,
-		       const struct store_who *who, const char *kind, int format)
+		       const struct store_who *who, const char *kind, int format, bool merge,
+		       const struct store_base *base, struct store_base **ret_base, bool *ret_merged)
 {
+	STORE_LOCK(st);
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	_cleanup_free_ char *merged_data = NULL;
 	struct doc_row d = { 0 };
-	int64_t now = now_ns(), rev;
-	bool same = false;
+	int64_t now = now_ns(), rev = 0;
+	bool same = false, merged = false;
 	int r, rc;
 
-	pthread_mutex_lock(&st->lock);
 	r = tx_begin(st);
 	if (r < 0)
 		goto unlock;
 	r = doc_lookup_or_insert(st, path, format, now, &d);
 	if (r < 0)
 		goto rollback;
+	if (merge && base && base->doc_id == d.id && base->rev != d.rev && d.present && d.format == DOC_WHOLE &&
+	    format == DOC_WHOLE && strcmp(strrchr(path, '/') ? strrchr(path, '/') + 1 : path, "task_metadata.json") == 0) {
+		_cleanup_free_ char *b = NULL, *h = NULL;
+		size_t blen = 0, hlen = 0, mlen = 0;
+
+		if (blob_load(st, d.id, base->rev, &b, &blen) == 0 && blob_load(st, d.id, d.rev, &h, &hlen) == 0 &&
+		    merge_metadata(b, blen, h, hlen, data, len, &merged_data, &mlen) == 0) {
+			merged = mlen != len || memcmp(merged_data, data, len) != 0;
+			data = merged_data;
+			len = mlen;
+		}
+	}
+	rev = d.rev;
 	if (d.present && d.format == format && format != DOC_ARRAY) {
 		r = blob_equal(st, d.id, d.rev, data, len, &same);
 		if (r < 0)
 			goto rollback;
 		if (same) {
 			r = 0;
-			goto rollback;
+			tx_rollback(st);
+			goto done;
 		}
 	}
-	r = revision_add(st, path, who, kind, now, &rev);
+	r = revision_add(st, path, who, merged ? "merge" : kind, now, &rev);
 	if (r < 0)
 		goto rollback;
 	if (d.format == DOC_ARRAY && (r = elems_close(st, d.id, 0, rev)) < 0)
@@ -578,23 +995,30 @@ static int commit_blob(struct store *st, const char *path, const char *data, siz
 	r = doc_update(st, d.id, format, (int64_t)len, now, rev, "", 0, "", 0, 0);
 	if (r < 0)
 		goto rollback;
-	r = revision_detail(st, rev, d.id, format == DOC_RAW ? "{\"raw\":true}" : NULL);
+	r = revision_detail(st, rev, d.id, format == DOC_RAW ? "{\"raw\":true}" : merged ? "{\"merged\":true}" : NULL);
 	if (r < 0)
 		goto rollback;
 	r = tx_commit(st);
 	if (r < 0)
 		goto rollback;
+done:
+	if (ret_base) {
+		*ret_base = NULL; /* on allocation failure: no base next time, which is safe */
+		base_at_rev(d.id, rev, ret_base);
+	}
+	if (ret_merged)
+		*ret_merged = merged;
 	goto unlock;
 rollback:
 	tx_rollback(st);
 unlock:
-	pthread_mutex_unlock(&st->lock);
 	doc_row_release(&d);
 	return r;
 }
 
-int store_doc_commit(struct store *st, const char *path, const char *data, size_t len,
-		     const struct store_who *who, const char *kind)
+static int commit_doc(struct store *st, const char *path, const char *data, size_t len,
+		      const struct store_who *who, const char *kind, bool merge, const struct store_base *base,
+		      struct store_base **ret_base, bool *ret_merged)
 {
 	struct json_error jerr = { 0 };
 	int r;
@@ -603,7 +1027,7 @@ int store_doc_commit(struct store *st, const char *path, const char *data, size_
 		return -EROFS;
 	switch (store_path_kind(path)) {
 	case STORE_PATH_ARRAY:
-		return commit_array(st, path, data, len, who, kind);
+		return commit_array(st, path, data, len, who, kind, merge, base, ret_base, ret_merged);
 	case STORE_PATH_WHOLE:
 		r = json_validate(data, len, &jerr);
 		if (r < 0) {
@@ -611,10 +1035,23 @@ int store_doc_commit(struct store *st, const char *path, const char *data, size_
 				 path, jerr.msg, jerr.offset);
 			return r;
 		}
-		return commit_blob(st, path, data, len, who, kind, DOC_WHOLE);
+		return commit_blob(st, path, data, len, who, kind, DOC_WHOLE, merge, base, ret_base, ret_merged);
 	default:
 		return -EINVAL;
 	}
+}
+
+int store_doc_commit(struct store *st, const char *path, const char *data, size_t len,
+		     const struct store_who *who, const char *kind)
+{
+	return commit_doc(st, path, data, len, who, kind, false, NULL, NULL, NULL);
+}
+
+int store_doc_commit_merged(struct store *st, const char *path, const char *data, size_t len,
+			    const struct store_who *who, const char *kind, const struct store_base *base,
+			    struct store_base **ret_base, bool *ret_merged)
+{
+	return commit_doc(st, path, data, len, who, kind, true, base, ret_base, ret_merged);
 }
 
 int store_doc_commit_raw(struct store *st, const char *path, const char *data, size_t len,
@@ -624,7 +1061,7 @@ int store_doc_commit_raw(struct store *st, const char *path, const char *data, s
 		return -EROFS;
 	if (store_path_kind(path) != STORE_PATH_ARRAY && store_path_kind(path) != STORE_PATH_WHOLE)
 		return -EINVAL;
-	return commit_blob(st, path, data, len, who, why, DOC_RAW);
+	return commit_blob(st, path, data, len, who, why, DOC_RAW, false, NULL, NULL, NULL);
 }
 
 int store_doc_create(struct store *st, const char *path, const struct store_who *who)
@@ -666,6 +1103,7 @@ unlock:
 
 int store_doc_remove(struct store *st, const char *path, const struct store_who *who, const char *kind)
 {
+	STORE_LOCK(st);
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
 	struct doc_row d = { 0 };
 	int64_t now = now_ns(), rev;
@@ -673,7 +1111,6 @@ int store_doc_remove(struct store *st, const char *path, const struct store_who 
 
 	if (st->readonly)
 		return -EROFS;
-	pthread_mutex_lock(&st->lock);
 	r = tx_begin(st);
 	if (r < 0)
 		goto unlock;
@@ -707,19 +1144,18 @@ int store_doc_remove(struct store *st, const char *path, const struct store_who 
 rollback:
 	tx_rollback(st);
 unlock:
-	pthread_mutex_unlock(&st->lock);
 	doc_row_release(&d);
 	return r;
 }
 
 int store_doc_set_mtime(struct store *st, const char *path, int64_t mtime_ns)
 {
+	STORE_LOCK(st);
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
 	int r, rc;
 
 	if (st->readonly)
 		return -EROFS;
-	pthread_mutex_lock(&st->lock);
 	r = store_prepare(st, "UPDATE docs SET mtime_ns = ?2 WHERE path = ?1 AND present", &stmt);
 	if (r == 0) {
 		sqlite3_bind_text(stmt, 1, path, -1, SQLITE_STATIC);
@@ -728,7 +1164,6 @@ int store_doc_set_mtime(struct store *st, const char *path, int64_t mtime_ns)
 		r = rc != SQLITE_DONE ? store_fail(st, rc, "cannot set a doc's mtime")
 				      : sqlite3_changes(st->db) ? 0 : -ENOENT;
 	}
-	pthread_mutex_unlock(&st->lock);
 	return r;
 }
 
@@ -745,10 +1180,10 @@ static void stat_from_row(sqlite3_stmt *stmt, int col, struct store_stat *s)
 
 int store_doc_stat(struct store *st, const char *path, struct store_stat *ret)
 {
+	STORE_LOCK(st);
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
 	int r, rc;
 
-	pthread_mutex_lock(&st->lock);
 	r = store_prepare(st, "SELECT id, size, mtime_ns, ctime_ns, rev FROM docs WHERE path = ?1 AND present", &stmt);
 	if (r < 0)
 		goto out;
@@ -758,7 +1193,6 @@ int store_doc_stat(struct store *st, const char *path, struct store_stat *ret)
 		stat_from_row(stmt, 0, ret);
 	r = rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -ENOENT : store_fail(st, rc, "cannot stat a doc");
 out:
-	pthread_mutex_unlock(&st->lock);
 	return r;
 }
 
@@ -830,12 +1264,12 @@ int store_doc_foreach(struct store *st, store_list_fn fn, void *ctx)
 
 int store_snap_open(struct store *st, const char *path, struct store_snap **ret)
 {
+	STORE_LOCK(st);
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
 	struct doc_row d = { 0 };
 	struct store_snap *s;
 	int r, rc;
 
-	pthread_mutex_lock(&st->lock);
 	r = doc_lookup(st, path, &d);
 	if (r < 0)
 		goto out;
@@ -851,6 +1285,8 @@ int store_snap_open(struct store *st, const char *path, struct store_snap **ret)
 	s->doc_id = d.id;
 	s->rev = d.rev;
 	s->size = d.size;
+	s->mtime_ns = d.mtime_ns;
+	s->ctime_ns = d.ctime_ns;
 	s->format = d.format;
 	s->head_len = strlen(d.head);
 	s->tail_len = strlen(d.tail);
@@ -877,7 +1313,6 @@ int store_snap_open(struct store *st, const char *path, struct store_snap **ret)
 	*ret = s;
 	r = 0;
 out:
-	pthread_mutex_unlock(&st->lock);
 	doc_row_release(&d);
 	return r;
 }
@@ -894,6 +1329,17 @@ void store_snap_free(struct store_snap *snap)
 int64_t store_snap_size(const struct store_snap *snap)
 {
 	return snap->size;
+}
+
+void store_snap_stat(const struct store_snap *snap, struct store_stat *ret)
+{
+	*ret = (struct store_stat){
+		.ino = STORE_INO_BASE + (uint64_t)snap->doc_id,
+		.size = snap->size,
+		.mtime_ns = snap->mtime_ns,
+		.ctime_ns = snap->ctime_ns,
+		.rev = snap->rev,
+	};
 }
 
 int64_t store_snap_rev(const struct store_snap *snap)

@@ -85,6 +85,11 @@ static const char *const migrations[] = {
 	/* 1 -> 2: find a history item, and a task's docs, without a scan */
 	"CREATE INDEX elems_key ON elems(doc_id, key) WHERE key IS NOT NULL AND rev_to IS NULL;"
 	"CREATE INDEX docs_task ON docs(task_id);",
+
+	/* 2 -> 3: a hash of each element's bytes, for three-way merges */
+	"ALTER TABLE elems ADD COLUMN h INTEGER;"
+	"UPDATE elems SET h = convfs_hash(json);"
+	"CREATE INDEX elems_hash ON elems(doc_id, h) WHERE key IS NOT NULL;",
 };
 
 int store_schema_version(void)

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "store/merge.h"
 #include "store/store_internal.h"
 #include "store/util.h"
 
@@ -76,6 +77,15 @@ int store_exec(struct store *st, const char *sql)
 	return 0;
 }
 
+/* convfs_hash(x): merge_hash() of x's bytes, for migrations and queries. */
+static void sql_hash(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+	const void *p = sqlite3_value_blob(argv[0]);
+	int n = sqlite3_value_bytes(argv[0]);
+
+	sqlite3_result_int64(ctx, (sqlite3_int64)merge_hash(p ? p : "", (size_t)n));
+}
+
 int store_open(const char *path, int flags, struct store **ret)
 {
 	_cleanup_free_ struct store *st = NULL;
@@ -100,6 +110,13 @@ int store_open(const char *path, int flags, struct store **ret)
 		return r;
 	}
 	sqlite3_extended_result_codes(st->db, 1);
+	rc = sqlite3_create_function(st->db, "convfs_hash", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, sql_hash,
+				     NULL, NULL);
+	if (rc != SQLITE_OK) {
+		r = store_fail(st, rc, "cannot register convfs_hash()");
+		sqlite3_close(st->db);
+		return r;
+	}
 	sqlite3_busy_timeout(st->db, 5000);
 	r = pthread_mutex_init(&st->lock, NULL);
 	if (r != 0) {
@@ -113,6 +130,10 @@ int store_open(const char *path, int flags, struct store **ret)
 		r = (rc & 0xff) == SQLITE_NOTADB ? -ENOTSUP : store_errno(rc);
 		goto fail;
 	}
+	/* Only a file known to be ours may be changed, WAL mode included. */
+	r = store_migrate(st);
+	if (r < 0)
+		goto fail;
 	if (!st->readonly) {
 		r = store_exec(st, "PRAGMA journal_mode = WAL");
 		if (r < 0)
@@ -120,9 +141,6 @@ int store_open(const char *path, int flags, struct store **ret)
 	}
 	r = store_exec(st, "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;"
 			   "PRAGMA cache_size = -8192; PRAGMA temp_store = MEMORY");
-	if (r < 0)
-		goto fail;
-	r = store_migrate(st);
 	if (r < 0)
 		goto fail;
 	*ret = TAKE_PTR(st);
@@ -150,11 +168,11 @@ void store_free(struct store *st)
 
 int store_meta_get(struct store *st, const char *key, char **ret_value)
 {
+	STORE_LOCK(st);
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
 	char *v;
 	int r, rc;
 
-	pthread_mutex_lock(&st->lock);
 	r = store_prepare(st, "SELECT value FROM meta WHERE key = ?1", &stmt);
 	if (r < 0)
 		goto out;
@@ -176,16 +194,15 @@ int store_meta_get(struct store *st, const char *key, char **ret_value)
 	*ret_value = v;
 	r = 0;
 out:
-	pthread_mutex_unlock(&st->lock);
 	return r;
 }
 
 int store_meta_set(struct store *st, const char *key, const char *value)
 {
+	STORE_LOCK(st);
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
 	int r, rc;
 
-	pthread_mutex_lock(&st->lock);
 	r = store_prepare(st, "INSERT INTO meta(key, value) VALUES (?1, ?2) "
 			      "ON CONFLICT(key) DO UPDATE SET value = excluded.value", &stmt);
 	if (r < 0)
@@ -195,7 +212,6 @@ int store_meta_set(struct store *st, const char *key, const char *value)
 	rc = sqlite3_step(stmt);
 	r = rc == SQLITE_DONE ? 0 : store_fail(st, rc, "cannot write a setting");
 out:
-	pthread_mutex_unlock(&st->lock);
 	return r;
 }
 

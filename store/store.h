@@ -100,6 +100,8 @@ struct store_snap;
 int store_snap_open(struct store *st, const char *path, struct store_snap **ret);
 void store_snap_free(struct store_snap *snap);
 int64_t store_snap_size(const struct store_snap *snap);
+/* The doc's attributes as of the snapshot. */
+void store_snap_stat(const struct store_snap *snap, struct store_stat *ret);
 int64_t store_snap_rev(const struct store_snap *snap);
 /* Reads up to size bytes at off; returns the number read (0 at end) or -errno. */
 ssize_t store_snap_read(struct store *st, struct store_snap *snap, char *buf, size_t size, off_t off);
@@ -113,6 +115,31 @@ ssize_t store_snap_read(struct store *st, struct store_snap *snap, char *buf, si
  */
 int store_doc_commit(struct store *st, const char *path, const char *data, size_t len,
 		     const struct store_who *who, const char *kind);
+
+/*
+ * What a writer last saw of a doc (the version it read, or the one it wrote),
+ * the base of a three-way merge. Taken from a snapshot when the writer opens
+ * the doc, and handed back by each commit. Free with store_base_free().
+ */
+struct store_base;
+int store_base_from_snap(const struct store_snap *snap, struct store_base **ret);
+void store_base_free(struct store_base *base);
+/* Revision the base was taken at (for tests and logs). */
+int64_t store_base_rev(const struct store_base *base);
+/* True if the base is a version the writer read (not one it wrote). */
+bool store_base_is_read(const struct store_base *base);
+
+/*
+ * Commits content written by a writer whose base is `base` (NULL: not known)
+ * as a three-way merge with what is stored now (docs/MERGE.md): what other
+ * writers committed since the base stays. With the base equal to what is
+ * stored, this is store_doc_commit(). *ret_merged (may be NULL) tells whether
+ * the stored result differs from what was written; *ret_base (may be NULL)
+ * receives the writer's new base. Errors as store_doc_commit().
+ */
+int store_doc_commit_merged(struct store *st, const char *path, const char *data, size_t len,
+			    const struct store_who *who, const char *kind, const struct store_base *base,
+			    struct store_base **ret_base, bool *ret_merged);
 
 /* Keeps data byte-for-byte, unparsed (a damaged file found on import). */
 int store_doc_commit_raw(struct store *st, const char *path, const char *data, size_t len,

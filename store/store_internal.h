@@ -28,6 +28,20 @@ static inline void stmt_finalizep(sqlite3_stmt **p)
 }
 #define _cleanup_stmt_ _cleanup_(stmt_finalizep)
 
+static inline void store_unlockp(struct store **p)
+{
+	if (*p)
+		pthread_mutex_unlock(&(*p)->lock);
+}
+
+/*
+ * Holds st->lock until the end of the enclosing scope. Declare it before any
+ * _cleanup_stmt_ variable: cleanups run in reverse order, so statements are
+ * finalized while the lock is still held (the connection is not thread-safe).
+ */
+#define STORE_LOCK(st) \
+	_cleanup_(store_unlockp) struct store *store_locked_ = (pthread_mutex_lock(&(st)->lock), (st))
+
 /* Prepares sql; on failure logs what failed and returns -errno. */
 int store_prepare(struct store *st, const char *sql, sqlite3_stmt **ret);
 /* Runs a statement without results; logs and returns -errno on failure. */

@@ -1,0 +1,540 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * merge.c: three-way merges of whole-file rewrites (the rules, with examples,
+ * are in docs/MERGE.md).
+ *
+ * The inputs are lists of element identities and hashes, not parsed JSON:
+ * a merge of a 20 MB conversation touches only the elements that differ, and
+ * the stored elements are referenced by row, never loaded. JSON is parsed
+ * only to merge one history item field by field, or a task_metadata.json.
+ *
+ * The invariant every rule serves: an element goes away only when a writer
+ * that had seen it removed it; everything else anyone wrote stays.
+ */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <string.h>
+
+#include "store/merge.h"
+#include "store/util.h"
+
+uint64_t merge_hash(const void *data, size_t len)
+{
+	const unsigned char *p = data;
+	uint64_t h = 0x9e3779b97f4a7c15ULL ^ (len * 0xff51afd7ed558ccdULL);
+
+	while (len >= 8) {
+		uint64_t w;
+
+		memcpy(&w, p, 8);
+		h = (h ^ w) * 0xbf58476d1ce4e5b9ULL;
+		h ^= h >> 31;
+		p += 8;
+		len -= 8;
+	}
+	if (len) {
+		uint64_t w = 0;
+
+		memcpy(&w, p, len);
+		h = (h ^ w) * 0x94d049bb133111ebULL;
+	}
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdULL;
+	h ^= h >> 33;
+	return h;
+}
+
+int merge_list_push(struct merge_list *l, const struct merge_elem *e)
+{
+	if (l->n == l->alloc) {
+		size_t na = l->alloc ? l->alloc * 2 : 64;
+		struct merge_elem *v = realloc(l->v, na * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		l->v = v;
+		l->alloc = na;
+	}
+	l->v[l->n++] = *e;
+	return 0;
+}
+
+void merge_list_release(struct merge_list *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->v[i].owned);
+	free(l->v);
+	l->v = NULL;
+	l->n = l->alloc = 0;
+}
+
+/* ---- a small map from 64-bit keys to indexes (open addressing) ------------ */
+
+struct map {
+	uint64_t *keys;
+	size_t *vals;
+	bool *used;
+	size_t cap;
+};
+
+static void map_release(struct map *m)
+{
+	free(m->keys);
+	free(m->vals);
+	free(m->used);
+}
+
+static int map_init(struct map *m, size_t n)
+{
+	m->cap = 16;
+	while (m->cap < n * 2)
+		m->cap *= 2;
+	m->keys = calloc(m->cap, sizeof(*m->keys));
+	m->vals = calloc(m->cap, sizeof(*m->vals));
+	m->used = calloc(m->cap, sizeof(*m->used));
+	if (!m->keys || !m->vals || !m->used) {
+		map_release(m);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Adds key -> val unless key is there already (the first one wins). */
+static void map_put(struct map *m, uint64_t key, size_t val)
+{
+	size_t i = (size_t)(key * 0x9e3779b97f4a7c15ULL) & (m->cap - 1);
+
+	while (m->used[i]) {
+		if (m->keys[i] == key)
+			return;
+		i = (i + 1) & (m->cap - 1);
+	}
+	m->used[i] = true;
+	m->keys[i] = key;
+	m->vals[i] = val;
+}
+
+static bool map_get(const struct map *m, uint64_t key, size_t *ret)
+{
+	size_t i = (size_t)(key * 0x9e3779b97f4a7c15ULL) & (m->cap - 1);
+
+	while (m->used[i]) {
+		if (m->keys[i] == key) {
+			if (ret)
+				*ret = m->vals[i];
+			return true;
+		}
+		i = (i + 1) & (m->cap - 1);
+	}
+	return false;
+}
+
+static int build_map(struct map *m, const struct merge_list *l, size_t from, bool by_hash)
+{
+	int r = map_init(m, l->n - from);
+
+	if (r < 0)
+		return r;
+	for (size_t i = from; i < l->n; i++)
+		map_put(m, by_hash ? l->v[i].hash : l->v[i].key, i);
+	return 0;
+}
+
+static int push_as(struct merge_list *ret, const struct merge_elem *e, enum merge_origin origin)
+{
+	struct merge_elem c = *e;
+
+	c.origin = origin;
+	c.owned = NULL;
+	return merge_list_push(ret, &c);
+}
+
+static size_t common_prefix(const struct merge_list *a, const struct merge_list *b)
+{
+	size_t i = 0;
+
+	while (i < a->n && i < b->n && a->v[i].hash == b->v[i].hash)
+		i++;
+	return i;
+}
+
+/* ---- message streams ---------------------------------------------------------- */
+
+static int merge_messages(const struct merge_list *base, const struct merge_list *head, const struct merge_list *new,
+			  struct merge_list *ret, struct merge_stats *st)
+{
+	struct map base_hashes = { 0 }, new_keys = { 0 }, head_keys = { 0 };
+	struct merge_list tail = { 0 }, mine = { 0 };
+	size_t p, k, P, i, j;
+	int r;
+
+	if (!base) {
+		for (i = 0; i < new->n; i++)
+			if ((r = push_as(ret, &new->v[i], MERGE_FROM_NEW)) < 0)
+				return r;
+		st->from_new = new->n;
+		return 0;
+	}
+	p = common_prefix(new, base);
+	k = common_prefix(head, base);
+	P = p < k ? p : k;
+	for (i = 0; i < P; i++)
+		if ((r = push_as(ret, &head->v[i], MERGE_FROM_HEAD)) < 0)
+			return r;
+	st->from_head = P;
+	if ((r = build_map(&base_hashes, base, P, true)) < 0 || (r = build_map(&new_keys, new, P, false)) < 0)
+		goto out;
+	/* Others' tail, less what the writer removed having seen it. */
+	for (i = P; i < head->n; i++) {
+		const struct merge_elem *h = &head->v[i];
+		bool seen = map_get(&base_hashes, h->hash, NULL);
+
+		if (seen && !map_get(&new_keys, h->key, NULL)) {
+			st->removed++;
+			continue;
+		}
+		if ((r = push_as(&tail, h, MERGE_FROM_HEAD)) < 0)
+			goto out;
+	}
+	/* The writer's new or changed elements replace others' with the same identity. */
+	if ((r = build_map(&head_keys, &tail, 0, false)) < 0)
+		goto out;
+	for (i = P; i < new->n; i++) {
+		const struct merge_elem *w = &new->v[i];
+		size_t at;
+
+		if (map_get(&base_hashes, w->hash, NULL))
+			continue; /* unchanged since the base: head has it, or someone removed it */
+		if (map_get(&head_keys, w->key, &at) && tail.v[at].origin == MERGE_FROM_HEAD) {
+			if (tail.v[at].hash != w->hash) {
+				tail.v[at] = *w;
+				tail.v[at].origin = MERGE_FROM_NEW;
+			} else {
+				tail.v[at].origin = MERGE_FROM_NEW; /* the same message from both */
+				tail.v[at].json = w->json;
+				tail.v[at].len = w->len;
+				tail.v[at].ref = w->ref;
+			}
+			continue;
+		}
+		if ((r = push_as(&mine, w, MERGE_FROM_NEW)) < 0)
+			goto out;
+	}
+	/* Interleave by ts; without ts, others' elements first. */
+	for (i = 0, j = 0; i < tail.n || j < mine.n;) {
+		const struct merge_elem *e;
+
+		if (j >= mine.n || (i < tail.n && (!tail.v[i].has_ts || !mine.v[j].has_ts ||
+						   tail.v[i].ts <= mine.v[j].ts)))
+			e = &tail.v[i++];
+		else
+			e = &mine.v[j++];
+		if (e->origin == MERGE_FROM_NEW)
+			st->from_new++;
+		else
+			st->from_head++, st->others_kept++;
+		if ((r = merge_list_push(ret, e)) < 0)
+			goto out;
+	}
+	r = 0;
+out:
+	map_release(&base_hashes);
+	map_release(&new_keys);
+	map_release(&head_keys);
+	free(tail.v);
+	free(mine.v);
+	return r;
+}
+
+/* ---- task history ----------------------------------------------------------- */
+
+static void cjson_deletep(cJSON **p)
+{
+	cJSON_Delete(*p);
+}
+#define _cleanup_cjson_ _cleanup_(cjson_deletep)
+
+/* base, head and new versions of one history item, merged field by field. */
+static char *merge_fields(const char *b, size_t blen, const char *h, size_t hlen, const char *n, size_t nlen)
+{
+	_cleanup_cjson_ cJSON *bj = cJSON_ParseWithLength(b, blen);
+	_cleanup_cjson_ cJSON *hj = cJSON_ParseWithLength(h, hlen);
+	_cleanup_cjson_ cJSON *nj = cJSON_ParseWithLength(n, nlen);
+	_cleanup_cjson_ cJSON *out = NULL;
+	const cJSON *m;
+
+	if (!cJSON_IsObject(bj) || !cJSON_IsObject(hj) || !cJSON_IsObject(nj))
+		return NULL;
+	out = cJSON_Duplicate(hj, true);
+	if (!out)
+		return NULL;
+	cJSON_ArrayForEach(m, nj) {
+		const cJSON *bm = cJSON_GetObjectItemCaseSensitive(bj, m->string);
+		cJSON *copy;
+
+		if (bm && cJSON_Compare(bm, m, true))
+			continue; /* the writer left this field alone */
+		copy = cJSON_Duplicate(m, true);
+		if (!copy)
+			return NULL;
+		if (cJSON_HasObjectItem(out, m->string))
+			cJSON_ReplaceItemInObjectCaseSensitive(out, m->string, copy);
+		else
+			cJSON_AddItemToObject(out, m->string, copy);
+	}
+	cJSON_ArrayForEach(m, bj)
+		if (!cJSON_HasObjectItem(nj, m->string))
+			cJSON_DeleteItemFromObjectCaseSensitive(out, m->string);
+	return cJSON_PrintUnformatted(out);
+}
+
+static int merge_history(const struct merge_list *base, bool may_remove, const struct merge_list *head,
+			 const struct merge_list *new,
+			 merge_fetch_fn fetch, void *ctx, struct merge_list *ret, struct merge_stats *st)
+{
+	struct map bmap = { 0 }, nmap = { 0 }, hmap = { 0 };
+	struct merge_list empty = { 0 };
+	int r;
+
+	if (!base)
+		base = &empty;
+	if ((r = build_map(&bmap, base, 0, false)) < 0 || (r = build_map(&nmap, new, 0, false)) < 0)
+		goto out;
+	/* hmap also takes the new items added below: room for both. */
+	if ((r = map_init(&hmap, head->n + new->n)) < 0)
+		goto out;
+	for (size_t i = 0; i < head->n; i++)
+		map_put(&hmap, head->v[i].key, i);
+	for (size_t i = 0; i < head->n; i++) {
+		const struct merge_elem *h = &head->v[i];
+		size_t bi, ni;
+		bool in_base = map_get(&bmap, h->key, &bi);
+
+		if (!map_get(&nmap, h->key, &ni)) {
+			if (in_base && may_remove) {
+				st->removed++;
+				continue;
+			}
+			st->others_kept++;
+			st->from_head++;
+			if ((r = push_as(ret, h, MERGE_FROM_HEAD)) < 0)
+				goto out;
+			continue;
+		}
+		const struct merge_elem *n = &new->v[ni];
+		const struct merge_elem *b = in_base ? &base->v[bi] : NULL;
+		bool writer_changed = !b || n->hash != b->hash;
+		bool head_changed = !b || h->hash != b->hash;
+
+		if (!writer_changed || h->hash == n->hash) {
+			st->from_head++;
+			r = push_as(ret, h, MERGE_FROM_HEAD);
+		} else if (!head_changed || !b) {
+			st->from_new++;
+			r = push_as(ret, n, MERGE_FROM_NEW);
+		} else {
+			/* Both changed the item: field by field, the writer winning a tie. */
+			_cleanup_free_ char *bjson = NULL;
+			const char *bj = b->json;
+			size_t blen = b->len;
+			char *merged = NULL;
+
+			if (!bj && fetch && fetch(ctx, b, &bjson, &blen) == 0)
+				bj = bjson;
+			if (bj && h->json)
+				merged = merge_fields(bj, blen, h->json, h->len, n->json, n->len);
+			if (merged) {
+				struct merge_elem e = *n;
+
+				e.origin = MERGE_FROM_FIELDS;
+				e.json = e.owned = merged;
+				e.len = strlen(merged);
+				e.hash = merge_hash(merged, e.len);
+				st->fields++;
+				r = merge_list_push(ret, &e);
+				if (r < 0)
+					free(merged);
+			} else {
+				st->from_new++;
+				r = push_as(ret, n, MERGE_FROM_NEW);
+			}
+		}
+		if (r < 0)
+			goto out;
+	}
+	for (size_t i = 0; i < new->n; i++) {
+		const struct merge_elem *n = &new->v[i];
+		size_t bi;
+
+		if (map_get(&hmap, n->key, NULL))
+			continue;
+		/* Removed by another writer meanwhile: back only if this writer changed it. */
+		if (map_get(&bmap, n->key, &bi) && base->v[bi].hash == n->hash)
+			continue;
+		st->from_new++;
+		if ((r = push_as(ret, n, MERGE_FROM_NEW)) < 0)
+			goto out;
+		map_put(&hmap, n->key, SIZE_MAX); /* one item per id */
+	}
+	r = 0;
+out:
+	map_release(&bmap);
+	map_release(&nmap);
+	map_release(&hmap);
+	return r;
+}
+
+int merge_lists(enum merge_kind kind, const struct merge_list *base, bool base_read, const struct merge_list *head,
+		const struct merge_list *new, merge_fetch_fn fetch, void *fetch_ctx,
+		struct merge_list *ret, struct merge_stats *stats)
+{
+	struct merge_stats st = { 0 };
+	int r;
+
+	r = kind == MERGE_HISTORY ? merge_history(base, base_read, head, new, fetch, fetch_ctx, ret, &st)
+				  : merge_messages(base, head, new, ret, &st);
+	if (r < 0) {
+		merge_list_release(ret);
+		return r;
+	}
+	if (stats)
+		*stats = st;
+	return 0;
+}
+
+/* ---- task_metadata.json ----------------------------------------------------------- */
+
+static const char *const metadata_logs[] = { "files_in_context", "model_usage", "environment_history" };
+
+static bool in_array(const cJSON *arr, const cJSON *item)
+{
+	const cJSON *e;
+
+	cJSON_ArrayForEach(e, arr)
+		if (cJSON_Compare(e, item, true))
+			return true;
+	return false;
+}
+
+static bool is_log(const char *name)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(metadata_logs); i++)
+		if (strcmp(name, metadata_logs[i]) == 0)
+			return true;
+	return false;
+}
+
+int merge_metadata(const char *base, size_t base_len, const char *head, size_t head_len, const char *new,
+		   size_t new_len, char **ret_json, size_t *ret_len)
+{
+	_cleanup_cjson_ cJSON *bj = base ? cJSON_ParseWithLength(base, base_len) : NULL;
+	_cleanup_cjson_ cJSON *hj = cJSON_ParseWithLength(head, head_len);
+	_cleanup_cjson_ cJSON *nj = cJSON_ParseWithLength(new, new_len);
+	_cleanup_free_ char *compact = NULL;
+	const cJSON *m;
+	char *pretty;
+
+	if (!cJSON_IsObject(hj) || !cJSON_IsObject(nj) || (base && !cJSON_IsObject(bj)))
+		return -EINVAL;
+	cJSON_ArrayForEach(m, nj) {
+		const cJSON *bm = bj ? cJSON_GetObjectItemCaseSensitive(bj, m->string) : NULL;
+		cJSON *hm = cJSON_GetObjectItemCaseSensitive(hj, m->string);
+		const cJSON *e;
+
+		if (is_log(m->string) && cJSON_IsArray(m) && cJSON_IsArray(hm)) {
+			/* An append log: add what the writer added, unless head has it. */
+			cJSON_ArrayForEach(e, m) {
+				cJSON *copy;
+
+				if ((bm && cJSON_IsArray(bm) && in_array(bm, e)) || in_array(hm, e))
+					continue;
+				copy = cJSON_Duplicate(e, true);
+				if (!copy || !cJSON_AddItemToArray(hm, copy))
+					return -ENOMEM;
+			}
+			continue;
+		}
+		if (bm && cJSON_Compare(bm, m, true))
+			continue;
+		{
+			cJSON *copy = cJSON_Duplicate(m, true);
+
+			if (!copy)
+				return -ENOMEM;
+			if (hm)
+				cJSON_ReplaceItemInObjectCaseSensitive(hj, m->string, copy);
+			else
+				cJSON_AddItemToObject(hj, m->string, copy);
+		}
+	}
+	if (bj)
+		cJSON_ArrayForEach(m, bj)
+			if (!is_log(m->string) && !cJSON_HasObjectItem(nj, m->string))
+				cJSON_DeleteItemFromObjectCaseSensitive(hj, m->string);
+	compact = cJSON_PrintUnformatted(hj);
+	if (!compact)
+		return -ENOMEM;
+	pretty = merge_pretty(compact);
+	if (!pretty)
+		return -ENOMEM;
+	*ret_json = pretty;
+	*ret_len = strlen(pretty);
+	return 0;
+}
+
+static int indent(struct sb *out, int depth)
+{
+	int r = sb_add(out, "\n", 1);
+
+	for (int i = 0; r == 0 && i < depth; i++)
+		r = sb_add(out, "  ", 2);
+	return r;
+}
+
+char *merge_pretty(const char *s)
+{
+	_cleanup_sb_ struct sb out = SB_INIT;
+	int depth = 0, r = 0;
+
+	for (const char *p = s; *p && r == 0; p++) {
+		switch (*p) {
+		case '"': {
+			const char *q = p + 1;
+
+			while (*q && *q != '"')
+				q += (*q == '\\' && q[1]) ? 2 : 1;
+			r = sb_add(&out, p, (size_t)(q - p) + (*q ? 1 : 0));
+			p = *q ? q : q - 1;
+			break;
+		}
+		case '{':
+		case '[':
+			if (p[1] == (*p == '{' ? '}' : ']')) {
+				r = sb_add(&out, p, 2);
+				p++;
+			} else {
+				r = sb_add(&out, p, 1);
+				if (r == 0)
+					r = indent(&out, ++depth);
+			}
+			break;
+		case '}':
+		case ']':
+			r = indent(&out, --depth);
+			if (r == 0)
+				r = sb_add(&out, p, 1);
+			break;
+		case ',':
+			r = sb_add(&out, ",", 1);
+			if (r == 0)
+				r = indent(&out, depth);
+			break;
+		case ':':
+			r = sb_add(&out, ": ", 2);
+			break;
+		default:
+			r = sb_add(&out, p, 1);
+		}
+	}
+	return r == 0 ? sb_detach(&out, NULL) : NULL;
+}
