@@ -13,20 +13,25 @@
 
 #include "store/store.h"
 
-struct fuse;
-struct fuse_operations;
+#include <pthread.h>
+
+struct fuse_args;
+struct fuse_session;
+struct bases;
 
 struct fs {
 	struct store *store;
 	int root_fd;        /* the backing tree, O_PATH */
 	char *backing_path; /* <store>.files */
-	struct fuse *fuse;  /* set once mounted, for cache invalidation */
 	uid_t uid;
 	gid_t gid;
 	bool shared;        /* -o allow_other: keep group and other bits */
+	struct bases *bases; /* what each writer last saw of each doc */
 };
 
-extern const struct fuse_operations fs_operations;
+/* lowlevel.c: the FUSE session serving fs (one per process). */
+struct fuse_session *ll_session_new(struct fuse_args *args, struct fs *fs);
+void ll_session_forget(void);
 
 /* ---- plain.c: the backing tree, never followed out of ---------------- */
 
@@ -48,6 +53,25 @@ int plain_mkdirs(const struct fs *fs, const char *rel);
 
 /* Opens (creating, 0700) the backing tree of the store at store_path. */
 int plain_open_root(const char *store_path, char **ret_backing_path, int *ret_fd);
+
+/* ---- bases.c: what each writing process last saw of each doc ------------- */
+
+/* A process: its thread group, and the leader's start time against pid reuse. */
+struct fs_proc {
+	pid_t tgid;
+	unsigned long long start;
+	char comm[16];
+};
+
+/* Identifies the process of thread tid. Returns 0 or -errno. */
+int fs_proc_get(pid_t tid, struct fs_proc *ret);
+
+int bases_new(struct bases **ret);
+void bases_free(struct bases *b);
+/* Removes and returns the base of (proc, path), or NULL; the caller owns it. */
+struct store_base *bases_take(struct bases *b, const struct fs_proc *proc, const char *path);
+/* Records base (taking ownership) as what proc last saw of path. */
+void bases_put(struct bases *b, const struct fs_proc *proc, const char *path, struct store_base *base);
 
 /* ---- import.c: taking over an existing folder, and export -------------- */
 

@@ -138,6 +138,12 @@ static int prepare_store(struct fs *fs, const char *store_path, const char *moun
 	r = store_open(store_path, 0, &fs->store);
 	if (r < 0)
 		return r;
+	/* The backing tree only beside a store known to be good. */
+	r = plain_open_root(store_path, &fs->backing_path, &fs->root_fd);
+	if (r < 0) {
+		store_free(TAKE_PTR(fs->store));
+		return r;
+	}
 	r = store_meta_get(fs->store, "imported_from", &imported);
 	if (r == -ENOENT && !no_import) {
 		mfd = open(mountpoint, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -161,25 +167,28 @@ static int serve(struct fs *fs, struct fuse_args *args, const char *store_path, 
 		 int notify_fd, bool multithreaded)
 {
 	struct fuse_loop_config *loop;
-	struct fuse *fuse;
+	struct fuse_session *se;
 	int r;
 
 	r = store_open(store_path, 0, &fs->store);
 	if (r < 0)
 		return r;
-	fuse = fuse_new(args, &fs_operations, sizeof(fs_operations), fs);
-	if (!fuse) {
+	r = bases_new(&fs->bases);
+	if (r < 0) {
 		store_free(fs->store);
-		return -EINVAL;
+		return r;
 	}
-	if (fuse_mount(fuse, mountpoint) != 0) {
+	se = ll_session_new(args, fs);
+	if (!se) {
+		r = -EINVAL;
+		goto out_store;
+	}
+	if (fuse_session_mount(se, mountpoint) != 0) {
 		log_err("cannot mount on '%s'", mountpoint);
-		fuse_destroy(fuse);
-		store_free(fs->store);
-		return -EIO;
+		r = -EIO;
+		goto out_session;
 	}
-	fs->fuse = fuse;
-	if (fuse_set_signal_handlers(fuse_get_session(fuse)) != 0)
+	if (fuse_set_signal_handlers(se) != 0)
 		log_warn("cannot install signal handlers; unmount with fusermount3 -u");
 	if (notify_fd >= 0) {
 		char ok = 0;
@@ -202,22 +211,26 @@ static int serve(struct fs *fs, struct fuse_args *args, const char *store_path, 
 		} else {
 			fuse_loop_cfg_set_max_threads(loop, 16);
 			fuse_loop_cfg_set_idle_threads(loop, 4);
-			r = fuse_loop_mt(fuse, loop);
+			r = fuse_session_loop_mt(se, loop);
 			fuse_loop_cfg_destroy(loop);
 		}
 	} else {
-		r = fuse_loop(fuse);
+		r = fuse_session_loop(se);
 	}
 	if (r != 0)
 		log_err("the FUSE loop ended with an error: %s", strerror(r < 0 ? -r : r));
-	fuse_remove_signal_handlers(fuse_get_session(fuse));
-	fuse_unmount(fuse);
-	fs->fuse = NULL;
-	fuse_destroy(fuse);
+	fuse_remove_signal_handlers(se);
+	fuse_session_unmount(se);
+	log_info("unmounted '%s'; the store is closed", mountpoint);
+out_session:
+	ll_session_forget();
+	fuse_session_destroy(se);
+out_store:
 	store_free(fs->store);
 	fs->store = NULL;
-	log_info("unmounted '%s'; the store is closed", mountpoint);
-	return r == 0 ? 0 : -EIO;
+	bases_free(fs->bases);
+	fs->bases = NULL;
+	return r < 0 ? r : r > 0 ? -EIO : 0;
 }
 
 static int cmd_export(int argc, char **argv)
@@ -290,8 +303,6 @@ int main(int argc, char **argv)
 			strerror(-r));
 		goto out;
 	}
-	if ((r = plain_open_root(store_path, &fs.backing_path, &fs.root_fd)) < 0)
-		goto out;
 	if (fuse_opt_add_arg(&args, "-odefault_permissions,fsname=convfs,subtype=convfs") != 0)
 		goto out;
 	if (prepare_store(&fs, store_path, cmd.mountpoint, opts.no_import) < 0) {

@@ -24,7 +24,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <fuse.h>
+#include <fuse_lowlevel.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -34,6 +34,7 @@
 #include <sys/statvfs.h>
 
 #include "fs/fs.h"
+#include "fs/ops.h"
 #include "store/util.h"
 
 enum file_kind { FILE_PLAIN, FILE_DOC };
@@ -43,6 +44,7 @@ struct fs_file {
 	int fd;                 /* plain: the file; doc: the staging file or -1 */
 	char *path;             /* doc: its path */
 	struct store_snap *snap; /* doc: what reads see until this handle stages */
+	pid_t tgid;             /* the process that opened it */
 	bool append;
 	bool dirty;             /* staged bytes not yet committed */
 	bool commit_failed;
@@ -51,7 +53,7 @@ struct fs_file {
 
 static struct fs *fs_get(void)
 {
-	return fuse_get_context()->private_data;
+	return fs_current;
 }
 
 /* "/a/b" -> "a/b"; "/" -> "". */
@@ -67,44 +69,20 @@ static bool is_doc(const char *r)
 	return k == STORE_PATH_ARRAY || k == STORE_PATH_WHOLE;
 }
 
-/* The calling process, for the revision log: its thread group and name. */
-static void who_get(struct store_who *who, char *comm, size_t commsz)
+/* The calling process: for the revision log and for its merge bases. */
+static void caller(struct fs_proc *proc, struct store_who *who)
 {
-	pid_t tid = fuse_get_context()->pid;
-	char p[64], buf[512];
-	int fd;
-	ssize_t n;
+	pid_t tid = fs_caller_pid;
 
-	who->pid = tid;
-	who->comm = NULL;
-	comm[0] = '\0';
-	snprintf(p, sizeof(p), "/proc/%d/status", (int)tid);
-	fd = open(p, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return;
-	buf[n] = '\0';
-	if (sscanf(buf, "Name:\t%63s", comm) == 1 && commsz > 64)
-		who->comm = comm;
-	{
-		const char *t = strstr(buf, "\nTgid:\t");
-		if (t)
-			who->pid = (pid_t)atoi(t + 7);
-	}
+	if (fs_proc_get(tid, proc) < 0)
+		*proc = (struct fs_proc){ .tgid = tid };
+	who->pid = proc->tgid;
+	who->comm = proc->comm[0] ? proc->comm : NULL;
 }
 
 static void invalidate(struct fs *fs, const char *r)
 {
-	char path[4096];
-
-	if (!fs->fuse)
-		return;
-	snprintf(path, sizeof(path), "/%s", r);
-	/* -ENOENT: the kernel never looked the file up; nothing to drop. */
-	fuse_invalidate_path(fs->fuse, path);
+	ll_invalidate(fs, r);
 }
 
 static void doc_fill_stat(const struct fs *fs, const struct store_stat *s, struct stat *st)
@@ -136,7 +114,7 @@ static int plain_fail(const char *what, const char *r, int err)
 
 /* ---- attributes ----------------------------------------------------------- */
 
-static int op_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
+int op_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 {
 	struct fs *fs = fs_get();
 	struct fs_file *f = fi ? (struct fs_file *)(uintptr_t)fi->fh : NULL;
@@ -147,18 +125,17 @@ static int op_getattr(const char *path, struct stat *st, struct fuse_file_info *
 	if (f && f->kind == FILE_PLAIN)
 		return fstat(f->fd, st) < 0 ? -errno : 0;
 	if (f && f->kind == FILE_DOC) {
-		r = store_doc_stat(fs->store, f->path, &ss);
-		if (r < 0)
-			return r;
-		doc_fill_stat(fs, &ss, st);
+		/* An open doc shows the version it reads: its snapshot, or what it staged. */
 		pthread_mutex_lock(&f->lock);
+		store_snap_stat(f->snap, &ss);
 		if (f->fd >= 0) {
 			struct stat sst;
 
 			if (fstat(f->fd, &sst) == 0)
-				st->st_size = sst.st_size;
+				ss.size = sst.st_size;
 		}
 		pthread_mutex_unlock(&f->lock);
+		doc_fill_stat(fs, &ss, st);
 		return 0;
 	}
 	path = rel(path);
@@ -171,6 +148,7 @@ static int op_getattr(const char *path, struct stat *st, struct fuse_file_info *
 	}
 	if (!*path)
 		return fstat(fs->root_fd, st) < 0 ? -errno : 0;
+
 	dfd = plain_open_parent(fs, path, &leaf);
 	if (dfd < 0)
 		return dfd;
@@ -185,7 +163,17 @@ static mode_t private_mode(const struct fs *fs, mode_t mode)
 	return fs->shared ? mode : (mode & ~(mode_t)077);
 }
 
-static int op_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
+int op_getattr_if_owner(uint64_t fh, pid_t tgid, struct stat *st)
+{
+	struct fs_file *f = (struct fs_file *)(uintptr_t)fh;
+	struct fuse_file_info fi = { .fh = fh };
+
+	if (f->kind != FILE_DOC || f->tgid != tgid)
+		return -ENOENT;
+	return op_getattr(NULL, st, &fi);
+}
+
+int op_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
 {
 	struct fs *fs = fs_get();
 	struct fs_file *f = fi ? (struct fs_file *)(uintptr_t)fi->fh : NULL;
@@ -223,7 +211,7 @@ static int op_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
 	return r;
 }
 
-static int op_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info *fi)
+int op_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info *fi)
 {
 	struct fs *fs = fs_get();
 	struct fs_file *f = fi ? (struct fs_file *)(uintptr_t)fi->fh : NULL;
@@ -243,7 +231,7 @@ static int op_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_inf
 	return r;
 }
 
-static int op_utimens(const char *path, const struct timespec tv[2], struct fuse_file_info *fi)
+int op_utimens(const char *path, const struct timespec tv[2], struct fuse_file_info *fi)
 {
 	struct fs *fs = fs_get();
 	struct fs_file *f = fi ? (struct fs_file *)(uintptr_t)fi->fh : NULL;
@@ -268,68 +256,49 @@ static int op_utimens(const char *path, const struct timespec tv[2], struct fuse
 
 /* ---- directories ------------------------------------------------------------ */
 
-struct fill_ctx {
-	void *buf;
-	fuse_fill_dir_t filler;
+struct doc_list_ctx {
+	op_list_fn fn;
+	void *ctx;
 };
 
-static int fill_doc(void *ctx, const char *name, const struct store_stat *s)
+static int list_doc(void *ctx, const char *name, const struct store_stat *s)
 {
-	struct fill_ctx *c = ctx;
+	struct doc_list_ctx *c = ctx;
 
-	c->filler(c->buf, name, NULL, 0, 0);
-	return 0;
+	return c->fn(c->ctx, name, S_IFREG, s->ino);
 }
 
-/* The path is kept for readdir, which gets none with nullpath_ok. */
-static int op_opendir(const char *path, struct fuse_file_info *fi)
-{
-	char *p = strdup(rel(path));
-
-	if (!p)
-		return -ENOMEM;
-	fi->fh = (uintptr_t)p;
-	return 0;
-}
-
-static int op_releasedir(const char *path, struct fuse_file_info *fi)
-{
-	free((char *)(uintptr_t)fi->fh);
-	return 0;
-}
-
-static int op_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t off, struct fuse_file_info *fi,
-		      enum fuse_readdir_flags flags)
+int op_list_dir(const char *path, op_list_fn fn, void *ctx)
 {
 	struct fs *fs = fs_get();
-	struct fill_ctx ctx = { buf, filler };
-	const char *r = (const char *)(uintptr_t)fi->fh;
+	const char *r = rel(path);
 	struct dirent *de;
 	DIR *d;
-	int fd;
+	int fd, res = 0;
 
 	fd = plain_open(fs, r, O_RDONLY | O_DIRECTORY, 0);
 	if (fd < 0)
 		return fd;
 	d = fdopendir(fd);
 	if (!d) {
-		int e = errno;
-
+		res = -errno;
 		close(fd);
-		return -e;
+		return res;
 	}
-	while ((errno = 0, de = readdir(d))) {
-		struct stat st = { .st_ino = de->d_ino, .st_mode = (mode_t)DTTOIF(de->d_type) };
-
-		filler(buf, de->d_name, &st, 0, 0);
-	}
+	while (res == 0 && (errno = 0, de = readdir(d)))
+		res = fn(ctx, de->d_name, (mode_t)DTTOIF(de->d_type), de->d_ino);
+	if (res == 0 && errno)
+		res = -errno;
 	closedir(d);
-	if (store_path_kind(r) == STORE_PATH_DOC_DIR)
-		return store_doc_list(fs->store, r, fill_doc, &ctx);
-	return 0;
+	if (res == 0 && store_path_kind(r) == STORE_PATH_DOC_DIR) {
+		struct doc_list_ctx c = { fn, ctx };
+
+		res = store_doc_list(fs->store, r, list_doc, &c);
+	}
+	return res;
 }
 
-static int op_mkdir(const char *path, mode_t mode)
+int op_mkdir(const char *path, mode_t mode)
 {
 	struct fs *fs = fs_get();
 	const char *r = rel(path), *leaf;
@@ -351,7 +320,7 @@ static int count_doc(void *ctx, const char *name, const struct store_stat *s)
 	return 0;
 }
 
-static int op_rmdir(const char *path)
+int op_rmdir(const char *path)
 {
 	struct fs *fs = fs_get();
 	const char *r = rel(path), *leaf;
@@ -472,8 +441,9 @@ static int stage_begin(struct fs *fs, struct fs_file *f, bool empty)
 static int stage_commit(struct fs *fs, struct fs_file *f, const char *kind)
 {
 	struct store_snap *snap = NULL;
+	struct store_base *base, *nb = NULL;
 	struct store_who who;
-	char comm[72];
+	struct fs_proc proc;
 	struct stat st;
 	void *data = NULL;
 	int r;
@@ -488,8 +458,12 @@ static int stage_commit(struct fs *fs, struct fs_file *f, const char *kind)
 			return r;
 		}
 	}
-	who_get(&who, comm, sizeof(comm));
-	r = store_doc_commit(fs->store, f->path, data ? data : "", (size_t)st.st_size, &who, kind);
+	caller(&proc, &who);
+	base = bases_take(fs->bases, &proc, f->path);
+	r = store_doc_commit_merged(fs->store, f->path, data ? data : "", (size_t)st.st_size, &who, kind, base, &nb,
+				    NULL);
+	store_base_free(base);
+	bases_put(fs->bases, &proc, f->path, nb);
 	if (data)
 		munmap(data, (size_t)st.st_size);
 	if (r < 0) {
@@ -520,9 +494,24 @@ static int doc_open(struct fs *fs, const char *r, struct fuse_file_info *fi, boo
 		return res;
 	}
 	f->append = fi->flags & O_APPEND;
+	{
+		struct store_base *base;
+		struct store_who who;
+		struct fs_proc proc;
+
+		caller(&proc, &who);
+		f->tgid = proc.tgid;
+		/* This process may read the doc now: what it sees is its merge base. */
+		if (!created && !(fi->flags & O_TRUNC) && store_base_from_snap(f->snap, &base) == 0)
+			bases_put(fs->bases, &proc, r, base);
+	}
+	/*
+	 * Each handle reads its own snapshot, so docs bypass the page cache that
+	 * all handles of an inode share: no reader can see another version's
+	 * pages, or be cut short by another version's size.
+	 */
+	fi->direct_io = 1;
 	if (acc != O_RDONLY) {
-		/* Uncommitted bytes must not reach the page cache others read. */
-		fi->direct_io = 1;
 		if (created || (fi->flags & O_TRUNC)) {
 			res = stage_begin(fs, f, true);
 			if (res < 0) {
@@ -538,7 +527,7 @@ static int doc_open(struct fs *fs, const char *r, struct fuse_file_info *fi, boo
 
 /* ---- files ---------------------------------------------------------------------- */
 
-static int op_open(const char *path, struct fuse_file_info *fi)
+int op_open(const char *path, struct fuse_file_info *fi)
 {
 	struct fs *fs = fs_get();
 	const char *r = rel(path);
@@ -560,7 +549,7 @@ static int op_open(const char *path, struct fuse_file_info *fi)
 	return 0;
 }
 
-static int op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
+int op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 {
 	struct fs *fs = fs_get();
 	const char *r = rel(path);
@@ -569,9 +558,9 @@ static int op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 
 	if (is_doc(r)) {
 		struct store_who who;
-		char comm[72];
+		struct fs_proc proc;
 
-		who_get(&who, comm, sizeof(comm));
+		caller(&proc, &who);
 		res = store_doc_create(fs->store, r, &who);
 		if (res == -EEXIST && !(fi->flags & O_EXCL))
 			return doc_open(fs, r, fi, false);
@@ -591,7 +580,7 @@ static int op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 	return 0;
 }
 
-static int op_read(const char *path, char *buf, size_t size, off_t off, struct fuse_file_info *fi)
+int op_read(const char *path, char *buf, size_t size, off_t off, struct fuse_file_info *fi)
 {
 	struct fs_file *f = (struct fs_file *)(uintptr_t)fi->fh;
 	ssize_t n;
@@ -611,7 +600,7 @@ static int op_read(const char *path, char *buf, size_t size, off_t off, struct f
 	return (int)n;
 }
 
-static int op_write(const char *path, const char *buf, size_t size, off_t off, struct fuse_file_info *fi)
+int op_write(const char *path, const char *buf, size_t size, off_t off, struct fuse_file_info *fi)
 {
 	struct fs_file *f = (struct fs_file *)(uintptr_t)fi->fh;
 	ssize_t n;
@@ -643,7 +632,7 @@ static int op_write(const char *path, const char *buf, size_t size, off_t off, s
 	return (int)n;
 }
 
-static int op_flush(const char *path, struct fuse_file_info *fi)
+int op_flush(const char *path, struct fuse_file_info *fi)
 {
 	struct fs_file *f = (struct fs_file *)(uintptr_t)fi->fh;
 	struct fs *fs = fs_get();
@@ -664,7 +653,7 @@ static int op_flush(const char *path, struct fuse_file_info *fi)
 	return r;
 }
 
-static int op_release(const char *path, struct fuse_file_info *fi)
+int op_release(const char *path, struct fuse_file_info *fi)
 {
 	struct fs_file *f = (struct fs_file *)(uintptr_t)fi->fh;
 	struct fs *fs = fs_get();
@@ -678,7 +667,7 @@ static int op_release(const char *path, struct fuse_file_info *fi)
 	return 0;
 }
 
-static int op_fsync(const char *path, int datasync, struct fuse_file_info *fi)
+int op_fsync(const char *path, int datasync, struct fuse_file_info *fi)
 {
 	struct fs_file *f = (struct fs_file *)(uintptr_t)fi->fh;
 
@@ -690,7 +679,7 @@ static int op_fsync(const char *path, int datasync, struct fuse_file_info *fi)
 	return 0;
 }
 
-static int op_truncate(const char *path, off_t size, struct fuse_file_info *fi)
+int op_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 {
 	struct fs *fs = fs_get();
 	struct fs_file *f = fi ? (struct fs_file *)(uintptr_t)fi->fh : NULL;
@@ -738,7 +727,7 @@ static int op_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 
 /* ---- names ---------------------------------------------------------------------- */
 
-static int op_unlink(const char *path)
+int op_unlink(const char *path)
 {
 	struct fs *fs = fs_get();
 	const char *r = rel(path), *leaf;
@@ -746,9 +735,9 @@ static int op_unlink(const char *path)
 
 	if (is_doc(r)) {
 		struct store_who who;
-		char comm[72];
+		struct fs_proc proc;
 
-		who_get(&who, comm, sizeof(comm));
+		caller(&proc, &who);
 		return store_doc_remove(fs->store, r, &who, "unlink");
 	}
 	dfd = plain_open_parent(fs, r, &leaf);
@@ -762,9 +751,10 @@ static int op_unlink(const char *path)
 /* Commits the plain file `from` as the new content of doc `to`, then removes `from`. */
 static int rename_in(struct fs *fs, const char *from, const char *to, unsigned int flags)
 {
+	struct store_base *base, *nb = NULL;
 	struct store_who who;
 	struct store_stat ss;
-	char comm[72];
+	struct fs_proc proc;
 	struct stat st;
 	void *data = NULL;
 	const char *leaf;
@@ -790,8 +780,12 @@ static int rename_in(struct fs *fs, const char *from, const char *to, unsigned i
 		}
 	}
 	close(fd);
-	who_get(&who, comm, sizeof(comm));
-	r = store_doc_commit(fs->store, to, data ? data : "", (size_t)st.st_size, &who, "rename");
+	caller(&proc, &who);
+	base = bases_take(fs->bases, &proc, to);
+	r = store_doc_commit_merged(fs->store, to, data ? data : "", (size_t)st.st_size, &who, "rename", base, &nb,
+				    NULL);
+	store_base_free(base);
+	bases_put(fs->bases, &proc, to, nb);
 	if (data)
 		munmap(data, (size_t)st.st_size);
 	if (r < 0) {
@@ -814,7 +808,8 @@ static int rename_out(struct fs *fs, const char *from, const char *to, unsigned 
 	_cleanup_free_ char *buf = NULL;
 	struct store_snap *snap = NULL;
 	struct store_who who;
-	char comm[72], tmp[96];
+	struct fs_proc proc;
+	char tmp[96];
 	const char *leaf;
 	struct stat st;
 	off_t off = 0;
@@ -852,7 +847,7 @@ static int rename_out(struct fs *fs, const char *from, const char *to, unsigned 
 		}
 		off += n;
 	}
-	who_get(&who, comm, sizeof(comm));
+	caller(&proc, &who);
 	r = store_doc_remove(fs->store, from, &who, "rename-out");
 	if (r < 0)
 		goto out_unlink;
@@ -873,7 +868,7 @@ out:
 	return r;
 }
 
-static int op_rename(const char *from, const char *to, unsigned int flags)
+int op_rename(const char *from, const char *to, unsigned int flags)
 {
 	struct fs *fs = fs_get();
 	enum store_path_kind kf, kt;
@@ -909,7 +904,7 @@ static int op_rename(const char *from, const char *to, unsigned int flags)
 	return r;
 }
 
-static int op_link(const char *from, const char *to)
+int op_link(const char *from, const char *to)
 {
 	struct fs *fs = fs_get();
 	const char *lf, *lt;
@@ -933,7 +928,7 @@ static int op_link(const char *from, const char *to)
 	return r;
 }
 
-static int op_symlink(const char *target, const char *path)
+int op_symlink(const char *target, const char *path)
 {
 	struct fs *fs = fs_get();
 	const char *r = rel(path), *leaf;
@@ -949,7 +944,7 @@ static int op_symlink(const char *target, const char *path)
 	return res;
 }
 
-static int op_readlink(const char *path, char *buf, size_t size)
+int op_readlink(const char *path, char *buf, size_t size)
 {
 	struct fs *fs = fs_get();
 	const char *r = rel(path), *leaf;
@@ -969,7 +964,7 @@ static int op_readlink(const char *path, char *buf, size_t size)
 	return 0;
 }
 
-static int op_mknod(const char *path, mode_t mode, dev_t rdev)
+int op_mknod(const char *path, mode_t mode, dev_t rdev)
 {
 	struct fs *fs = fs_get();
 	const char *r = rel(path), *leaf;
@@ -987,12 +982,12 @@ static int op_mknod(const char *path, mode_t mode, dev_t rdev)
 	return res;
 }
 
-static int op_statfs(const char *path, struct statvfs *sv)
+int op_statfs(const char *path, struct statvfs *sv)
 {
 	return fstatvfs(fs_get()->root_fd, sv) < 0 ? -errno : 0;
 }
 
-static int op_fallocate(const char *path, int mode, off_t off, off_t len, struct fuse_file_info *fi)
+int op_fallocate(const char *path, int mode, off_t off, off_t len, struct fuse_file_info *fi)
 {
 	struct fs_file *f = (struct fs_file *)(uintptr_t)fi->fh;
 
@@ -1001,46 +996,3 @@ static int op_fallocate(const char *path, int mode, off_t off, off_t len, struct
 	return fallocate(f->fd, mode, off, len) < 0 ? -errno : 0;
 }
 
-static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
-{
-	struct fs *fs = fuse_get_context()->private_data;
-
-	cfg->use_ino = 1;
-	cfg->nullpath_ok = 1;
-	cfg->hard_remove = 1;  /* unlinked open files live on in their fds */
-	cfg->entry_timeout = 1;
-	cfg->attr_timeout = 1;
-	cfg->negative_timeout = 0;
-	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
-		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC; /* O_TRUNC arrives with open, not as a truncate */
-	return fs;
-}
-
-const struct fuse_operations fs_operations = {
-	.init = op_init,
-	.getattr = op_getattr,
-	.readlink = op_readlink,
-	.mknod = op_mknod,
-	.mkdir = op_mkdir,
-	.unlink = op_unlink,
-	.rmdir = op_rmdir,
-	.symlink = op_symlink,
-	.rename = op_rename,
-	.link = op_link,
-	.chmod = op_chmod,
-	.chown = op_chown,
-	.truncate = op_truncate,
-	.open = op_open,
-	.read = op_read,
-	.write = op_write,
-	.statfs = op_statfs,
-	.flush = op_flush,
-	.release = op_release,
-	.fsync = op_fsync,
-	.opendir = op_opendir,
-	.readdir = op_readdir,
-	.releasedir = op_releasedir,
-	.create = op_create,
-	.utimens = op_utimens,
-	.fallocate = op_fallocate,
-};

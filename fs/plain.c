@@ -22,7 +22,7 @@ static int openat2_beneath(int dirfd, const char *rel, int flags, mode_t mode)
 {
 	struct open_how how = {
 		.flags = (uint64_t)flags | O_CLOEXEC,
-		.mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0,
+		.mode = (flags & (O_CREAT | O_TMPFILE)) ? (mode & 07777) : 0,
 		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
 	};
 	int fd;

@@ -1,0 +1,857 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * lowlevel.c: the FUSE low-level interface: node ids, lookups and replies.
+ *
+ * The kernel names files by node ids it got from lookups. This file keeps
+ * the table from node id to (parent, name), turns each request into a path
+ * and calls the path-level operation in ops.c, then replies exactly once.
+ *
+ * Why not libfuse's high-level API, which does the same: when a file is
+ * replaced by a rename, the high-level API forgets the replaced node at once,
+ * and an open() that looked the file up just before gets ESTALE. Cline
+ * renames over its conversation files all the time while other windows read
+ * them, so that race is common here. A node in this table lives until the
+ * kernel forgets it: a replaced doc's node keeps its last path, and opening it
+ * opens the doc now at that path (whole, old or new, never torn); a removed
+ * plain file's node keeps working through its open handles.
+ *
+ * The node id is the node's address (as in libfuse's passthrough_ll); the
+ * inode number the kernel shows (st_ino) is the backing file's, or the doc's
+ * stable number from the store, so it survives remounts.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fs/ops.h"
+#include "store/merge.h"
+#include "store/util.h"
+
+#define HASH_BUCKETS (1u << 16)
+#define TIMEOUT 1.0 /* seconds the kernel may cache entries and attributes */
+
+struct open_ref {
+	uint64_t fh;
+	struct open_ref *next;
+};
+
+struct node {
+	struct node *parent;
+	char *name;
+	uint64_t nlookup;
+	unsigned children; /* nodes whose parent this is */
+	bool hashed;       /* still reachable by (parent, name) */
+	struct node *hnext;
+	struct open_ref *opens;
+};
+
+struct fs *fs_current;
+__thread pid_t fs_caller_pid;
+
+static struct node root = { .hashed = true, .nlookup = 1 };
+static struct node *buckets[HASH_BUCKETS];
+static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct fuse_session *session;
+
+static struct node *ino_node(fuse_ino_t ino)
+{
+	return ino == FUSE_ROOT_ID ? &root : (struct node *)(uintptr_t)ino;
+}
+
+static fuse_ino_t node_ino(const struct node *n)
+{
+	return n == &root ? FUSE_ROOT_ID : (fuse_ino_t)(uintptr_t)n;
+}
+
+static unsigned bucket_of(const struct node *parent, const char *name)
+{
+	return (unsigned)((merge_hash(name, strlen(name)) ^ (uintptr_t)parent) & (HASH_BUCKETS - 1));
+}
+
+/* Table lock held for all of these. */
+static struct node *child_find(struct node *parent, const char *name)
+{
+	for (struct node *n = buckets[bucket_of(parent, name)]; n; n = n->hnext)
+		if (n->parent == parent && strcmp(n->name, name) == 0)
+			return n;
+	return NULL;
+}
+
+static void node_hash(struct node *n)
+{
+	unsigned b = bucket_of(n->parent, n->name);
+
+	n->hnext = buckets[b];
+	buckets[b] = n;
+	n->hashed = true;
+}
+
+static void node_unhash(struct node *n)
+{
+	if (!n->hashed)
+		return;
+	for (struct node **pp = &buckets[bucket_of(n->parent, n->name)]; *pp; pp = &(*pp)->hnext)
+		if (*pp == n) {
+			*pp = n->hnext;
+			break;
+		}
+	n->hashed = false;
+	n->hnext = NULL;
+}
+
+/* Frees n and then its parents, as long as nothing refers to them. */
+static void node_maybe_free(struct node *n)
+{
+	while (n != &root && n->nlookup == 0 && n->children == 0 && !n->opens) {
+		struct node *p = n->parent;
+
+		node_unhash(n);
+		free(n->name);
+		free(n);
+		p->children--;
+		n = p;
+	}
+}
+
+static struct node *child_get(struct node *parent, const char *name)
+{
+	struct node *n = child_find(parent, name);
+
+	if (n)
+		return n;
+	n = calloc(1, sizeof(*n));
+	if (!n || !(n->name = strdup(name))) {
+		free(n);
+		return NULL;
+	}
+	n->parent = parent;
+	parent->children++;
+	node_hash(n);
+	return n;
+}
+
+/*
+ * Writes the path of n (plus "/name" if name) into out, starting with '/'.
+ * *ret_removed tells whether n, or a folder above it, was removed or replaced:
+ * the path is then the last one it had. Table lock held.
+ */
+static int node_path(const struct node *n, const char *name, struct sb *out, bool *ret_removed)
+{
+	const struct node *chain[PATH_MAX / 2];
+	size_t depth = 0;
+	bool removed = false;
+	int r = 0;
+
+	for (; n != &root; n = n->parent) {
+		if (depth == ARRAY_SIZE(chain))
+			return -ENAMETOOLONG;
+		if (!n->hashed)
+			removed = true;
+		chain[depth++] = n;
+	}
+	out->len = 0;
+	r = sb_add(out, "/", depth || name ? 0 : 1);
+	while (r == 0 && depth > 0)
+		r = sb_addf(out, "/%s", chain[--depth]->name);
+	if (r == 0 && name)
+		r = sb_addf(out, "/%s", name);
+	if (r == 0 && out->len >= PATH_MAX)
+		r = -ENAMETOOLONG;
+	if (ret_removed)
+		*ret_removed = removed;
+	return r;
+}
+
+static int path_of(fuse_ino_t ino, const char *name, struct sb *out, bool *ret_removed)
+{
+	int r;
+
+	if (name && (strlen(name) > NAME_MAX))
+		return -ENAMETOOLONG;
+	pthread_mutex_lock(&table_lock);
+	r = node_path(ino_node(ino), name, out, ret_removed);
+	pthread_mutex_unlock(&table_lock);
+	return r;
+}
+
+/* The fh of one open handle of the node, for fstat() of a removed file. */
+static bool node_some_fh(fuse_ino_t ino, uint64_t *ret)
+{
+	struct node *n = ino_node(ino);
+	bool found = false;
+
+	pthread_mutex_lock(&table_lock);
+	if (n->opens) {
+		*ret = n->opens->fh;
+		found = true;
+	}
+	pthread_mutex_unlock(&table_lock);
+	return found;
+}
+
+static void begin(fuse_req_t req)
+{
+	fs_caller_pid = fuse_req_ctx(req)->pid;
+}
+
+void ll_invalidate(struct fs *fs, const char *rel)
+{
+	_cleanup_free_ char *copy = strdup(rel);
+	struct node *n = &root;
+	char *save = NULL;
+
+	if (!copy || !session)
+		return;
+	pthread_mutex_lock(&table_lock);
+	for (char *c = strtok_r(copy, "/", &save); c && n; c = strtok_r(NULL, "/", &save))
+		n = child_find(n, c);
+	pthread_mutex_unlock(&table_lock);
+	/* The node may be freed meanwhile; the kernel ignores an unknown id. */
+	if (n && n != &root)
+		fuse_lowlevel_notify_inval_inode(session, node_ino(n), 0, 0);
+}
+
+/* ---- entries ------------------------------------------------------------------ */
+
+static bool is_doc_path(const char *path)
+{
+	enum store_path_kind k = store_path_kind(path + 1);
+
+	return k == STORE_PATH_ARRAY || k == STORE_PATH_WHOLE;
+}
+
+/* Replies with the entry parent/name, whose path is path, counting a lookup. */
+static void reply_entry_at(fuse_req_t req, fuse_ino_t parent, const char *name, const char *path,
+			   struct fuse_file_info *fi)
+{
+	struct fuse_entry_param e = { .attr_timeout = TIMEOUT, .entry_timeout = TIMEOUT };
+	struct node *n;
+	int r;
+
+	if (is_doc_path(path))
+		e.attr_timeout = 0;
+	r = op_getattr(path, &e.attr, fi);
+	if (r < 0) {
+		if (fi)
+			op_release(path, fi);
+		fuse_reply_err(req, -r);
+		return;
+	}
+	pthread_mutex_lock(&table_lock);
+	n = child_get(ino_node(parent), name);
+	if (n) {
+		n->nlookup++;
+		if (fi) {
+			struct open_ref *o = malloc(sizeof(*o));
+
+			if (o) {
+				o->fh = fi->fh;
+				o->next = n->opens;
+				n->opens = o;
+			}
+		}
+	}
+	pthread_mutex_unlock(&table_lock);
+	if (!n) {
+		if (fi)
+			op_release(path, fi);
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	e.ino = node_ino(n);
+	if (fi) {
+		if (fuse_reply_create(req, &e, fi) == -ENOENT)
+			log_debug("create of '%s' was interrupted", path);
+	} else {
+		fuse_reply_entry(req, &e);
+	}
+}
+
+static void ll_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	_cleanup_sb_ struct sb path = SB_INIT;
+	int r;
+
+	begin(req);
+	r = path_of(parent, name, &path, NULL);
+	if (r < 0) {
+		fuse_reply_err(req, -r);
+		return;
+	}
+	reply_entry_at(req, parent, name, path.buf, NULL);
+}
+
+static void forget_one(fuse_ino_t ino, uint64_t nlookup)
+{
+	struct node *n = ino_node(ino);
+
+	if (n == &root)
+		return;
+	pthread_mutex_lock(&table_lock);
+	n->nlookup = n->nlookup > nlookup ? n->nlookup - nlookup : 0;
+	node_maybe_free(n);
+	pthread_mutex_unlock(&table_lock);
+}
+
+static void ll_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	forget_one(ino, nlookup);
+	fuse_reply_none(req);
+}
+
+static void ll_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
+{
+	for (size_t i = 0; i < count; i++)
+		forget_one(forgets[i].ino, forgets[i].nlookup);
+	fuse_reply_none(req);
+}
+
+/* ---- attributes --------------------------------------------------------------- */
+
+/*
+ * A doc's attributes are never cached by the kernel (timeout 0), and a
+ * process that has the doc open sees the size of the version it reads, so
+ * that fstat() then read() gives it one whole version.
+ */
+static int getattr_node(fuse_ino_t ino, struct fuse_file_info *fi, struct stat *st, double *ret_timeout)
+{
+	_cleanup_sb_ struct sb path = SB_INIT;
+	struct fuse_file_info any = { 0 };
+	bool removed, doc;
+	int r;
+
+	r = path_of(ino, NULL, &path, &removed);
+	if (r < 0)
+		return r;
+	doc = is_doc_path(path.buf);
+	*ret_timeout = doc ? 0 : TIMEOUT;
+	if (doc && !fi) {
+		struct node *n = ino_node(ino);
+		struct fs_proc proc;
+		bool found = false;
+
+		if (fs_proc_get(fs_caller_pid, &proc) == 0) {
+			pthread_mutex_lock(&table_lock);
+			for (struct open_ref *o = n->opens; o && !found; o = o->next)
+				found = op_getattr_if_owner(o->fh, proc.tgid, st) == 0;
+			pthread_mutex_unlock(&table_lock);
+		}
+		if (found)
+			return 0;
+	}
+	if (!fi && removed && node_some_fh(ino, &any.fh))
+		fi = &any;
+	if (!fi && removed && !doc)
+		return -ESTALE;
+	return op_getattr(path.buf, st, fi);
+}
+
+static void ll_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct stat st;
+	double timeout;
+	int r;
+
+	begin(req);
+	r = getattr_node(ino, fi, &st, &timeout);
+	if (r < 0)
+		fuse_reply_err(req, -r);
+	else
+		fuse_reply_attr(req, &st, timeout);
+}
+
+static void ll_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, struct fuse_file_info *fi)
+{
+	_cleanup_sb_ struct sb path = SB_INIT;
+	struct stat st;
+	double timeout;
+	int r;
+
+	begin(req);
+	r = path_of(ino, NULL, &path, NULL);
+	if (r == 0 && (to_set & FUSE_SET_ATTR_MODE))
+		r = op_chmod(path.buf, attr->st_mode, fi);
+	if (r == 0 && (to_set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)))
+		r = op_chown(path.buf, (to_set & FUSE_SET_ATTR_UID) ? attr->st_uid : (uid_t)-1,
+			     (to_set & FUSE_SET_ATTR_GID) ? attr->st_gid : (gid_t)-1, fi);
+	if (r == 0 && (to_set & FUSE_SET_ATTR_SIZE))
+		r = op_truncate(path.buf, attr->st_size, fi);
+	if (r == 0 && (to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME))) {
+		struct timespec tv[2] = { { .tv_nsec = UTIME_OMIT }, { .tv_nsec = UTIME_OMIT } };
+
+		if (to_set & FUSE_SET_ATTR_ATIME_NOW)
+			tv[0].tv_nsec = UTIME_NOW;
+		else if (to_set & FUSE_SET_ATTR_ATIME)
+			tv[0] = attr->st_atim;
+		if (to_set & FUSE_SET_ATTR_MTIME_NOW)
+			tv[1].tv_nsec = UTIME_NOW;
+		else if (to_set & FUSE_SET_ATTR_MTIME)
+			tv[1] = attr->st_mtim;
+		r = op_utimens(path.buf, tv, fi);
+	}
+	if (r == 0)
+		r = getattr_node(ino, fi, &st, &timeout);
+	if (r < 0)
+		fuse_reply_err(req, -r);
+	else
+		fuse_reply_attr(req, &st, timeout);
+}
+
+/* ---- names -------------------------------------------------------------------- */
+
+static void ll_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	_cleanup_sb_ struct sb path = SB_INIT;
+	char buf[PATH_MAX + 1];
+	int r;
+
+	begin(req);
+	r = path_of(ino, NULL, &path, NULL);
+	if (r == 0)
+		r = op_readlink(path.buf, buf, sizeof(buf));
+	if (r < 0)
+		fuse_reply_err(req, -r);
+	else
+		fuse_reply_readlink(req, buf);
+}
+
+static void ll_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
+{
+	_cleanup_sb_ struct sb path = SB_INIT;
+	int r;
+
+	begin(req);
+	r = path_of(parent, name, &path, NULL);
+	if (r == 0)
+		r = op_mknod(path.buf, mode, rdev);
+	if (r < 0)
+		fuse_reply_err(req, -r);
+	else
+		reply_entry_at(req, parent, name, path.buf, NULL);
+}
+
+static void ll_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	_cleanup_sb_ struct sb path = SB_INIT;
+	int r;
+
+	begin(req);
+	r = path_of(parent, name, &path, NULL);
+	if (r == 0)
+		r = op_mkdir(path.buf, mode);
+	if (r < 0)
+		fuse_reply_err(req, -r);
+	else
+		reply_entry_at(req, parent, name, path.buf, NULL);
+}
+
+static void ll_symlink(fuse_req_t req, const char *target, fuse_ino_t parent, const char *name)
+{
+	_cleanup_sb_ struct sb path = SB_INIT;
+	int r;
+
+	begin(req);
+	r = path_of(parent, name, &path, NULL);
+	if (r == 0)
+		r = op_symlink(target, path.buf);
+	if (r < 0)
+		fuse_reply_err(req, -r);
+	else
+		reply_entry_at(req, parent, name, path.buf, NULL);
+}
+
+static void ll_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent, const char *name)
+{
+	_cleanup_sb_ struct sb from = SB_INIT, to = SB_INIT;
+	int r;
+
+	begin(req);
+	r = path_of(ino, NULL, &from, NULL);
+	if (r == 0)
+		r = path_of(parent, name, &to, NULL);
+	if (r == 0)
+		r = op_link(from.buf, to.buf);
+	if (r < 0)
+		fuse_reply_err(req, -r);
+	else
+		reply_entry_at(req, parent, name, to.buf, NULL);
+}
+
+/* The name parent/name is gone: its node keeps its last path until forgotten. */
+static void name_removed(fuse_ino_t parent, const char *name)
+{
+	struct node *n;
+
+	pthread_mutex_lock(&table_lock);
+	n = child_find(ino_node(parent), name);
+	if (n) {
+		node_unhash(n);
+		node_maybe_free(n);
+	}
+	pthread_mutex_unlock(&table_lock);
+}
+
+static void ll_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	_cleanup_sb_ struct sb path = SB_INIT;
+	int r;
+
+	begin(req);
+	r = path_of(parent, name, &path, NULL);
+	if (r == 0)
+		r = op_unlink(path.buf);
+	if (r == 0)
+		name_removed(parent, name);
+	fuse_reply_err(req, -r);
+}
+
+static void ll_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	_cleanup_sb_ struct sb path = SB_INIT;
+	int r;
+
+	begin(req);
+	r = path_of(parent, name, &path, NULL);
+	if (r == 0)
+		r = op_rmdir(path.buf);
+	if (r == 0)
+		name_removed(parent, name);
+	fuse_reply_err(req, -r);
+}
+
+static void ll_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+		      const char *newname, unsigned int flags)
+{
+	_cleanup_sb_ struct sb from = SB_INIT, to = SB_INIT;
+	int r;
+
+	begin(req);
+	r = path_of(parent, name, &from, NULL);
+	if (r == 0)
+		r = path_of(newparent, newname, &to, NULL);
+	if (r == 0)
+		r = op_rename(from.buf, to.buf, flags);
+	if (r == 0) {
+		struct node *src, *dst;
+
+		pthread_mutex_lock(&table_lock);
+		src = child_find(ino_node(parent), name);
+		dst = child_find(ino_node(newparent), newname);
+		if (dst && dst != src)
+			node_unhash(dst);
+		if (src) {
+			char *nn = strdup(newname);
+
+			node_unhash(src);
+			if (nn) {
+				free(src->name);
+				src->name = nn;
+				src->parent->children--;
+				src->parent = ino_node(newparent);
+				src->parent->children++;
+				node_hash(src);
+			}
+		}
+		if ((flags & RENAME_EXCHANGE) && dst && dst != src) {
+			char *on = strdup(name);
+
+			if (on) {
+				free(dst->name);
+				dst->name = on;
+				dst->parent->children--;
+				dst->parent = ino_node(parent);
+				dst->parent->children++;
+				node_hash(dst);
+			}
+		} else if (dst && dst != src) {
+			node_maybe_free(dst);
+		}
+		pthread_mutex_unlock(&table_lock);
+	}
+	fuse_reply_err(req, -r);
+}
+
+/* ---- files -------------------------------------------------------------------- */
+
+static void opens_add(fuse_ino_t ino, uint64_t fh)
+{
+	struct open_ref *o = malloc(sizeof(*o));
+	struct node *n = ino_node(ino);
+
+	if (!o)
+		return; /* only fstat() of this file after its removal suffers */
+	o->fh = fh;
+	pthread_mutex_lock(&table_lock);
+	o->next = n->opens;
+	n->opens = o;
+	pthread_mutex_unlock(&table_lock);
+}
+
+static void opens_remove(fuse_ino_t ino, uint64_t fh)
+{
+	struct node *n = ino_node(ino);
+
+	pthread_mutex_lock(&table_lock);
+	for (struct open_ref **pp = &n->opens; *pp; pp = &(*pp)->next)
+		if ((*pp)->fh == fh) {
+			struct open_ref *o = *pp;
+
+			*pp = o->next;
+			free(o);
+			break;
+		}
+	node_maybe_free(n);
+	pthread_mutex_unlock(&table_lock);
+}
+
+static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	_cleanup_sb_ struct sb path = SB_INIT;
+	bool removed;
+	int r;
+
+	begin(req);
+	r = path_of(ino, NULL, &path, &removed);
+	/* A replaced doc opens as the doc now at its path; a replaced plain file is gone. */
+	if (r == 0 && removed && !is_doc_path(path.buf))
+		r = -ESTALE;
+	if (r == 0)
+		r = op_open(path.buf, fi);
+	if (r < 0) {
+		fuse_reply_err(req, -r);
+		return;
+	}
+	opens_add(ino, fi->fh);
+	if (fuse_reply_open(req, fi) == -ENOENT) {
+		/* The caller was interrupted: nobody will release this handle. */
+		opens_remove(ino, fi->fh);
+		op_release(path.buf, fi);
+	}
+}
+
+static void ll_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, struct fuse_file_info *fi)
+{
+	_cleanup_sb_ struct sb path = SB_INIT;
+	int r;
+
+	begin(req);
+	r = path_of(parent, name, &path, NULL);
+	if (r == 0)
+		r = op_create(path.buf, mode, fi);
+	if (r < 0)
+		fuse_reply_err(req, -r);
+	else
+		reply_entry_at(req, parent, name, path.buf, fi);
+}
+
+static void ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	_cleanup_free_ char *buf = malloc(size ? size : 1);
+	int r;
+
+	begin(req);
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	r = op_read(NULL, buf, size, off, fi);
+	if (r < 0)
+		fuse_reply_err(req, -r);
+	else
+		fuse_reply_buf(req, buf, (size_t)r);
+}
+
+static void ll_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+		     struct fuse_file_info *fi)
+{
+	int r;
+
+	begin(req);
+	r = op_write(NULL, buf, size, off, fi);
+	if (r < 0)
+		fuse_reply_err(req, -r);
+	else
+		fuse_reply_write(req, (size_t)r);
+}
+
+static void ll_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	begin(req);
+	fuse_reply_err(req, -op_flush(NULL, fi));
+}
+
+static void ll_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	begin(req);
+	opens_remove(ino, fi->fh);
+	op_release(NULL, fi);
+	fuse_reply_err(req, 0);
+}
+
+static void ll_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	begin(req);
+	fuse_reply_err(req, -op_fsync(NULL, datasync, fi));
+}
+
+static void ll_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len, struct fuse_file_info *fi)
+{
+	begin(req);
+	fuse_reply_err(req, -op_fallocate(NULL, mode, off, len, fi));
+}
+
+static void ll_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct statvfs sv;
+	int r;
+
+	begin(req);
+	r = op_statfs("/", &sv);
+	if (r < 0)
+		fuse_reply_err(req, -r);
+	else
+		fuse_reply_statfs(req, &sv);
+}
+
+/* ---- directories -------------------------------------------------------------- */
+
+struct dir_entry {
+	char *name;
+	mode_t type;
+	uint64_t ino;
+};
+
+struct dir_handle {
+	struct dir_entry *v;
+	size_t n, alloc;
+};
+
+static void dir_free(struct dir_handle *d)
+{
+	if (!d)
+		return;
+	for (size_t i = 0; i < d->n; i++)
+		free(d->v[i].name);
+	free(d->v);
+	free(d);
+}
+
+static int dir_add(void *ctx, const char *name, mode_t type, uint64_t ino)
+{
+	struct dir_handle *d = ctx;
+
+	if (d->n == d->alloc) {
+		size_t na = d->alloc ? d->alloc * 2 : 32;
+		struct dir_entry *v = realloc(d->v, na * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		d->v = v;
+		d->alloc = na;
+	}
+	d->v[d->n].name = strdup(name);
+	if (!d->v[d->n].name)
+		return -ENOMEM;
+	d->v[d->n].type = type;
+	d->v[d->n].ino = ino;
+	d->n++;
+	return 0;
+}
+
+/* The listing is read whole at opendir, so that readdir offsets stay stable. */
+static void ll_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	_cleanup_sb_ struct sb path = SB_INIT;
+	struct dir_handle *d = calloc(1, sizeof(*d));
+	int r;
+
+	begin(req);
+	r = d ? path_of(ino, NULL, &path, NULL) : -ENOMEM;
+	if (r == 0)
+		r = op_list_dir(path.buf, dir_add, d);
+	if (r < 0) {
+		dir_free(d);
+		fuse_reply_err(req, -r);
+		return;
+	}
+	fi->fh = (uintptr_t)d;
+	if (fuse_reply_open(req, fi) == -ENOENT)
+		dir_free(d);
+}
+
+static void ll_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	struct dir_handle *d = (struct dir_handle *)(uintptr_t)fi->fh;
+	_cleanup_free_ char *buf = malloc(size);
+	size_t pos = 0;
+
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	for (size_t i = (size_t)off; i < d->n; i++) {
+		struct stat st = { .st_ino = d->v[i].ino, .st_mode = d->v[i].type };
+		size_t need = fuse_add_direntry(req, buf + pos, size - pos, d->v[i].name, &st, (off_t)i + 1);
+
+		if (need > size - pos)
+			break;
+		pos += need;
+	}
+	fuse_reply_buf(req, buf, pos);
+}
+
+static void ll_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	dir_free((struct dir_handle *)(uintptr_t)fi->fh);
+	fuse_reply_err(req, 0);
+}
+
+static void ll_init(void *userdata, struct fuse_conn_info *conn)
+{
+	/* O_TRUNC arrives with open, not as a separate truncate. */
+	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
+		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+}
+
+static const struct fuse_lowlevel_ops ll_ops = {
+	.init = ll_init,
+	.lookup = ll_lookup,
+	.forget = ll_forget,
+	.forget_multi = ll_forget_multi,
+	.getattr = ll_getattr,
+	.setattr = ll_setattr,
+	.readlink = ll_readlink,
+	.mknod = ll_mknod,
+	.mkdir = ll_mkdir,
+	.unlink = ll_unlink,
+	.rmdir = ll_rmdir,
+	.symlink = ll_symlink,
+	.rename = ll_rename,
+	.link = ll_link,
+	.open = ll_open,
+	.read = ll_read,
+	.write = ll_write,
+	.flush = ll_flush,
+	.release = ll_release,
+	.fsync = ll_fsync,
+	.opendir = ll_opendir,
+	.readdir = ll_readdir,
+	.releasedir = ll_releasedir,
+	.statfs = ll_statfs,
+	.create = ll_create,
+	.fallocate = ll_fallocate,
+};
+
+struct fuse_session *ll_session_new(struct fuse_args *args, struct fs *fs)
+{
+	fs_current = fs;
+	session = fuse_session_new(args, &ll_ops, sizeof(ll_ops), fs);
+	return session;
+}
+
+void ll_session_forget(void)
+{
+	session = NULL;
+}

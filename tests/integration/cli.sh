@@ -1,0 +1,176 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# cli.sh: the command line behaves as documented, and bad input is refused
+# clearly without harm.
+#
+# It proves that
+#   - --help and --version answer with status 0 (help names store=,
+#     allow_other and export; version prints a version number);
+#   - no mount point, or one that does not exist: a non-zero status and a
+#     message;
+#   - a store file that is not a convfs database (random text, or another
+#     program's SQLite database) or has a newer schema: the mount fails with
+#     a clear message, nothing is mounted, the file is unchanged
+#     byte-for-byte and nothing is left beside it;
+#   - without -o store, the store is created under $XDG_DATA_HOME/convfs/
+#     (owner-only), and the same mount point gets the same store again;
+#   - without -f, convfs returns once mounted; fusermount3 -u unmounts and the
+#     daemon goes away;
+#   - private by default: the mount root is 0700, files created 0644 (or
+#     chmod 0644) are 0600, directories 0700, conversation files 0600;
+#   - a name longer than NAME_MAX fails with ENAMETOOLONG.
+
+. "$(dirname "$0")/lib.sh"
+
+M=$T/mnt
+mkdir -p "$M"
+
+# ---- --help, --version, usage errors ----------------------------------------
+
+say "help and version"
+rc=0
+"$CONVFS" --help >"$T/help" 2>&1 || rc=$?
+((rc == 0)) || problem "--help exits with status $rc"
+for word in 'store=' allow_other export; do
+	grep -q -e "$word" "$T/help" || problem "--help does not mention '$word'"
+done
+rc=0
+"$CONVFS" --version >"$T/version" 2>&1 || rc=$?
+((rc == 0)) || problem "--version exits with status $rc"
+grep -q -E '[0-9]+\.[0-9]+' "$T/version" || problem "--version prints no version: $(cat "$T/version")"
+
+say "usage errors"
+rc=0
+"$CONVFS" -f >"$T/out" 2>&1 || rc=$?
+((rc != 0)) || problem "convfs without a mount point exits 0"
+grep -q -i -E 'mount ?point' "$T/out" || problem "convfs without a mount point does not say so: $(cat "$T/out")"
+rc=0
+"$CONVFS" -f -o "store=$T/nodir.db" "$T/does-not-exist" >"$T/out" 2>&1 || rc=$?
+((rc != 0)) || problem "convfs on a missing mount point exits 0"
+[[ -s $T/out ]] || problem "convfs on a missing mount point says nothing"
+! mountpoint -q "$T/does-not-exist" 2>/dev/null || fail "a missing mount point got mounted"
+
+# ---- stores that are not ours --------------------------------------------------
+
+# refused_store WHAT STORE ERE: the mount must fail, with a message matching
+# ERE, leaving STORE as it was and nothing beside it.
+refused_store()
+{
+	local what=$1 store=$2 ere=$3 rc=0 before
+	cp "$store" "$T/store.orig"
+	before=$(ls -A "$(dirname "$store")" | tr '\n' ' ')
+	"$CONVFS" -f -o "store=$store" "$M" >"$T/out" 2>&1 || rc=$?
+	if mountpoint -q "$M"; then
+		fusermount3 -u "$M"
+		fail "$what: convfs mounted it"
+	fi
+	((rc != 0)) || problem "$what: convfs exits 0"
+	grep -q -E -e "$ere" "$T/out" || problem "$what: no clear message (want /$ere/): $(cat "$T/out")"
+	same "$store" "$T/store.orig" "$what: the store file after the refused mount"
+	[[ $(ls -A "$(dirname "$store")" | tr '\n' ' ') == "$before" ]] ||
+		problem "$what: the refused mount left files beside the store: $(ls -A "$(dirname "$store")" | tr '\n' ' ') (before: $before)"
+	# Daemon mode reports the failure on the terminal too.
+	rc=0
+	"$CONVFS" -o "store=$store" "$M" >"$T/out" 2>&1 || rc=$?
+	! mountpoint -q "$M" || { fusermount3 -u "$M"; fail "$what: convfs (daemon mode) mounted it"; }
+	((rc != 0)) || problem "$what: convfs (daemon mode) exits 0"
+	grep -q -E -e "$ere" "$T/out" || problem "$what: no clear message in daemon mode: $(cat "$T/out")"
+	same "$store" "$T/store.orig" "$what: the store file after the refused daemon-mode mount"
+}
+
+say "a store that is not a convfs database"
+mkdir "$T/text" "$T/foreign" "$T/newer"
+head -c 3000 /dev/urandom | base64 >"$T/text/store.db"
+refused_store "a text file as the store" "$T/text/store.db" "store.*not a (convfs )?database"
+
+tar -xzf "$(fixture_tarball 1.0.10)" -C "$T/foreign" cline-1.0.10/locks.db
+mv "$T/foreign/cline-1.0.10/locks.db" "$T/foreign/store.db"
+rmdir "$T/foreign/cline-1.0.10"
+refused_store "another program's SQLite database as the store" "$T/foreign/store.db" "not a convfs database"
+
+say "a store with a newer schema"
+mount_convfs "$M" "$T/newer/store.db"
+unmount_convfs "$M"
+sqlite3 "$T/newer/store.db" 'PRAGMA user_version = 9999'
+mv "$T/newer/store.db.log" "$T/newer.log"
+refused_store "a store with a newer schema" "$T/newer/store.db" "newer"
+
+# ---- the default store -------------------------------------------------------
+
+say "the default store location"
+export XDG_DATA_HOME=$T/xdg
+mount_convfs_log "$M" "$T/default.log"
+touch "$M/hello"
+unmount_convfs "$M"
+stores=("$XDG_DATA_HOME"/convfs/*.db)
+[[ ${#stores[@]} == 1 && -f ${stores[0]} ]] || fail "no single store under \$XDG_DATA_HOME/convfs/: $(ls -A "$XDG_DATA_HOME/convfs" 2>&1)"
+[[ $(stat -c %a "$XDG_DATA_HOME/convfs") == 700 ]] || problem "\$XDG_DATA_HOME/convfs is mode $(stat -c %a "$XDG_DATA_HOME/convfs"), not 700"
+[[ $(stat -c %a "${stores[0]}") == 600 ]] || problem "the default store is mode $(stat -c %a "${stores[0]}"), not 600"
+[[ -f ${stores[0]}.files/hello ]] || problem "the plain file is not in the default store's .files folder"
+mount_convfs_log "$M" "$T/default.log"
+[[ -f $M/hello ]] || problem "the second mount without -o store did not find the same store"
+unmount_convfs "$M"
+stores=("$XDG_DATA_HOME"/convfs/*.db)
+((${#stores[@]} == 1)) || problem "a second mount made a second store: ${stores[*]}"
+check_log "$T/default.log"
+unset XDG_DATA_HOME
+
+# ---- daemon mode -----------------------------------------------------------------
+
+say "daemon mode"
+STORE=$T/store.db
+rc=0
+timeout 20 "$CONVFS" -o "store=$STORE" "$M" >"$T/out" 2>&1 || rc=$?
+((rc == 0)) || fail "convfs in daemon mode exits with status $rc: $(cat "$T/out")"
+mountpoint -q "$M" || fail "convfs in daemon mode returned before mounting"
+[[ ! -s $T/out ]] || problem "convfs in daemon mode printed: $(cat "$T/out")"
+# The daemon: the one process whose command line is exactly ours.
+want=$(printf '%s\n' "$CONVFS" -o "store=$STORE" "$M")
+daemon=
+for cmdline in /proc/[0-9]*/cmdline; do
+	[[ $(tr '\0' '\n' <"$cmdline" 2>/dev/null) == "$want" ]] || continue
+	[[ -z $daemon ]] || fail "more than one convfs daemon serves '$M'"
+	daemon=${cmdline#/proc/}
+	daemon=${daemon%/cmdline}
+done
+[[ -n $daemon ]] || fail "cannot find the convfs daemon serving '$M'"
+echo data >"$M/file"
+fusermount3 -u "$M"
+wait_gone "$daemon" 10 || fail "the daemon (pid $daemon) still runs 10 s after fusermount3 -u"
+
+# ---- private by default -------------------------------------------------------
+
+say "modes"
+mount_convfs "$M" "$STORE"
+mode() { stat -c %a "$1"; }
+[[ $(mode "$M") == 700 ]] || problem "the mount root is mode $(mode "$M"), not 700"
+(umask 022 && : >"$M/new-file" && mkdir "$M/new-dir" && : >"$M/new-dir/inner")
+[[ $(mode "$M/new-file") == 600 ]] || problem "a file created 0644 is mode $(mode "$M/new-file"), not 600"
+[[ $(mode "$M/new-dir") == 700 ]] || problem "a directory created 0755 is mode $(mode "$M/new-dir"), not 700"
+[[ $(mode "$M/new-dir/inner") == 600 ]] || problem "a file created 0644 in a new folder is mode $(mode "$M/new-dir/inner"), not 600"
+chmod 0644 "$M/new-file"
+[[ $(mode "$M/new-file") == 600 ]] || problem "chmod 0644 gave mode $(mode "$M/new-file"), not 600"
+chmod 0755 "$M/new-dir"
+[[ $(mode "$M/new-dir") == 700 ]] || problem "chmod 0755 of a folder gave mode $(mode "$M/new-dir"), not 700"
+[[ $(mode "$STORE.files/new-file") == 600 ]] || problem "the backing copy of new-file is mode $(mode "$STORE.files/new-file")"
+mkdir -p "$M/tasks/1795306269021"
+printf '[]' >"$M/tasks/1795306269021/ui_messages.json"
+[[ $(mode "$M/tasks/1795306269021/ui_messages.json") == 600 ]] ||
+	problem "a conversation file is mode $(mode "$M/tasks/1795306269021/ui_messages.json"), not 600"
+
+# ---- bad names -------------------------------------------------------------------
+
+say "bad names"
+long=$(printf 'a%.0s' {1..300})
+rc=0
+touch "$M/$long" 2>"$T/out" || rc=$?
+((rc != 0)) || problem "a 300-byte name was created"
+grep -q 'File name too long' "$T/out" || problem "a 300-byte name: not ENAMETOOLONG: $(cat "$T/out")"
+rc=0
+mkdir "$M/tasks/$long" 2>"$T/out" || rc=$?
+grep -q 'File name too long' "$T/out" || problem "a 300-byte task folder name: not ENAMETOOLONG: $(cat "$T/out")"
+unmount_convfs "$M"
+
+check_log "$STORE.log" "File name too long"
+pass

@@ -1,0 +1,311 @@
+# shellcheck shell=bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# lib.sh: what every integration test shares. Sourced at the top of a test.
+#
+# Each test gets a private temp dir ($T) and may run in parallel with the
+# others. A daemon is started in the foreground (-f) with its stderr going to
+# <store>.log, so that check_log can fail the test on any warning or error it
+# did not expect. Whatever happens, the EXIT trap unmounts everything the test
+# mounted, kills what is left of the daemons, and only then removes $T (never
+# through a mount: rm is told to stay on one filesystem).
+#
+# Environment (set by tests/integration/meson.build):
+#   CONVFS    the convfs binary
+#   FIXTURES  the folder with the fixture tarballs (../shared/fixtures)
+
+set -euo pipefail
+
+TEST_NAME=$(basename "$0" .sh)
+TESTS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+CLIENTS=$TESTS_DIR/clients
+
+declare -A DAEMON_PID=()  # mount point -> pid of its `convfs -f`
+declare -A LOGS=()        # every daemon log (as keys), printed when a test fails
+T=
+
+say() { printf '%s: %s\n' "$TEST_NAME" "$*" >&2; }
+
+declare -a PROBLEMS=()
+
+# fail MSG: a fatal failure; the test stops here.
+fail()
+{
+	printf '%s: FAIL: %b\n' "$TEST_NAME" "$*" >&2
+	exit 1
+}
+
+# problem MSG: a failed check; the test goes on and fails at the end.
+problem()
+{
+	printf '%s: FAIL: %b\n' "$TEST_NAME" "$*" >&2
+	PROBLEMS+=("$*")
+}
+
+# pass: the end of a test; it passes only if no check failed.
+pass()
+{
+	if ((${#PROBLEMS[@]} > 0)); then
+		printf '%s: %d check(s) failed:\n' "$TEST_NAME" "${#PROBLEMS[@]}" >&2
+		printf '  - %b\n' "${PROBLEMS[@]}" >&2
+		exit 1
+	fi
+	printf '%s: PASS\n' "$TEST_NAME" >&2
+	exit 0
+}
+
+# A command that fails where the test did not expect it stops the test.
+on_error()
+{
+	local status=$1 line=$2 cmd=$3
+	if [[ -n $T && -e $T/timed-out ]]; then
+		fail "timed out after $TEST_TIMEOUT s (the watchdog killed the daemons: $(cat "$T/timed-out"))"
+	fi
+	fail "line $line: command failed (status $status): $cmd"
+}
+set -E
+trap 'on_error $? $LINENO "$BASH_COMMAND"' ERR
+
+# ---- cleanup -----------------------------------------------------------------
+
+# Every FUSE mount below $T, deepest first, from /proc/self/mountinfo.
+mounts_below_tmp()
+{
+	[[ -n $T ]] || return 0
+	awk -v t="$T" '$5 == t || index($5, t "/") == 1 { print $5 }' /proc/self/mountinfo | sort -r
+}
+
+cleanup()
+{
+	local status=$? mp pid log
+	trap - EXIT ERR
+	trap '' INT TERM HUP
+	set +e
+	# A dead daemon's mount fails `mountpoint`; mountinfo still lists it.
+	for mp in $(mounts_below_tmp); do
+		timeout 10 fusermount3 -u "$mp" 2>/dev/null || timeout 10 fusermount3 -uz "$mp" 2>/dev/null
+	done
+	for pid in "${DAEMON_PID[@]}"; do
+		wait_gone "$pid" 5 || kill -9 "$pid" 2>/dev/null
+	done
+	if ((status != 0)); then
+		for log in "${!LOGS[@]}"; do
+			[[ -s $log ]] || continue
+			printf -- '--- daemon log %s (last 40 lines) ---\n' "$log" >&2
+			tail -n 40 "$log" >&2
+		done
+	fi
+	if [[ -n $T && -d $T ]]; then
+		if [[ -n $(mounts_below_tmp) ]]; then
+			printf '%s: still mounted below %s; not removing it\n' "$TEST_NAME" "$T" >&2
+		else
+			rm -rf --one-file-system "$T"
+		fi
+	fi
+	exit "$status"
+}
+trap cleanup EXIT
+
+on_signal()
+{
+	on_error "$?" "$LINENO" "(interrupted by a signal)"
+}
+trap on_signal INT TERM HUP
+
+# The watchdog: a test stuck in a FUSE call (a daemon that hangs) would hold
+# until meson's SIGKILL, which leaves its mounts behind. Well before that, it
+# kills the test's daemons (which frees the stuck call) and then the test,
+# whose EXIT trap cleans up.
+TEST_TIMEOUT=${TEST_TIMEOUT:-240}
+watchdog()
+{
+	local main=$1 i
+	trap - ERR
+	set +e
+	for ((i = 0; i < TEST_TIMEOUT; i++)); do
+		sleep 1
+		kill -0 "$main" 2>/dev/null || exit 0
+	done
+	echo "daemon pids: $(tr '\n' ' ' <"$T/daemons" 2>/dev/null)" >"$T/timed-out"
+	while read -r pid; do kill -9 "$pid"; done <"$T/daemons"
+	kill -TERM "$main"
+}
+
+# ---- preconditions -----------------------------------------------------------
+
+[[ -n ${CONVFS:-} && -x $CONVFS ]] || fail "CONVFS must name the convfs binary (got '${CONVFS:-}')"
+[[ -n ${FIXTURES:-} && -d $FIXTURES ]] || fail "the fixtures folder is missing (FIXTURES='${FIXTURES:-}')"
+[[ -c /dev/fuse ]] || fail "/dev/fuse is missing: these tests need FUSE"
+command -v fusermount3 >/dev/null || fail "fusermount3 is missing"
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/convfs-$TEST_NAME.XXXXXX")
+: >"$T/daemons"
+(watchdog $$ </dev/null >/dev/null 2>&1 &)
+# Files the test creates outside the mount keep the usual modes.
+umask 022
+
+# ---- mounting ----------------------------------------------------------------
+
+# mount_convfs DIR STORE [convfs options...]
+# Starts `convfs -f -o store=STORE DIR` in the background, its stderr appended
+# to STORE.log (also in $CONVFS_LOG), and waits until DIR is a mount point.
+mount_convfs()
+{
+	local dir=$1 store=$2
+	shift 2
+	mount_convfs_log "$dir" "$store.log" -o "store=$store" "$@"
+}
+
+# mount_convfs_log DIR LOG [convfs options...]: the same with any options.
+mount_convfs_log()
+{
+	local dir=$1 pid i
+	CONVFS_LOG=$2
+	shift 2
+	LOGS[$CONVFS_LOG]=1
+	"$CONVFS" -f "$@" "$dir" 2>>"$CONVFS_LOG" &
+	pid=$!
+	echo "$pid" >>"$T/daemons"
+	for ((i = 0; i < 100; i++)); do
+		mountpoint -q "$dir" && break
+		kill -0 "$pid" 2>/dev/null || fail "convfs exited before mounting '$dir':\n$(cat "$CONVFS_LOG")"
+		sleep 0.1
+	done
+	mountpoint -q "$dir" || fail "'$dir' is not mounted after 10 s"
+	DAEMON_PID[$dir]=$pid
+}
+
+# wait_gone PID [SECONDS]: waits (default 10 s) for a process to exit.
+wait_gone()
+{
+	local pid=$1 secs=${2:-10} i
+	for ((i = 0; i < secs * 10; i++)); do
+		kill -0 "$pid" 2>/dev/null || return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# unmount_convfs DIR: fusermount3 -u, then the daemon must exit with status 0.
+unmount_convfs()
+{
+	local dir=$1 pid=${DAEMON_PID[$1]:-} i rc=0
+	for ((i = 0; ; i++)); do
+		fusermount3 -u "$dir" 2>"$T/fusermount.err" && break
+		((i < 20)) || fail "fusermount3 -u '$dir' failed: $(cat "$T/fusermount.err")"
+		sleep 0.25 # EBUSY while a client closes its last file
+	done
+	[[ -n $pid ]] || return 0
+	wait_gone "$pid" 10 || fail "convfs (pid $pid) still runs 10 s after unmounting '$dir'"
+	wait "$pid" || rc=$?
+	unset 'DAEMON_PID[$dir]'
+	((rc == 0)) || fail "convfs serving '$dir' exited with status $rc"
+}
+
+# kill_daemon DIR: kill -9 the daemon. Its mount stays, dead: every call on it
+# fails with ENOTCONN until remove_dead_mount. (Detaching it at once would let
+# a client still running fall through to the folder underneath.)
+kill_daemon()
+{
+	local dir=$1 pid=${DAEMON_PID[$1]}
+	kill -9 "$pid"
+	{ wait "$pid"; } 2>/dev/null || true
+	unset 'DAEMON_PID[$dir]'
+}
+
+# remove_dead_mount DIR: what a user does after the daemon died.
+remove_dead_mount()
+{
+	fusermount3 -uz "$1" 2>/dev/null || true
+	! mountpoint -q "$1" || fail "'$1' is still mounted after fusermount3 -uz"
+}
+
+# ---- checks ------------------------------------------------------------------
+
+# check_log LOG [ALLOWED-ERE]
+# Fails if the daemon log holds any line but `convfs: info: ...` and lines
+# matching ALLOWED-ERE: every warning, error, sanitizer report or stray
+# message must be expected by the test.
+check_log()
+{
+	local log=$1 allowed=${2:-} bad
+	[[ -f $log ]] || fail "no daemon log '$log'"
+	bad=$(grep -v -E '^convfs: info: ' "$log" || true)
+	if [[ -n $allowed && -n $bad ]]; then
+		bad=$(grep -v -E -e "$allowed" <<<"$bad" || true)
+	fi
+	[[ -z $bad ]] || problem "unexpected lines in the daemon log $log:\n$bad"
+}
+
+# log_has LOG ERE WHAT: the daemon log must have a line matching ERE.
+log_has()
+{
+	grep -q -E -e "$2" "$1" || problem "the daemon log does not report $3 (no line matches /$2/)"
+}
+
+# same FILE1 FILE2 WHAT: byte-for-byte equal.
+same()
+{
+	local out
+	out=$(cmp -- "$1" "$2" 2>&1) && return 0
+	[[ -n $out ]] || out="'$1' differs from '$2'"
+	problem "$3: $out"
+}
+
+# expect_errno CODE CMD...: a client script must fail and print CODE (e.g. EINVAL).
+expect_errno()
+{
+	local want=$1 out rc=0
+	shift
+	out=$("$@" 2>"$T/client.err") || rc=$?
+	if ((rc == 0)); then
+		problem "'$*' succeeded; expected $want"
+	elif [[ $out != "$want" ]]; then
+		problem "'$*' failed with '$out'; expected $want ($(cat "$T/client.err"))"
+	fi
+}
+
+# wait_for FILE [SECONDS]: waits (default 10 s) until FILE exists.
+wait_for()
+{
+	local i
+	for ((i = 0; i < ${2:-10} * 20; i++)); do
+		[[ -e $1 ]] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+# ---- fixtures ----------------------------------------------------------------
+
+# fixture_tarball NAME: NAME is 2.18.0, 1.0.10 or damaged.
+fixture_tarball()
+{
+	case $1 in
+	damaged) echo "$FIXTURES/cline-damaged-globalStorage.tar.gz" ;;
+	*) echo "$FIXTURES/cline-cli-$1-globalStorage.tar.gz" ;;
+	esac
+}
+
+# fixture_extract NAME DEST: extracts into DEST (created) and prints the folder.
+fixture_extract()
+{
+	local tarball
+	tarball=$(fixture_tarball "$1")
+	[[ -f $tarball ]] || fail "fixture '$tarball' is missing"
+	mkdir -p "$2"
+	tar -xzf "$tarball" -C "$2"
+	echo "$2/cline-$1"
+}
+
+# node_client SCRIPT ARGS...: runs one of clients/*.js in the foreground.
+# (In the background, start `node "$CLIENTS/SCRIPT"` itself, so that $! is
+# node's pid and not a subshell's.)
+node_client()
+{
+	local script=$1
+	shift
+	node "$CLIENTS/$script" "$@"
+}
+
+command -v node >/dev/null || fail "node is missing"
