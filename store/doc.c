@@ -772,9 +772,11 @@ static int commit_array(struct store *st, const char *path, const char *data, si
 	 * write does not license removals, and such a commit always merges.
 	 */
 	if (merge && d.format == DOC_ARRAY && (d.present ? d.nelems > 0 : base != NULL) &&
-	    (base ? base->explicit_list || base->rev != d.rev || (is_history && !base->read) : is_history)) {
+	    (!base || base->explicit_list || base->rev != d.rev || (is_history && !base->read))) {
 		/* Someone committed since this writer's base: merge three ways. */
-		const struct merge_list *bl = NULL;
+		static const struct merge_list nothing_seen = { 0 };
+		/* Without a base the writer has seen nothing: what is stored stays. */
+		const struct merge_list *bl = &nothing_seen;
 		struct fetch_ctx fc = { st, d.id };
 
 		for (size_t i = 0; i < sv.n; i++) {
