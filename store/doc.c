@@ -747,7 +747,7 @@ static int commit_array(struct store *st, const char *path, const char *data, si
 	r = json_scan_array(data, len, span_push, &sv, &head, &tail, &jerr);
 	if (r < 0) {
 		if (r == -EINVAL)
-			log_warn("refusing to commit '%s': not a JSON array: %s at byte %zu; the previous version stays",
+			log_warn("refusing to commit '%s': not a JSON array: %s at byte %zu; nothing stored changes",
 				 path, jerr.msg, jerr.offset);
 		free(sv.v);
 		return r;
@@ -1033,7 +1033,7 @@ static int commit_doc(struct store *st, const char *path, const char *data, size
 	case STORE_PATH_WHOLE:
 		r = json_validate(data, len, &jerr);
 		if (r < 0) {
-			log_warn("refusing to commit '%s': not valid JSON: %s at byte %zu; the previous version stays",
+			log_warn("refusing to commit '%s': not valid JSON: %s at byte %zu; nothing stored changes",
 				 path, jerr.msg, jerr.offset);
 			return r;
 		}
