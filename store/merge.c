@@ -254,12 +254,40 @@ static void cjson_deletep(cJSON **p)
 }
 #define _cleanup_cjson_ _cleanup_(cjson_deletep)
 
+/* Parses s[0, n) as one JSON value with nothing after it but white space. */
+static cJSON *parse_exact(const char *s, size_t n)
+{
+	const char *end = NULL;
+	cJSON *v = cJSON_ParseWithLengthOpts(s, n, &end, false);
+
+	if (!v)
+		return NULL;
+	for (; end && end < s + n; end++)
+		if (*end != ' ' && *end != '\t' && *end != '\n' && *end != '\r') {
+			cJSON_Delete(v);
+			return NULL;
+		}
+	return v;
+}
+
+/* Sets member name of obj to item (case-sensitively), taking it; false on failure (item freed). */
+static bool object_set(cJSON *obj, const char *name, cJSON *item)
+{
+	bool ok = cJSON_GetObjectItemCaseSensitive(obj, name)
+			  ? cJSON_ReplaceItemInObjectCaseSensitive(obj, name, item)
+			  : cJSON_AddItemToObject(obj, name, item);
+
+	if (!ok)
+		cJSON_Delete(item);
+	return ok;
+}
+
 /* base, head and new versions of one history item, merged field by field. */
 static char *merge_fields(const char *b, size_t blen, const char *h, size_t hlen, const char *n, size_t nlen)
 {
-	_cleanup_cjson_ cJSON *bj = cJSON_ParseWithLength(b, blen);
-	_cleanup_cjson_ cJSON *hj = cJSON_ParseWithLength(h, hlen);
-	_cleanup_cjson_ cJSON *nj = cJSON_ParseWithLength(n, nlen);
+	_cleanup_cjson_ cJSON *bj = parse_exact(b, blen);
+	_cleanup_cjson_ cJSON *hj = parse_exact(h, hlen);
+	_cleanup_cjson_ cJSON *nj = parse_exact(n, nlen);
 	_cleanup_cjson_ cJSON *out = NULL;
 	const cJSON *m;
 
@@ -275,15 +303,11 @@ static char *merge_fields(const char *b, size_t blen, const char *h, size_t hlen
 		if (bm && cJSON_Compare(bm, m, true))
 			continue; /* the writer left this field alone */
 		copy = cJSON_Duplicate(m, true);
-		if (!copy)
+		if (!copy || !object_set(out, m->string, copy))
 			return NULL;
-		if (cJSON_HasObjectItem(out, m->string))
-			cJSON_ReplaceItemInObjectCaseSensitive(out, m->string, copy);
-		else
-			cJSON_AddItemToObject(out, m->string, copy);
 	}
 	cJSON_ArrayForEach(m, bj)
-		if (!cJSON_HasObjectItem(nj, m->string))
+		if (!cJSON_GetObjectItemCaseSensitive(nj, m->string))
 			cJSON_DeleteItemFromObjectCaseSensitive(out, m->string);
 	return cJSON_PrintUnformatted(out);
 }
@@ -427,9 +451,9 @@ static bool is_log(const char *name)
 int merge_metadata(const char *base, size_t base_len, const char *head, size_t head_len, const char *new,
 		   size_t new_len, char **ret_json, size_t *ret_len)
 {
-	_cleanup_cjson_ cJSON *bj = base ? cJSON_ParseWithLength(base, base_len) : NULL;
-	_cleanup_cjson_ cJSON *hj = cJSON_ParseWithLength(head, head_len);
-	_cleanup_cjson_ cJSON *nj = cJSON_ParseWithLength(new, new_len);
+	_cleanup_cjson_ cJSON *bj = base ? parse_exact(base, base_len) : NULL;
+	_cleanup_cjson_ cJSON *hj = parse_exact(head, head_len);
+	_cleanup_cjson_ cJSON *nj = parse_exact(new, new_len);
 	_cleanup_free_ char *compact = NULL;
 	const cJSON *m;
 	char *pretty;
@@ -459,17 +483,13 @@ int merge_metadata(const char *base, size_t base_len, const char *head, size_t h
 		{
 			cJSON *copy = cJSON_Duplicate(m, true);
 
-			if (!copy)
+			if (!copy || !object_set(hj, m->string, copy))
 				return -ENOMEM;
-			if (hm)
-				cJSON_ReplaceItemInObjectCaseSensitive(hj, m->string, copy);
-			else
-				cJSON_AddItemToObject(hj, m->string, copy);
 		}
 	}
 	if (bj)
 		cJSON_ArrayForEach(m, bj)
-			if (!is_log(m->string) && !cJSON_HasObjectItem(nj, m->string))
+			if (!is_log(m->string) && !cJSON_GetObjectItemCaseSensitive(nj, m->string))
 				cJSON_DeleteItemFromObjectCaseSensitive(hj, m->string);
 	compact = cJSON_PrintUnformatted(hj);
 	if (!compact)

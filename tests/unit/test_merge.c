@@ -1,0 +1,893 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * test_merge.c: the three-way merges of store/merge.c, without SQLite.
+ *
+ * Lists are built from JSON text the way the store builds them (store/doc.c):
+ * hash = merge_hash() of the bytes; a history item's key is its id,
+ * merge_hash(id) | 1; a message's key is its ts where it has one, else its
+ * hash. Head elements carry row ids (1000 + index), base elements 500 + index,
+ * new elements their index. A result is checked as the sequence of texts it
+ * stands for (a head element's bytes, a new element's bytes, or the merged
+ * bytes it owns), with where each came from and the merge's statistics.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+#include <cmocka.h>
+
+#include "store/merge.h"
+#include "store/util.h"
+
+#define BASE_REF0 500
+#define HEAD_REF0 1000
+#define NEW_REF0 0
+
+/* ---- fixture: three lists, a result, and the strings the test made ---------- */
+
+struct fx {
+	struct merge_list base, head, new, ret;
+	struct merge_stats st;
+	char **strs;
+	size_t nstrs;
+};
+
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		return -1;
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+
+	merge_list_release(&f->base);
+	merge_list_release(&f->head);
+	merge_list_release(&f->new);
+	merge_list_release(&f->ret);
+	for (size_t i = 0; i < f->nstrs; i++)
+		free(f->strs[i]);
+	free(f->strs);
+	free(f);
+	return 0;
+}
+
+/* Keeps a string the test allocated until teardown. */
+static const char *keep(struct fx *f, char *s)
+{
+	char **v = realloc(f->strs, (f->nstrs + 1) * sizeof(*v));
+
+	assert_non_null(s);
+	assert_non_null(v);
+	f->strs = v;
+	f->strs[f->nstrs++] = s;
+	return s;
+}
+
+static uint64_t key_of_text(const char *s)
+{
+	return merge_hash(s, strlen(s)) | 1; /* as store/doc.c */
+}
+
+/* An element for json, identified as the store identifies it. */
+static struct merge_elem elem(enum merge_kind kind, const char *json, int64_t ref)
+{
+	struct merge_elem e = { 0 };
+	cJSON *j = cJSON_Parse(json);
+	const cJSON *ts, *id;
+
+	assert_non_null(j);
+	e.json = json;
+	e.len = strlen(json);
+	e.hash = merge_hash(json, e.len);
+	e.key = e.hash;
+	e.ref = ref;
+	ts = cJSON_IsObject(j) ? cJSON_GetObjectItemCaseSensitive(j, "ts") : NULL;
+	if (cJSON_IsNumber(ts)) {
+		e.ts = (int64_t)ts->valuedouble;
+		e.has_ts = true;
+		if (kind == MERGE_MESSAGES)
+			e.key = (uint64_t)e.ts;
+	}
+	if (kind == MERGE_HISTORY) {
+		id = cJSON_GetObjectItemCaseSensitive(j, "id");
+		assert_true(cJSON_IsString(id));
+		e.key = key_of_text(id->valuestring);
+	}
+	cJSON_Delete(j);
+	return e;
+}
+
+static void fill(struct merge_list *l, enum merge_kind kind, int64_t ref0, const char *const *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct merge_elem e = elem(kind, v[i], ref0 + (int64_t)i);
+
+		assert_int_equal(merge_list_push(l, &e), 0);
+	}
+}
+
+#define STRS(...) ((const char *const[]){ __VA_ARGS__ })
+#define NSTRS(...) (sizeof(STRS(__VA_ARGS__)) / sizeof(const char *))
+#define BASE(f, kind, ...) fill(&(f)->base, kind, BASE_REF0, STRS(__VA_ARGS__), NSTRS(__VA_ARGS__))
+#define HEAD(f, kind, ...) fill(&(f)->head, kind, HEAD_REF0, STRS(__VA_ARGS__), NSTRS(__VA_ARGS__))
+#define NEW(f, kind, ...) fill(&(f)->new, kind, NEW_REF0, STRS(__VA_ARGS__), NSTRS(__VA_ARGS__))
+
+static void run(struct fx *f, enum merge_kind kind, bool with_base, bool base_read)
+{
+	memset(&f->st, 0xa5, sizeof(f->st)); /* merge_lists must set every count */
+	merge_list_release(&f->ret);
+	assert_int_equal(merge_lists(kind, with_base ? &f->base : NULL, base_read, &f->head, &f->new, NULL, NULL,
+				     &f->ret, &f->st), 0);
+}
+
+/* The text a result element stands for, checking its origin and reference. */
+static const char *text_of(const struct fx *f, const struct merge_elem *e)
+{
+	const struct merge_elem *src;
+
+	switch (e->origin) {
+	case MERGE_FROM_HEAD:
+		assert_in_range(e->ref, HEAD_REF0, HEAD_REF0 + (int64_t)f->head.n - 1);
+		src = &f->head.v[e->ref - HEAD_REF0];
+		assert_int_equal(e->hash, src->hash);
+		assert_int_equal(e->key, src->key);
+		assert_null(e->owned);
+		return src->json;
+	case MERGE_FROM_NEW:
+		assert_in_range(e->ref, NEW_REF0, NEW_REF0 + (int64_t)f->new.n - 1);
+		src = &f->new.v[e->ref - NEW_REF0];
+		assert_ptr_equal(e->json, src->json);
+		assert_int_equal(e->len, src->len);
+		assert_int_equal(e->hash, src->hash);
+		assert_int_equal(e->key, src->key);
+		assert_null(e->owned);
+		return src->json;
+	case MERGE_FROM_FIELDS:
+		assert_non_null(e->owned);
+		assert_ptr_equal(e->json, e->owned);
+		assert_int_equal(e->len, strlen(e->owned));
+		assert_int_equal(e->hash, merge_hash(e->owned, e->len));
+		return e->owned;
+	}
+	fail_msg("unknown origin %d", (int)e->origin);
+	return NULL;
+}
+
+/* The result is exactly these texts, in this order. */
+static void expect_texts(const struct fx *f, const char *const *v, size_t n)
+{
+	for (size_t i = 0; i < f->ret.n && i < n; i++)
+		if (strcmp(text_of(f, &f->ret.v[i]), v[i]) != 0)
+			fail_msg("element %zu: got %s, want %s", i, text_of(f, &f->ret.v[i]), v[i]);
+	assert_int_equal(f->ret.n, n);
+}
+#define EXPECT(f, ...) expect_texts(f, STRS(__VA_ARGS__), NSTRS(__VA_ARGS__))
+
+/* Origins, one letter each: H(ead), N(ew), F(ields). */
+static void expect_origins(const struct fx *f, const char *origins)
+{
+	assert_int_equal(f->ret.n, strlen(origins));
+	for (size_t i = 0; i < f->ret.n; i++) {
+		char c = "HNF"[f->ret.v[i].origin];
+
+		if (c != origins[i])
+			fail_msg("element %zu: origin %c, want %c (all: %s)", i, c, origins[i], origins);
+	}
+}
+
+static void expect_stats(const struct fx *f, size_t from_head, size_t from_new, size_t removed, size_t fields,
+			 size_t others_kept)
+{
+	assert_int_equal(f->st.from_head, from_head);
+	assert_int_equal(f->st.from_new, from_new);
+	assert_int_equal(f->st.removed, removed);
+	assert_int_equal(f->st.fields, fields);
+	assert_int_equal(f->st.others_kept, others_kept);
+}
+
+/* ---- history items ---------------------------------------------------------------- */
+
+#define HA "{\"id\":\"a\",\"task\":\"first\",\"tokensIn\":1}"
+#define HA2 "{\"id\":\"a\",\"task\":\"first\",\"tokensIn\":7}"
+#define HB "{\"id\":\"b\",\"task\":\"second\",\"tokensIn\":2}"
+#define HC "{\"id\":\"c\",\"task\":\"third\",\"tokensIn\":3}"
+#define HC2 "{\"id\":\"c\",\"task\":\"third, renamed\",\"tokensIn\":3}"
+
+static void test_merge_hash(void **state)
+{
+	(void)state;
+	assert_int_equal(merge_hash("abc", 3), merge_hash("abc", 3));
+	assert_int_not_equal(merge_hash("abc", 3), merge_hash("abd", 3));
+	assert_int_not_equal(merge_hash("", 0), merge_hash("\0", 1));
+	assert_int_not_equal(merge_hash("12345678", 8), merge_hash("123456789", 9));
+	/* The bytes, not the pointer. */
+	char a[] = "{\"ts\":1}", b[] = "{\"ts\":1}";
+	assert_int_equal(merge_hash(a, sizeof(a) - 1), merge_hash(b, sizeof(b) - 1));
+}
+
+/* 1. Both writers added an item: both stay, others' first. */
+static void test_history_add_add(void **state)
+{
+	struct fx *f = *state;
+
+	BASE(f, MERGE_HISTORY, HA);
+	HEAD(f, MERGE_HISTORY, HA, HB);
+	NEW(f, MERGE_HISTORY, HA, HC);
+	run(f, MERGE_HISTORY, true, true);
+	EXPECT(f, HA, HB, HC);
+	expect_origins(f, "HHN");
+	expect_stats(f, 2, 1, 0, 0, 1);
+}
+
+/* 2. The writer deleted B, which it had seen; another writer added C. */
+static void test_history_add_delete(void **state)
+{
+	struct fx *f = *state;
+
+	BASE(f, MERGE_HISTORY, HA, HB);
+	HEAD(f, MERGE_HISTORY, HA, HB, HC);
+	NEW(f, MERGE_HISTORY, HA);
+	run(f, MERGE_HISTORY, true, true);
+	EXPECT(f, HA, HC);
+	expect_origins(f, "HH");
+	expect_stats(f, 2, 0, 1, 0, 1);
+}
+
+/* 3. B is missing from the writer's list because it never saw it: kept. */
+static void test_history_unseen_kept(void **state)
+{
+	struct fx *f = *state;
+
+	BASE(f, MERGE_HISTORY, HA);
+	HEAD(f, MERGE_HISTORY, HA, HB);
+	NEW(f, MERGE_HISTORY, HA);
+	run(f, MERGE_HISTORY, true, true);
+	EXPECT(f, HA, HB);
+	expect_origins(f, "HH");
+	expect_stats(f, 2, 0, 0, 0, 1);
+}
+
+/*
+ * 4. A base the writer only wrote (never read back) removes nothing: an item
+ * in base and head but not in new is kept unless base_read. The same lists
+ * with base_read remove it.
+ */
+static void test_history_base_not_read(void **state)
+{
+	struct fx *f = *state;
+
+	BASE(f, MERGE_HISTORY, HA, HB);
+	HEAD(f, MERGE_HISTORY, HA, HB);
+	NEW(f, MERGE_HISTORY, HA);
+	run(f, MERGE_HISTORY, true, false);
+	EXPECT(f, HA, HB);
+	expect_origins(f, "HH");
+	expect_stats(f, 2, 0, 0, 0, 1);
+
+	run(f, MERGE_HISTORY, true, true);
+	EXPECT(f, HA);
+	expect_stats(f, 1, 0, 1, 0, 0);
+}
+
+/* 5. Both changed the same field: the writer (the later commit) wins. */
+static void test_history_same_field(void **state)
+{
+	struct fx *f = *state;
+
+	BASE(f, MERGE_HISTORY, "{\"id\":\"1\",\"tokensIn\":1}");
+	HEAD(f, MERGE_HISTORY, "{\"id\":\"1\",\"tokensIn\":2}");
+	NEW(f, MERGE_HISTORY, "{\"id\":\"1\",\"tokensIn\":3}");
+	run(f, MERGE_HISTORY, true, true);
+	EXPECT(f, "{\"id\":\"1\",\"tokensIn\":3}");
+	expect_origins(f, "F");
+	assert_int_equal(f->ret.v[0].key, key_of_text("1"));
+	expect_stats(f, 0, 0, 0, 1, 0);
+}
+
+/* 6. Each changed a different field: both changes are kept. */
+static void test_history_different_fields(void **state)
+{
+	struct fx *f = *state;
+	cJSON *j;
+
+	BASE(f, MERGE_HISTORY, "{\"id\":\"1\",\"a\":1,\"b\":1}");
+	HEAD(f, MERGE_HISTORY, "{\"id\":\"1\",\"a\":2,\"b\":1}");
+	NEW(f, MERGE_HISTORY, "{\"id\":\"1\",\"a\":1,\"b\":2}");
+	run(f, MERGE_HISTORY, true, true);
+	assert_int_equal(f->ret.n, 1);
+	expect_origins(f, "F");
+	expect_stats(f, 0, 0, 0, 1, 0);
+
+	j = cJSON_ParseWithLength(text_of(f, &f->ret.v[0]), f->ret.v[0].len);
+	assert_non_null(j);
+	assert_string_equal(cJSON_GetObjectItemCaseSensitive(j, "id")->valuestring, "1");
+	assert_int_equal(cJSON_GetObjectItemCaseSensitive(j, "a")->valueint, 2);
+	assert_int_equal(cJSON_GetObjectItemCaseSensitive(j, "b")->valueint, 2);
+	assert_int_equal(cJSON_GetArraySize(j), 3);
+	cJSON_Delete(j);
+	/* Head's member order, compact. */
+	EXPECT(f, "{\"id\":\"1\",\"a\":2,\"b\":2}");
+}
+
+/* Field merges: a field the writer added or removed, while head changed another. */
+static void test_history_fields_added_removed(void **state)
+{
+	struct fx *f = *state;
+
+	BASE(f, MERGE_HISTORY, "{\"id\":\"1\",\"a\":1,\"gone\":true}");
+	HEAD(f, MERGE_HISTORY, "{\"id\":\"1\",\"a\":2,\"gone\":true,\"theirs\":[1]}");
+	NEW(f, MERGE_HISTORY, "{\"id\":\"1\",\"a\":1,\"mine\":{\"x\":1}}");
+	run(f, MERGE_HISTORY, true, true);
+	EXPECT(f, "{\"id\":\"1\",\"a\":2,\"theirs\":[1],\"mine\":{\"x\":1}}");
+	expect_origins(f, "F");
+	expect_stats(f, 0, 0, 0, 1, 0);
+}
+
+/* 7. No base known: nothing is removed; the writer's changed item wins. */
+static void test_history_no_base(void **state)
+{
+	struct fx *f = *state;
+
+	HEAD(f, MERGE_HISTORY, HA, HB);
+	NEW(f, MERGE_HISTORY, HA2);
+	run(f, MERGE_HISTORY, false, true);
+	EXPECT(f, HA2, HB);
+	expect_origins(f, "NH");
+	expect_stats(f, 1, 1, 0, 0, 1);
+
+	/* Nor with base_read false. */
+	run(f, MERGE_HISTORY, false, false);
+	EXPECT(f, HA2, HB);
+}
+
+/*
+ * 8. Another writer deleted B and C. This writer left B as it was: B stays
+ * deleted. It changed C: C comes back, as the writer wrote it.
+ */
+static void test_history_deleted_by_other(void **state)
+{
+	struct fx *f = *state;
+
+	BASE(f, MERGE_HISTORY, HA, HB, HC);
+	HEAD(f, MERGE_HISTORY, HA);
+	NEW(f, MERGE_HISTORY, HA, HB, HC2);
+	run(f, MERGE_HISTORY, true, true);
+	EXPECT(f, HA, HC2);
+	expect_origins(f, "HN");
+	expect_stats(f, 1, 1, 0, 0, 0);
+}
+
+/* Only the writer changed an item: the writer's bytes; only head changed: head's. */
+static void test_history_one_side_changed(void **state)
+{
+	struct fx *f = *state;
+
+	BASE(f, MERGE_HISTORY, HA, HB);
+	HEAD(f, MERGE_HISTORY, HA2, HB);
+	NEW(f, MERGE_HISTORY, HA, "{\"id\":\"b\",\"task\":\"second\",\"tokensIn\":9}");
+	run(f, MERGE_HISTORY, true, true);
+	EXPECT(f, HA2, "{\"id\":\"b\",\"task\":\"second\",\"tokensIn\":9}");
+	expect_origins(f, "HN");
+	expect_stats(f, 1, 1, 0, 0, 0);
+}
+
+/* A writer rewriting what it read, unchanged, takes nothing from others. */
+static void test_history_stale_rewrite(void **state)
+{
+	struct fx *f = *state;
+
+	BASE(f, MERGE_HISTORY, HA, HB);
+	HEAD(f, MERGE_HISTORY, HA2, HB, HC);
+	NEW(f, MERGE_HISTORY, HA, HB);
+	run(f, MERGE_HISTORY, true, true);
+	EXPECT(f, HA2, HB, HC);
+	expect_origins(f, "HHH");
+	expect_stats(f, 3, 0, 0, 0, 1);
+}
+
+/* A new list naming one id twice yields one item. */
+static void test_history_duplicate_new_id(void **state)
+{
+	struct fx *f = *state;
+
+	BASE(f, MERGE_HISTORY, HA);
+	HEAD(f, MERGE_HISTORY, HA);
+	NEW(f, MERGE_HISTORY, HA, HC, HC2);
+	run(f, MERGE_HISTORY, true, true);
+	EXPECT(f, HA, HC);
+	expect_stats(f, 1, 1, 0, 0, 0);
+}
+
+/* A base element without bytes: fetched through the callback for a field merge. */
+struct fetch_ctx {
+	const char *json;
+	int calls;
+	int64_t ref;
+};
+
+static int fetch_base(void *ctx, const struct merge_elem *e, char **ret_json, size_t *ret_len)
+{
+	struct fetch_ctx *c = ctx;
+
+	c->calls++;
+	c->ref = e->ref;
+	if (!c->json)
+		return -ENOENT;
+	*ret_json = strdup(c->json);
+	*ret_len = strlen(c->json);
+	return *ret_json ? 0 : -ENOMEM;
+}
+
+static void test_history_fetch(void **state)
+{
+	struct fx *f = *state;
+	struct fetch_ctx c = { .json = "{\"id\":\"1\",\"a\":1,\"b\":1}" };
+
+	BASE(f, MERGE_HISTORY, HA, "{\"id\":\"1\",\"a\":1,\"b\":1}");
+	f->base.v[1].json = NULL; /* loaded as identity and hash only */
+	HEAD(f, MERGE_HISTORY, HA, "{\"id\":\"1\",\"a\":2,\"b\":1}");
+	NEW(f, MERGE_HISTORY, HA, "{\"id\":\"1\",\"a\":1,\"b\":2}");
+	assert_int_equal(merge_lists(MERGE_HISTORY, &f->base, true, &f->head, &f->new, fetch_base, &c, &f->ret,
+				     &f->st), 0);
+	assert_int_equal(c.calls, 1);
+	assert_int_equal(c.ref, BASE_REF0 + 1);
+	EXPECT(f, HA, "{\"id\":\"1\",\"a\":2,\"b\":2}");
+	expect_origins(f, "HF");
+	expect_stats(f, 1, 0, 0, 1, 0);
+
+	/* The base bytes cannot be had: the writer's version, whole. */
+	merge_list_release(&f->ret);
+	c.json = NULL;
+	c.calls = 0;
+	assert_int_equal(merge_lists(MERGE_HISTORY, &f->base, true, &f->head, &f->new, fetch_base, &c, &f->ret,
+				     &f->st), 0);
+	assert_int_equal(c.calls, 1);
+	EXPECT(f, HA, "{\"id\":\"1\",\"a\":1,\"b\":2}");
+	expect_origins(f, "HN");
+	expect_stats(f, 1, 1, 0, 0, 0);
+
+	/* No callback at all: the same. */
+	run(f, MERGE_HISTORY, true, true);
+	EXPECT(f, HA, "{\"id\":\"1\",\"a\":1,\"b\":2}");
+	expect_origins(f, "HN");
+}
+
+/*
+ * Member names are case-sensitive in JSON: a writer adding "size" next to
+ * another writer's changed "Size" must get both.
+ */
+static void test_history_fields_case_sensitive_add(void **state)
+{
+	struct fx *f = *state;
+
+	BASE(f, MERGE_HISTORY, "{\"id\":\"1\",\"Size\":1}");
+	HEAD(f, MERGE_HISTORY, "{\"id\":\"1\",\"Size\":2}");
+	NEW(f, MERGE_HISTORY, "{\"id\":\"1\",\"Size\":1,\"size\":5}");
+	run(f, MERGE_HISTORY, true, true);
+	expect_origins(f, "F");
+	EXPECT(f, "{\"id\":\"1\",\"Size\":2,\"size\":5}");
+}
+
+/* ... and a writer removing "B" while keeping "b" must remove "B". */
+static void test_history_fields_case_sensitive_remove(void **state)
+{
+	struct fx *f = *state;
+
+	BASE(f, MERGE_HISTORY, "{\"id\":\"1\",\"a\":1,\"b\":1,\"B\":1}");
+	HEAD(f, MERGE_HISTORY, "{\"id\":\"1\",\"a\":2,\"b\":1,\"B\":1}");
+	NEW(f, MERGE_HISTORY, "{\"id\":\"1\",\"a\":1,\"b\":1}");
+	run(f, MERGE_HISTORY, true, true);
+	expect_origins(f, "F");
+	EXPECT(f, "{\"id\":\"1\",\"a\":2,\"b\":1}");
+}
+
+/* ---- message streams ---------------------------------------------------------------- */
+
+#define M1 "{\"ts\":1,\"type\":\"say\",\"say\":\"task\",\"text\":\"one\"}"
+#define M2 "{\"ts\":2,\"type\":\"say\",\"say\":\"text\",\"text\":\"two\"}"
+#define M3 "{\"ts\":3,\"type\":\"say\",\"say\":\"text\",\"text\":\"three\"}"
+#define M3P "{\"ts\":3,\"type\":\"say\",\"say\":\"text\",\"text\":\"thr\",\"partial\":true}"
+#define M3C "{\"ts\":3,\"type\":\"say\",\"say\":\"text\",\"text\":\"three, complete\"}"
+#define M4 "{\"ts\":4,\"type\":\"ask\",\"ask\":\"followup\",\"text\":\"four\"}"
+#define M5 "{\"ts\":5,\"type\":\"say\",\"say\":\"text\",\"text\":\"five\"}"
+
+/* 9. Both appended: interleaved by ts. */
+static void test_messages_append_append(void **state)
+{
+	struct fx *f = *state;
+
+	BASE(f, MERGE_MESSAGES, M1, M2);
+	HEAD(f, MERGE_MESSAGES, M1, M2, M4);
+	NEW(f, MERGE_MESSAGES, M1, M2, M3);
+	run(f, MERGE_MESSAGES, true, true);
+	EXPECT(f, M1, M2, M3, M4);
+	expect_origins(f, "HHNH");
+	expect_stats(f, 3, 1, 0, 0, 1);
+}
+
+/* 10. The writer truncated what it had seen while another appended. */
+static void test_messages_truncate_vs_append(void **state)
+{
+	struct fx *f = *state;
+
+	BASE(f, MERGE_MESSAGES, M1, M2, M3, M4);
+	HEAD(f, MERGE_MESSAGES, M1, M2, M3, M4, M5);
+	NEW(f, MERGE_MESSAGES, M1, M2);
+	run(f, MERGE_MESSAGES, true, true);
+	EXPECT(f, M1, M2, M5);
+	expect_origins(f, "HHH");
+	expect_stats(f, 3, 0, 2, 0, 1);
+}
+
+/* 11. The writer appended while another truncated: the truncation holds. */
+static void test_messages_append_vs_truncate(void **state)
+{
+	struct fx *f = *state;
+
+	BASE(f, MERGE_MESSAGES, M1, M2, M3, M4);
+	HEAD(f, MERGE_MESSAGES, M1, M2);
+	NEW(f, MERGE_MESSAGES, M1, M2, M3, M4, M5);
+	run(f, MERGE_MESSAGES, true, true);
+	EXPECT(f, M1, M2, M5);
+	expect_origins(f, "HHN");
+	expect_stats(f, 2, 1, 0, 0, 0);
+}
+
+/* 12. The writer completed its partial last message while another appended. */
+static void test_messages_update_last(void **state)
+{
+	struct fx *f = *state;
+
+	BASE(f, MERGE_MESSAGES, M1, M2, M3P);
+	HEAD(f, MERGE_MESSAGES, M1, M2, M3P, M4);
+	NEW(f, MERGE_MESSAGES, M1, M2, M3C);
+	run(f, MERGE_MESSAGES, true, true);
+	EXPECT(f, M1, M2, M3C, M4);
+	expect_origins(f, "HHNH");
+	expect_stats(f, 3, 1, 0, 0, 1);
+}
+
+/* 13. Both wrote the same message: once. */
+static void test_messages_same_message(void **state)
+{
+	struct fx *f = *state;
+
+	BASE(f, MERGE_MESSAGES, M1, M2);
+	HEAD(f, MERGE_MESSAGES, M1, M2, M3);
+	NEW(f, MERGE_MESSAGES, M1, M2, M3);
+	run(f, MERGE_MESSAGES, true, true);
+	EXPECT(f, M1, M2, M3);
+	expect_origins(f, "HHN");
+	expect_stats(f, 2, 1, 0, 0, 0);
+}
+
+/* 14. No base known: the writer's version, as a plain overwrite. */
+static void test_messages_no_base(void **state)
+{
+	struct fx *f = *state;
+
+	HEAD(f, MERGE_MESSAGES, M1, M2, M4, M5);
+	NEW(f, MERGE_MESSAGES, M1, M3);
+	run(f, MERGE_MESSAGES, false, true);
+	EXPECT(f, M1, M3);
+	expect_origins(f, "NN");
+	expect_stats(f, 0, 2, 0, 0, 0);
+	for (size_t i = 0; i < f->ret.n; i++)
+		assert_int_equal(f->ret.v[i].ref, (int64_t)i);
+}
+
+/* 15. Messages without ts (api_conversation_history): others' first. */
+#define AA "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"a\"}]}"
+#define AB "{\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"b\"}]}"
+#define AC "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"c (other)\"}]}"
+#define AD "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"d (writer)\"}]}"
+
+static void test_messages_without_ts(void **state)
+{
+	struct fx *f = *state;
+
+	BASE(f, MERGE_MESSAGES, AA, AB);
+	HEAD(f, MERGE_MESSAGES, AA, AB, AC);
+	NEW(f, MERGE_MESSAGES, AA, AB, AD);
+	run(f, MERGE_MESSAGES, true, true);
+	EXPECT(f, AA, AB, AC, AD);
+	expect_origins(f, "HHHN");
+	expect_stats(f, 3, 1, 0, 0, 1);
+}
+
+/* A writer rewriting what it read, unchanged, takes nothing from others. */
+static void test_messages_stale_rewrite(void **state)
+{
+	struct fx *f = *state;
+
+	BASE(f, MERGE_MESSAGES, M1, M2, M3P);
+	HEAD(f, MERGE_MESSAGES, M1, M2, M3C, M4);
+	NEW(f, MERGE_MESSAGES, M1, M2, M3P);
+	run(f, MERGE_MESSAGES, true, true);
+	EXPECT(f, M1, M2, M3C, M4);
+	expect_origins(f, "HHHH");
+	expect_stats(f, 4, 0, 0, 0, 2);
+}
+
+/* The writer removed one message from the middle; another appended. */
+static void test_messages_remove_middle(void **state)
+{
+	struct fx *f = *state;
+
+	BASE(f, MERGE_MESSAGES, M1, M2, M3);
+	HEAD(f, MERGE_MESSAGES, M1, M2, M3, M4);
+	NEW(f, MERGE_MESSAGES, M1, M3);
+	run(f, MERGE_MESSAGES, true, true);
+	EXPECT(f, M1, M3, M4);
+	assert_int_equal(f->st.removed, 1);
+	assert_int_equal(f->st.from_new, 0);
+}
+
+/* 16. 10,000 messages, the writer appends one: the stored ones are referenced. */
+static void test_messages_large(void **state)
+{
+	struct fx *f = *state;
+	enum { N = 10000 };
+
+	for (int i = 0; i < N; i++) {
+		char *s;
+		struct merge_elem e;
+
+		assert_true(asprintf(&s, "{\"ts\":%d,\"type\":\"say\",\"say\":\"text\",\"text\":\"m%d\"}", 1000 + i, i) > 0);
+		keep(f, s);
+		e = elem(MERGE_MESSAGES, s, BASE_REF0 + i);
+		assert_int_equal(merge_list_push(&f->base, &e), 0);
+		e.ref = HEAD_REF0 + i;
+		assert_int_equal(merge_list_push(&f->head, &e), 0);
+		e.ref = NEW_REF0 + i;
+		assert_int_equal(merge_list_push(&f->new, &e), 0);
+	}
+	{
+		char *s;
+		struct merge_elem e;
+
+		assert_true(asprintf(&s, "{\"ts\":%d,\"type\":\"say\",\"say\":\"text\",\"text\":\"last\"}", 1000 + N) > 0);
+		keep(f, s);
+		e = elem(MERGE_MESSAGES, s, NEW_REF0 + N);
+		assert_int_equal(merge_list_push(&f->new, &e), 0);
+	}
+	run(f, MERGE_MESSAGES, true, true);
+	assert_int_equal(f->ret.n, N + 1);
+	for (int i = 0; i < N; i++) {
+		assert_int_equal(f->ret.v[i].origin, MERGE_FROM_HEAD);
+		assert_int_equal(f->ret.v[i].ref, HEAD_REF0 + i);
+	}
+	assert_int_equal(f->ret.v[N].origin, MERGE_FROM_NEW);
+	assert_int_equal(f->ret.v[N].ref, NEW_REF0 + N);
+	assert_string_equal(text_of(f, &f->ret.v[N]), f->new.v[N].json);
+	expect_stats(f, N, 1, 0, 0, 0);
+}
+
+/* ---- task_metadata.json ---------------------------------------------------------- */
+
+static void test_metadata(void **state)
+{
+	static const char base[] =
+		"{\"files_in_context\":[{\"path\":\"a.c\"}],\"model_usage\":[{\"ts\":1,\"model_id\":\"m1\"}],"
+		"\"environment_history\":[],\"title\":\"x\",\"n\":1,\"gone\":0}";
+	/* Another writer: appended to all three logs, changed n. */
+	static const char head[] =
+		"{\"files_in_context\":[{\"path\":\"a.c\"},{\"path\":\"b.c\"},{\"path\":\"d.c\"}],"
+		"\"model_usage\":[{\"ts\":1,\"model_id\":\"m1\"},{\"ts\":2,\"model_id\":\"m2\"}],"
+		"\"environment_history\":[{\"ts\":5}],\"title\":\"x\",\"n\":2,\"gone\":0}";
+	/*
+	 * This writer: dropped a.c (an append log keeps it), appended c.c and d.c
+	 * (d.c also appended by the other: once), m3 and ts 6; changed title,
+	 * left n, removed gone, added added.
+	 */
+	static const char new[] =
+		"{\"files_in_context\":[{\"path\":\"c.c\"},{\"path\":\"d.c\"}],"
+		"\"model_usage\":[{\"ts\":1,\"model_id\":\"m1\"},{\"ts\":3,\"model_id\":\"m3\"}],"
+		"\"environment_history\":[{\"ts\":6}],\"title\":\"y\",\"n\":1,\"added\":true}";
+	/* JSON.stringify(x, null, 2) of the expected object (node). */
+	static const char want[] =
+		"{\n  \"files_in_context\": [\n    {\n      \"path\": \"a.c\"\n    },\n    {\n      \"path\": \"b.c\"\n"
+		"    },\n    {\n      \"path\": \"d.c\"\n    },\n    {\n      \"path\": \"c.c\"\n    }\n  ],\n"
+		"  \"model_usage\": [\n    {\n      \"ts\": 1,\n      \"model_id\": \"m1\"\n    },\n    {\n"
+		"      \"ts\": 2,\n      \"model_id\": \"m2\"\n    },\n    {\n      \"ts\": 3,\n      \"model_id\": \"m3\"\n"
+		"    }\n  ],\n  \"environment_history\": [\n    {\n      \"ts\": 5\n    },\n    {\n      \"ts\": 6\n"
+		"    }\n  ],\n  \"title\": \"y\",\n  \"n\": 2,\n  \"added\": true\n}";
+	char *out = NULL;
+	size_t len = 0;
+
+	(void)state;
+	assert_int_equal(merge_metadata(base, strlen(base), head, strlen(head), new, strlen(new), &out, &len), 0);
+	assert_non_null(out);
+	assert_int_equal(len, strlen(out));
+	assert_string_equal(out, want);
+	free(out);
+}
+
+/* Pretty-printing, exactly as JSON.stringify(x, null, 2). */
+static void test_metadata_pretty_small(void **state)
+{
+	static const char in[] = "{\"a\":[],\"b\":1}";
+	char *out = NULL;
+	size_t len = 0;
+
+	(void)state;
+	assert_int_equal(merge_metadata(in, strlen(in), in, strlen(in), in, strlen(in), &out, &len), 0);
+	assert_string_equal(out, "{\n  \"a\": [],\n  \"b\": 1\n}");
+	assert_int_equal(len, strlen("{\n  \"a\": [],\n  \"b\": 1\n}"));
+	free(out);
+}
+
+/* No base: the logs still merge without duplicates; the writer's plain fields win. */
+static void test_metadata_no_base(void **state)
+{
+	static const char head[] = "{\"files_in_context\":[{\"p\":1},{\"p\":2}],\"x\":1,\"keep\":true}";
+	static const char new[] = "{\"files_in_context\":[{\"p\":1},{\"p\":3}],\"x\":2}";
+	char *out = NULL;
+	size_t len = 0;
+
+	(void)state;
+	assert_int_equal(merge_metadata(NULL, 0, head, strlen(head), new, strlen(new), &out, &len), 0);
+	assert_string_equal(out, "{\n  \"files_in_context\": [\n    {\n      \"p\": 1\n    },\n    {\n      \"p\": 2\n"
+				 "    },\n    {\n      \"p\": 3\n    }\n  ],\n  \"x\": 2,\n  \"keep\": true\n}");
+	free(out);
+}
+
+/* A member the writer removed goes, even when another differs from it only in case. */
+static void test_metadata_case_sensitive_remove(void **state)
+{
+	static const char base[] = "{\"a\":1,\"A\":1}";
+	static const char new[] = "{\"a\":1}";
+	char *out = NULL;
+	size_t len = 0;
+
+	(void)state;
+	assert_int_equal(merge_metadata(base, strlen(base), base, strlen(base), new, strlen(new), &out, &len), 0);
+	if (strcmp(out, "{\n  \"a\": 1\n}") != 0) {
+		fprintf(stderr, "got %s\n", out);
+		free(out);
+		fail_msg("\"A\" was kept");
+	}
+	free(out);
+}
+
+/* 18. Nested containers, and strings holding what the printer reacts to. */
+static void test_pretty(void **state)
+{
+	static const char in[] =
+		"{\"a\":{\"b\":[1,{\"c\":\"x,y:z{}[]\"}],\"e\":{}},\"q\":\"say \\\"hi\\\", {ok}: [1]\","
+		"\"bs\":\"end\\\\\",\"arr\":[[],[{}]],\"n\":null,\"t\":[true,false,-1.5],\"u\":\"\xc3\xa9\\\\\\\\\\\"\\\\\"}";
+	/* JSON.stringify(JSON.parse(in), null, 2) (node). */
+	static const char want[] =
+		"{\n  \"a\": {\n    \"b\": [\n      1,\n      {\n        \"c\": \"x,y:z{}[]\"\n      }\n    ],\n"
+		"    \"e\": {}\n  },\n  \"q\": \"say \\\"hi\\\", {ok}: [1]\",\n  \"bs\": \"end\\\\\",\n  \"arr\": [\n"
+		"    [],\n    [\n      {}\n    ]\n  ],\n  \"n\": null,\n  \"t\": [\n    true,\n    false,\n    -1.5\n"
+		"  ],\n  \"u\": \"\xc3\xa9\\\\\\\\\\\"\\\\\"\n}";
+	static const struct {
+		const char *in, *want;
+	} small[] = {
+		{ "{}", "{}" },
+		{ "[]", "[]" },
+		{ "1", "1" },
+		{ "\"a,b:{c}\"", "\"a,b:{c}\"" },
+		{ "[1]", "[\n  1\n]" },
+		{ "[\"]\",\"[\"]", "[\n  \"]\",\n  \"[\"\n]" },
+		{ "{\"\":\"\"}", "{\n  \"\": \"\"\n}" },
+		{ "{\"k\\\"\":\"\\\\\"}", "{\n  \"k\\\"\": \"\\\\\"\n}" },
+	};
+	char *out;
+
+	(void)state;
+	out = merge_pretty(in);
+	assert_non_null(out);
+	assert_string_equal(out, want);
+	free(out);
+	for (size_t i = 0; i < ARRAY_SIZE(small); i++) {
+		out = merge_pretty(small[i].in);
+		assert_non_null(out);
+		assert_string_equal(out, small[i].want);
+		free(out);
+	}
+}
+
+/* merge_metadata()'s return code; any output freed (so a failing check leaks nothing). */
+static int meta_rc(const char *b, size_t blen, const char *h, size_t hlen, const char *n, size_t nlen)
+{
+	char *out = NULL;
+	size_t len = 0;
+	int r = merge_metadata(b, blen, h, hlen, n, nlen, &out, &len);
+
+	if (r == 0)
+		assert_non_null(out);
+	else
+		assert_null(out);
+	free(out);
+	return r;
+}
+
+/* 19. Anything but three objects (base may be absent) is refused. */
+static void test_metadata_invalid(void **state)
+{
+	static const char ok[] = "{\"a\":1}";
+	static const char *const bad[] = { "{\"a\":", "", "[]", "1", "nul", "{\"a\" 1}", "\"{}\"" };
+
+	(void)state;
+	assert_int_equal(meta_rc(NULL, 0, ok, strlen(ok), ok, strlen(ok)), 0);
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		const char *b = bad[i];
+
+		assert_int_equal(meta_rc(b, strlen(b), ok, strlen(ok), ok, strlen(ok)), -EINVAL);
+		assert_int_equal(meta_rc(ok, strlen(ok), b, strlen(b), ok, strlen(ok)), -EINVAL);
+		assert_int_equal(meta_rc(ok, strlen(ok), ok, strlen(ok), b, strlen(b)), -EINVAL);
+		assert_int_equal(meta_rc(NULL, 0, b, strlen(b), ok, strlen(ok)), -EINVAL);
+	}
+	/* The lengths are honoured: a valid prefix is not the whole. */
+	assert_int_equal(meta_rc(ok, strlen(ok), ok, strlen(ok), ok, 3), -EINVAL);
+}
+
+/* An object followed by more bytes is not an object either (JSON.parse throws). */
+static void test_metadata_trailing_garbage(void **state)
+{
+	static const char ok[] = "{\"a\":1}";
+	static const char *const bad[] = { "{\"a\":2}}x", "{\"a\":2} {}", "{\"a\":2}\0" };
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		size_t n = strlen(bad[i]) + (i == 2); /* the last one with its NUL byte */
+
+		assert_int_equal(meta_rc(ok, strlen(ok), bad[i], n, ok, strlen(ok)), -EINVAL);
+		assert_int_equal(meta_rc(ok, strlen(ok), ok, strlen(ok), bad[i], n), -EINVAL);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_merge_hash),
+		cmocka_unit_test_setup_teardown(test_history_add_add, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_history_add_delete, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_history_unseen_kept, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_history_base_not_read, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_history_same_field, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_history_different_fields, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_history_fields_added_removed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_history_no_base, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_history_deleted_by_other, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_history_one_side_changed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_history_stale_rewrite, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_history_duplicate_new_id, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_history_fetch, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_history_fields_case_sensitive_add, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_history_fields_case_sensitive_remove, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_messages_append_append, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_messages_truncate_vs_append, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_messages_append_vs_truncate, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_messages_update_last, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_messages_same_message, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_messages_no_base, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_messages_without_ts, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_messages_stale_rewrite, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_messages_remove_middle, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_messages_large, setup, teardown),
+		cmocka_unit_test(test_metadata),
+		cmocka_unit_test(test_metadata_pretty_small),
+		cmocka_unit_test(test_metadata_no_base),
+		cmocka_unit_test(test_metadata_case_sensitive_remove),
+		cmocka_unit_test(test_pretty),
+		cmocka_unit_test(test_metadata_invalid),
+		cmocka_unit_test(test_metadata_trailing_garbage),
+	};
+
+	return cmocka_run_group_tests_name("merge", tests, NULL, NULL);
+}
