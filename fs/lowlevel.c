@@ -170,6 +170,9 @@ static int path_of(fuse_ino_t ino, const char *name, struct sb *out, bool *ret_r
 
 	if (name && (strlen(name) > NAME_MAX))
 		return -ENAMETOOLONG;
+	/* The root's .convfs-* entries are convfs's own (the trash's folders). */
+	if (name && ino == FUSE_ROOT_ID && strncmp(name, ".convfs-", 8) == 0)
+		return -ENOENT;
 	pthread_mutex_lock(&table_lock);
 	r = node_path(ino_node(ino), name, out, ret_removed);
 	pthread_mutex_unlock(&table_lock);
@@ -755,7 +758,8 @@ static int dir_add(void *ctx, const char *name, mode_t type, uint64_t ino)
 	if (!d->v[d->n].name)
 		return -ENOMEM;
 	d->v[d->n].type = type;
-	d->v[d->n].ino = ino;
+	/* readdir() skips entries whose inode number is 0 */
+	d->v[d->n].ino = ino ? ino : merge_hash(name, strlen(name)) | 1;
 	d->n++;
 	return 0;
 }

@@ -35,19 +35,29 @@
 
 #include "fs/fs.h"
 #include "fs/ops.h"
+#include "fs/view.h"
 #include "store/util.h"
 
-enum file_kind { FILE_PLAIN, FILE_DOC };
+enum file_kind {
+	FILE_PLAIN, /* a file of the backing tree */
+	FILE_DOC,   /* a doc, in its compat rendering */
+	FILE_JSONL, /* a doc as JSON Lines (workspaces view) */
+	FILE_TEXT,  /* a generated read-only file of the view */
+};
 
 struct fs_file {
 	enum file_kind kind;
-	int fd;                 /* plain: the file; doc: the staging file or -1 */
-	char *path;             /* doc: its path */
-	struct store_snap *snap; /* doc: what reads see until this handle stages */
+	int fd;                 /* plain: the file; doc, jsonl: the staging file or -1 */
+	char *path;             /* doc, jsonl: the doc's compat path */
+	struct store_snap *snap; /* doc, jsonl: what reads see until this handle stages */
 	pid_t tgid;             /* the process that opened it */
 	bool append;
 	bool dirty;             /* staged bytes not yet committed */
 	bool commit_failed;
+	const char *require;    /* jsonl: member each line must have */
+	struct sb pending;      /* jsonl: an appended line still without its newline */
+	struct sb text;         /* text: the content */
+	struct stat text_st;    /* text: its attributes */
 	pthread_mutex_t lock;
 };
 
@@ -124,6 +134,23 @@ int op_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 
 	if (f && f->kind == FILE_PLAIN)
 		return fstat(f->fd, st) < 0 ? -errno : 0;
+	if (f && f->kind == FILE_TEXT) {
+		*st = f->text_st;
+		return 0;
+	}
+	if (f && f->kind == FILE_JSONL) {
+		/* JSON Lines only grow for their readers (tail -f): the size now. */
+		r = store_doc_stat(fs->store, f->path, &ss);
+		if (r < 0) {
+			pthread_mutex_lock(&f->lock);
+			store_snap_stat(f->snap, &ss);
+			pthread_mutex_unlock(&f->lock);
+		}
+		doc_fill_stat(fs, &ss, st);
+		st->st_size = ss.lsize;
+		st->st_ino = ss.ino | (UINT64_C(1) << 61);
+		return 0;
+	}
 	if (f && f->kind == FILE_DOC) {
 		/* An open doc shows the version it reads: its snapshot, or what it staged. */
 		pthread_mutex_lock(&f->lock);
@@ -148,7 +175,25 @@ int op_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 	}
 	if (!*path)
 		return fstat(fs->root_fd, st) < 0 ? -errno : 0;
+	{
+		struct view_path vp;
 
+		r = view_parse(fs, path, &vp);
+		if (r < 0)
+			return r;
+		if (vp.kind == VIEW_ROOT) {
+			/* The client's own workspaces/ folder, if it has one, lends its attributes. */
+			dfd = plain_open_parent(fs, path, &leaf);
+			if (dfd >= 0 && fstatat(dfd, leaf, st, AT_SYMLINK_NOFOLLOW) == 0) {
+				close(dfd);
+				return 0;
+			}
+			if (dfd >= 0)
+				close(dfd);
+		}
+		if (vp.kind != VIEW_NONE)
+			return view_getattr(fs, path, &vp, st);
+	}
 	dfd = plain_open_parent(fs, path, &leaf);
 	if (dfd < 0)
 		return dfd;
@@ -180,6 +225,14 @@ int op_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
 	const char *leaf;
 	int dfd, r;
 
+	if (f && (f->kind == FILE_JSONL || f->kind == FILE_TEXT))
+		return 0; /* the view's attributes follow the store */
+	if (!f) {
+		struct view_path vp;
+
+		if (view_parse(fs, rel(path), &vp) == 0 && vp.kind != VIEW_NONE && vp.kind != VIEW_ROOT)
+			return 0;
+	}
 	if ((f && f->kind == FILE_DOC) || (!f && is_doc(rel(path))))
 		return 0; /* docs are always 0600 */
 	mode = private_mode(fs, mode);
@@ -218,6 +271,14 @@ int op_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info *fi)
 	const char *leaf;
 	int dfd, r;
 
+	if (f && (f->kind == FILE_JSONL || f->kind == FILE_TEXT))
+		return 0; /* the view's attributes follow the store */
+	if (!f) {
+		struct view_path vp;
+
+		if (view_parse(fs, rel(path), &vp) == 0 && vp.kind != VIEW_NONE && vp.kind != VIEW_ROOT)
+			return 0;
+	}
 	if ((f && f->kind == FILE_DOC) || (!f && is_doc(rel(path))))
 		return 0;
 	if (f)
@@ -239,6 +300,14 @@ int op_utimens(const char *path, const struct timespec tv[2], struct fuse_file_i
 	int dfd, r;
 
 	/* A doc's mtime is the time its content last changed (promise 5). */
+	if (f && (f->kind == FILE_JSONL || f->kind == FILE_TEXT))
+		return 0; /* the view's attributes follow the store */
+	if (!f) {
+		struct view_path vp;
+
+		if (view_parse(fs, rel(path), &vp) == 0 && vp.kind != VIEW_NONE && vp.kind != VIEW_ROOT)
+			return 0;
+	}
 	if ((f && f->kind == FILE_DOC) || (!f && is_doc(rel(path))))
 		return 0;
 	if (f)
@@ -276,7 +345,20 @@ int op_list_dir(const char *path, op_list_fn fn, void *ctx)
 	DIR *d;
 	int fd, res = 0;
 
+	struct view_path vp;
+
+	res = view_parse(fs, r, &vp);
+	if (res < 0)
+		return res;
+	if (vp.kind != VIEW_NONE && vp.kind != VIEW_ROOT)
+		return view_list(fs, &vp, fn, ctx);
 	fd = plain_open(fs, r, O_RDONLY | O_DIRECTORY, 0);
+	if (fd == -ENOENT && vp.kind == VIEW_ROOT) {
+		/* No workspaces/ of the client's: only the view's entries. */
+		if ((res = fn(ctx, ".", S_IFDIR, 0)) < 0 || (res = fn(ctx, "..", S_IFDIR, 0)) < 0)
+			return res;
+		return view_list(fs, &vp, fn, ctx);
+	}
 	if (fd < 0)
 		return fd;
 	d = fdopendir(fd);
@@ -285,11 +367,27 @@ int op_list_dir(const char *path, op_list_fn fn, void *ctx)
 		close(fd);
 		return res;
 	}
-	while (res == 0 && (errno = 0, de = readdir(d)))
+	while (res == 0 && (errno = 0, de = readdir(d))) {
+		if (!*r && strncmp(de->d_name, ".convfs-", 8) == 0)
+			continue; /* convfs's own (the trash's folders) */
 		res = fn(ctx, de->d_name, (mode_t)DTTOIF(de->d_type), de->d_ino);
+	}
 	if (res == 0 && errno)
 		res = -errno;
 	closedir(d);
+	if (res == 0 && !*r) {
+		/* The view's workspaces/, when the client has none of its own. */
+		const char *leaf;
+		struct stat st;
+		int dfd = plain_open_parent(fs, "workspaces", &leaf);
+
+		if (dfd >= 0 && fstatat(dfd, leaf, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			res = fn(ctx, "workspaces", S_IFDIR, 0);
+		if (dfd >= 0)
+			close(dfd);
+	}
+	if (res == 0 && vp.kind == VIEW_ROOT)
+		res = view_list(fs, &vp, fn, ctx);
 	if (res == 0 && store_path_kind(r) == STORE_PATH_DOC_DIR) {
 		struct doc_list_ctx c = { fn, ctx };
 
@@ -298,14 +396,38 @@ int op_list_dir(const char *path, op_list_fn fn, void *ctx)
 	return res;
 }
 
+/* The backing folder of a trashed task lives here, out of the tree. */
+#define TRASH_DIR ".convfs-trash"
+
 int op_mkdir(const char *path, mode_t mode)
 {
 	struct fs *fs = fs_get();
 	const char *r = rel(path), *leaf;
+	struct view_path vp;
 	int dfd, res;
 
 	if (is_doc(r))
 		return -EEXIST;
+	res = view_parse(fs, r, &vp);
+	if (res == 0 && vp.kind != VIEW_NONE)
+		return -EEXIST;
+	if (vp.kind == VIEW_TASK && !vp.trash && res == -ENOENT) {
+		/* mkdir workspaces/<ws>/tasks/<id>: a new task, with empty conversations. */
+		struct store_who who;
+		struct fs_proc proc;
+
+		caller(&proc, &who);
+		res = store_task_create(fs->store, vp.task, vp.unknown ? NULL : vp.key, &who);
+		if (res == 0) {
+			char tdir[64];
+
+			snprintf(tdir, sizeof(tdir), "tasks/%s", vp.task);
+			res = plain_mkdirs(fs, tdir);
+		}
+		return res;
+	}
+	if (res < 0 && vp.kind != VIEW_NONE)
+		return vp.kind == VIEW_TASK ? -EEXIST : -EPERM; /* only tasks are made in the view */
 	dfd = plain_open_parent(fs, r, &leaf);
 	if (dfd < 0)
 		return dfd;
@@ -320,12 +442,69 @@ static int count_doc(void *ctx, const char *name, const struct store_stat *s)
 	return 0;
 }
 
+/*
+ * Moves task id to the trash: the store's part, and its backing folder (with
+ * any plain files in it) to TRASH_DIR.
+ */
+static int task_trash(struct fs *fs, const char *id)
+{
+	struct store_who who;
+	struct fs_proc proc;
+	char from[64], to[96];
+	int r, root;
+
+	caller(&proc, &who);
+	r = store_task_trash(fs->store, id, &who);
+	if (r < 0)
+		return r;
+	snprintf(from, sizeof(from), "tasks/%s", id);
+	snprintf(to, sizeof(to), TRASH_DIR "/%s", id);
+	root = plain_open(fs, "", O_PATH | O_DIRECTORY, 0);
+	if (root < 0)
+		return 0;
+	if (plain_mkdirs(fs, TRASH_DIR) == 0 && renameat(root, from, root, to) < 0 && errno != ENOENT)
+		log_warn("cannot move the folder of task %s to the trash: %s; it stays in tasks/", id, strerror(errno));
+	close(root);
+	return 0;
+}
+
+static int task_restore(struct fs *fs, const char *id)
+{
+	struct store_who who;
+	struct fs_proc proc;
+	char from[96], to[64];
+	int r, root;
+
+	caller(&proc, &who);
+	r = store_task_restore(fs->store, id, &who);
+	if (r < 0)
+		return r;
+	snprintf(from, sizeof(from), TRASH_DIR "/%s", id);
+	snprintf(to, sizeof(to), "tasks/%s", id);
+	root = plain_open(fs, "", O_PATH | O_DIRECTORY, 0);
+	if (root >= 0) {
+		plain_mkdirs(fs, "tasks");
+		if (renameat2(root, from, root, to, RENAME_NOREPLACE) < 0)
+			r = plain_mkdirs(fs, to);
+		close(root);
+	}
+	return r;
+}
+
 int op_rmdir(const char *path)
 {
 	struct fs *fs = fs_get();
 	const char *r = rel(path), *leaf;
+	struct view_path vp;
 	int dfd, res;
 
+	res = view_parse(fs, r, &vp);
+	if (res < 0)
+		return res;
+	if (vp.kind == VIEW_TASK && !vp.trash)
+		return task_trash(fs, vp.task); /* rm -r of a task in the view */
+	if (vp.kind != VIEW_NONE)
+		return -EPERM;
 	if (store_path_kind(r) == STORE_PATH_DOC_DIR) {
 		int n = 0;
 
@@ -340,6 +519,13 @@ int op_rmdir(const char *path)
 		return dfd;
 	res = unlinkat(dfd, leaf, AT_REMOVEDIR) < 0 ? plain_fail("remove directory", r, errno) : 0;
 	close(dfd);
+	/* rm -r tasks/<id>: its docs are gone one by one; the task goes to the trash. */
+	if (res == 0 && store_path_kind(r) == STORE_PATH_DOC_DIR && strncmp(r, "tasks/", 6) == 0) {
+		int t = task_trash(fs, r + 6);
+
+		if (t < 0 && t != -ENOENT)
+			log_warn("removed '%s' but cannot put the task in the trash: %s", r, strerror(-t));
+	}
 	return res;
 }
 
@@ -353,6 +539,8 @@ static void file_free(struct fs_file *f)
 		close(f->fd);
 	store_snap_free(f->snap);
 	free(f->path);
+	sb_release(&f->pending);
+	sb_release(&f->text);
 	pthread_mutex_destroy(&f->lock);
 	free(f);
 }
@@ -525,6 +713,209 @@ static int doc_open(struct fs *fs, const char *r, struct fuse_file_info *fi, boo
 	return 0;
 }
 
+/* ---- the workspaces view: JSON Lines and generated files ----------------------------
+
+ * messages.jsonl and ui_messages.jsonl are a doc one element a line. Written at
+ * their end (>>, O_APPEND), each complete line is appended to the doc at once,
+ * one revision per write, without reading the doc: the cost does not grow with
+ * the conversation. A line must be one JSON object (with "role" for the API
+ * stream), or the write fails with EINVAL and none of it is stored. A last
+ * line without its newline waits for it, and is refused at close. Written
+ * anywhere else (or opened with O_TRUNC), the file is staged whole and
+ * committed at close as a rewrite of the doc, merged like the compat files.
+ */
+
+static void record_read_base(struct fs *fs, struct fs_file *f, const char *doc, bool reads)
+{
+	struct store_base *base;
+	struct store_who who;
+	struct fs_proc proc;
+
+	caller(&proc, &who);
+	f->tgid = proc.tgid;
+	if (reads && store_base_from_snap(f->snap, &base) == 0)
+		bases_put(fs->bases, &proc, doc, base);
+}
+
+static int jsonl_open(struct fs *fs, const struct view_path *vp, struct fuse_file_info *fi)
+{
+	struct fs_file *f = file_new(FILE_JSONL, -1, vp->doc);
+	int r;
+
+	if (!f)
+		return -ENOMEM;
+	f->require = vp->kind == VIEW_MESSAGES ? "role" : NULL;
+	r = store_snap_open_jsonl(fs->store, vp->doc, &f->snap);
+	if (r < 0) {
+		file_free(f);
+		return r;
+	}
+	f->append = fi->flags & O_APPEND;
+	record_read_base(fs, f, vp->doc, !(fi->flags & O_TRUNC));
+	fi->direct_io = 1;
+	if ((fi->flags & O_ACCMODE) != O_RDONLY && (fi->flags & O_TRUNC)) {
+		r = stage_begin(fs, f, true);
+		if (r < 0) {
+			file_free(f);
+			return r;
+		}
+		f->dirty = true;
+	}
+	fi->fh = (uintptr_t)f;
+	return 0;
+}
+
+static int text_open(struct fs *fs, const char *r, const struct view_path *vp, struct fuse_file_info *fi)
+{
+	struct fs_file *f;
+	char *buf = NULL;
+	size_t len = 0;
+	int64_t mtime;
+	int res;
+
+	if ((fi->flags & O_ACCMODE) != O_RDONLY)
+		return -EACCES;
+	f = file_new(FILE_TEXT, -1, NULL);
+	if (!f)
+		return -ENOMEM;
+	res = view_getattr(fs, r, vp, &f->text_st);
+	if (res == 0)
+		res = view_render(fs, vp, &buf, &len, &mtime);
+	if (res == 0) {
+		res = sb_add(&f->text, buf, len);
+		f->text_st.st_size = (off_t)len;
+	}
+	free(buf);
+	if (res < 0) {
+		file_free(f);
+		return res;
+	}
+	fi->fh = (uintptr_t)f;
+	return 0;
+}
+
+static int view_open(struct fs *fs, const char *r, const struct view_path *vp, struct fuse_file_info *fi)
+{
+	switch (vp->kind) {
+	case VIEW_MESSAGES:
+	case VIEW_UI:
+		return jsonl_open(fs, vp, fi);
+	case VIEW_METADATA:
+		return doc_open(fs, vp->doc, fi, false);
+	case VIEW_WS_JSON:
+	case VIEW_TASK_JSON:
+		return text_open(fs, r, vp, fi);
+	default:
+		return -EISDIR;
+	}
+}
+
+/* Splits the complete lines off f->pending (plus buf) and appends them. f->lock held. */
+static int jsonl_append(struct fs *fs, struct fs_file *f, const char *buf, size_t size)
+{
+	_cleanup_free_ struct store_line *lines = NULL;
+	struct store_snap *snap = NULL;
+	size_t old = f->pending.len, n = 0, done = 0;
+	struct store_who who;
+	struct fs_proc proc;
+	int r;
+
+	r = sb_add(&f->pending, buf, size);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < f->pending.len; i++)
+		n += f->pending.buf[i] == '\n';
+	if (n == 0)
+		return (int)size; /* a line still without its newline: it waits */
+	lines = calloc(n, sizeof(*lines));
+	if (!lines) {
+		f->pending.len = old;
+		return -ENOMEM;
+	}
+	n = 0;
+	for (size_t i = 0; i < f->pending.len; i++)
+		if (f->pending.buf[i] == '\n') {
+			size_t len = i - done;
+
+			if (len && f->pending.buf[i - 1] == '\r')
+				len--;
+			lines[n++] = (struct store_line){ f->pending.buf + done, len };
+			done = i + 1;
+		}
+	caller(&proc, &who);
+	r = store_doc_append(fs->store, f->path, lines, n, f->require, &who);
+	if (r < 0) {
+		f->pending.len = old; /* none of this write is kept */
+		f->pending.buf[old] = '\0';
+		return r;
+	}
+	memmove(f->pending.buf, f->pending.buf + done, f->pending.len - done);
+	f->pending.len -= done;
+	f->pending.buf[f->pending.len] = '\0';
+	if (store_snap_open_jsonl(fs->store, f->path, &snap) == 0) {
+		store_snap_free(f->snap);
+		f->snap = snap;
+	}
+	return (int)size;
+}
+
+/* Commits the staged JSON Lines as the doc's new content (a merged rewrite). f->lock held. */
+static int jsonl_commit(struct fs *fs, struct fs_file *f)
+{
+	_cleanup_sb_ struct sb arr = SB_INIT;
+	struct store_base *base, *nb = NULL;
+	struct store_who who;
+	struct fs_proc proc;
+	struct stat st;
+	char *data = NULL;
+	size_t start = 0, i = 0;
+	int r;
+
+	if (fstat(f->fd, &st) < 0)
+		return -errno;
+	if (st.st_size > 0) {
+		data = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, f->fd, 0);
+		if (data == MAP_FAILED)
+			return -errno;
+	}
+	r = sb_add(&arr, "[", 1);
+	for (size_t pos = 0; r == 0 && pos < (size_t)st.st_size; pos++) {
+		if (data[pos] != '\n')
+			continue;
+		{
+			struct store_line l = { data + start, pos - start };
+
+			if (l.len && l.data[l.len - 1] == '\r')
+				l.len--;
+			r = store_line_check(f->path, i, &l, f->require);
+			if (r == 0 && i > 0)
+				r = sb_add(&arr, ",", 1);
+			if (r == 0)
+				r = sb_add(&arr, l.data, l.len);
+		}
+		i++;
+		start = pos + 1;
+	}
+	if (r == 0 && start < (size_t)st.st_size) {
+		log_warn("refusing to commit '%s': its last line has no newline; nothing stored", f->path);
+		r = -EINVAL;
+	}
+	if (data)
+		munmap(data, (size_t)st.st_size);
+	if (r == 0)
+		r = sb_add(&arr, "]", 1);
+	if (r < 0)
+		return r;
+	caller(&proc, &who);
+	base = bases_take(fs->bases, &proc, f->path);
+	r = store_doc_commit_merged(fs->store, f->path, arr.buf, arr.len, &who, "rewrite", base, &nb, NULL);
+	store_base_free(base);
+	bases_put(fs->bases, &proc, f->path, nb);
+	if (r == 0)
+		f->dirty = false;
+	return r;
+}
+
 /* ---- files ---------------------------------------------------------------------- */
 
 int op_open(const char *path, struct fuse_file_info *fi)
@@ -536,6 +927,15 @@ int op_open(const char *path, struct fuse_file_info *fi)
 
 	if (is_doc(r))
 		return doc_open(fs, r, fi, false);
+	{
+		struct view_path vp;
+		int res = view_parse(fs, r, &vp);
+
+		if (res < 0)
+			return res;
+		if (vp.kind != VIEW_NONE)
+			return view_open(fs, r, &vp, fi);
+	}
 	fd = plain_open(fs, r, fi->flags & ~(O_CREAT | O_EXCL | O_NOCTTY), 0);
 	if (fd < 0)
 		return plain_fail("open", r, -fd);
@@ -568,6 +968,27 @@ int op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 			return res;
 		return doc_open(fs, r, fi, true);
 	}
+	{
+		struct view_path vp;
+		struct store_who who;
+		struct fs_proc proc;
+
+		res = view_parse(fs, r, &vp);
+		if (res == 0 && vp.kind != VIEW_NONE) {
+			/* A file of the view that exists only once its doc does. */
+			if ((vp.kind != VIEW_MESSAGES && vp.kind != VIEW_UI && vp.kind != VIEW_METADATA) || !*vp.doc)
+				return -EACCES;
+			caller(&proc, &who);
+			res = store_doc_create(fs->store, vp.doc, &who);
+			if (res < 0 && res != -EEXIST)
+				return res;
+			if (res == -EEXIST && (fi->flags & O_EXCL))
+				return -EEXIST;
+			return view_open(fs, r, &vp, fi);
+		}
+		if (res < 0 && vp.kind != VIEW_NONE)
+			return vp.kind == VIEW_TASK ? -ENOENT : -EACCES;
+	}
 	fd = plain_open(fs, r, (fi->flags & ~O_NOCTTY) | O_CREAT, private_mode(fs, mode));
 	if (fd < 0)
 		return plain_fail("create", r, -fd);
@@ -589,13 +1010,30 @@ int op_read(const char *path, char *buf, size_t size, off_t off, struct fuse_fil
 		n = pread(f->fd, buf, size, off);
 		return n < 0 ? -errno : (int)n;
 	}
+	if (f->kind == FILE_TEXT) {
+		if (off >= (off_t)f->text.len)
+			return 0;
+		n = (ssize_t)(f->text.len - (size_t)off) < (ssize_t)size ? (ssize_t)(f->text.len - (size_t)off)
+									    : (ssize_t)size;
+		memcpy(buf, f->text.buf + off, (size_t)n);
+		return (int)n;
+	}
 	pthread_mutex_lock(&f->lock);
 	if (f->fd >= 0) {
 		n = pread(f->fd, buf, size, off);
 		if (n < 0)
 			n = -errno;
-	} else
+	} else {
+		struct store_snap *snap;
+
+		/* JSON Lines grow at the end: a reader at its end sees what was added (tail -f). */
+		if (f->kind == FILE_JSONL && off >= store_snap_size(f->snap) &&
+		    store_snap_open_jsonl(fs_get()->store, f->path, &snap) == 0) {
+			store_snap_free(f->snap);
+			f->snap = snap;
+		}
 		n = store_snap_read(fs_get()->store, f->snap, buf, size, off);
+	}
 	pthread_mutex_unlock(&f->lock);
 	return (int)n;
 }
@@ -610,10 +1048,27 @@ int op_write(const char *path, const char *buf, size_t size, off_t off, struct f
 		n = pwrite(f->fd, buf, size, off);
 		return n < 0 ? plain_fail("write", "(open file)", errno) : (int)n;
 	}
+	if (f->kind == FILE_TEXT)
+		return -EBADF;
 	pthread_mutex_lock(&f->lock);
+	if (f->kind == FILE_JSONL && f->fd < 0 &&
+	    (f->append || off == store_snap_size(f->snap) + (off_t)f->pending.len)) {
+		r = jsonl_append(fs_get(), f, buf, size);
+		pthread_mutex_unlock(&f->lock);
+		return r;
+	}
 	if (f->fd < 0 && (r = stage_begin(fs_get(), f, false)) < 0) {
 		pthread_mutex_unlock(&f->lock);
 		return r;
+	}
+	if (f->kind == FILE_JSONL && f->pending.len) {
+		/* Bytes appended without their newline belong to the staged file now. */
+		if (pwrite(f->fd, f->pending.buf, f->pending.len, store_snap_size(f->snap)) < 0) {
+			r = -errno;
+			pthread_mutex_unlock(&f->lock);
+			return r;
+		}
+		f->pending.len = 0;
 	}
 	if (f->append) {
 		struct stat st;
@@ -639,9 +1094,22 @@ int op_flush(const char *path, struct fuse_file_info *fi)
 	bool committed = false;
 	int r = 0;
 
-	if (f->kind == FILE_PLAIN)
+	if (f->kind == FILE_PLAIN || f->kind == FILE_TEXT)
 		return 0;
 	pthread_mutex_lock(&f->lock);
+	if (f->kind == FILE_JSONL) {
+		if (f->pending.len) {
+			log_warn("refusing the last line written to '%s': it has no newline; nothing of it stored",
+				 f->path);
+			f->pending.len = 0;
+			r = -EINVAL;
+		} else if (f->dirty) {
+			r = jsonl_commit(fs, f);
+			f->commit_failed = r < 0;
+		}
+		pthread_mutex_unlock(&f->lock);
+		return r;
+	}
 	if (f->dirty) {
 		r = stage_commit(fs, f, "write");
 		f->commit_failed = r < 0;
@@ -681,6 +1149,7 @@ int op_fsync(const char *path, int datasync, struct fuse_file_info *fi)
 
 int op_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 {
+	struct view_path vp;
 	struct fs *fs = fs_get();
 	struct fs_file *f = fi ? (struct fs_file *)(uintptr_t)fi->fh : NULL;
 	const char *r;
@@ -688,6 +1157,8 @@ int op_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 
 	if (f && f->kind == FILE_PLAIN)
 		return ftruncate(f->fd, size) < 0 ? -errno : 0;
+	if (f && f->kind == FILE_TEXT)
+		return -EBADF;
 	if (f) {
 		pthread_mutex_lock(&f->lock);
 		res = f->fd < 0 ? stage_begin(fs, f, size == 0) : 0;
@@ -699,6 +1170,13 @@ int op_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 		return res;
 	}
 	r = rel(path);
+	res = view_parse(fs, r, &vp);
+	if (res < 0)
+		return res;
+	if (vp.kind == VIEW_METADATA)
+		r = vp.doc;
+	else if (vp.kind != VIEW_NONE)
+		return -EPERM; /* JSON Lines are rewritten by opening them with O_TRUNC */
 	if (is_doc(r)) {
 		/* truncate(2) by path: one commit of the truncated content. */
 		struct fs_file *t = file_new(FILE_DOC, -1, r);
@@ -739,6 +1217,18 @@ int op_unlink(const char *path)
 
 		caller(&proc, &who);
 		return store_doc_remove(fs->store, r, &who, "unlink");
+	}
+	{
+		struct view_path vp;
+
+		res = view_parse(fs, r, &vp);
+		if (res < 0)
+			return res;
+		/* A task's files in the view go with their folder: rm -r moves it to the trash. */
+		if (vp.kind == VIEW_MESSAGES || vp.kind == VIEW_UI || vp.kind == VIEW_TASK_JSON || vp.kind == VIEW_METADATA)
+			return 0;
+		if (vp.kind != VIEW_NONE)
+			return -EPERM;
 	}
 	dfd = plain_open_parent(fs, r, &leaf);
 	if (dfd < 0)
@@ -877,6 +1367,24 @@ int op_rename(const char *from, const char *to, unsigned int flags)
 
 	from = rel(from);
 	to = rel(to);
+	{
+		struct view_path vf, vt;
+		int pf = view_parse(fs, from, &vf), pt = view_parse(fs, to, &vt);
+
+		if (pf < 0 && pf != -ENOENT)
+			return pf;
+		if (vf.kind == VIEW_TASK && vf.trash && pf == 0) {
+			/* mv workspaces/.trash/<id> back to a tasks/ folder: the task comes back. */
+			bool to_view = vt.kind == VIEW_TASK && !vt.trash && pt == -ENOENT;
+			bool to_compat = strncmp(to, "tasks/", 6) == 0 && strcmp(to + 6, vf.task) == 0;
+
+			if ((!to_view && !to_compat) || (to_view && strcmp(vt.task, vf.task) != 0))
+				return -EINVAL; /* a task comes back under its own id */
+			return task_restore(fs, vf.task);
+		}
+		if (vf.kind != VIEW_NONE || vt.kind != VIEW_NONE)
+			return vf.kind == VIEW_TASK || vt.kind == VIEW_TASK ? -EXDEV : -EPERM;
+	}
 	kf = store_path_kind(from);
 	kt = store_path_kind(to);
 	/* Directories that hold docs move by copy: mv falls back on EXDEV. */

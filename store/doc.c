@@ -39,7 +39,7 @@ struct doc_row {
 	int64_t id;
 	int format;
 	bool present;
-	int64_t size, mtime_ns, ctime_ns, rev, nelems;
+	int64_t size, mtime_ns, ctime_ns, rev, nelems, lsize;
 	char *head, *tail;
 };
 
@@ -51,7 +51,8 @@ static void doc_row_release(struct doc_row *d)
 }
 
 struct store_snap {
-	int64_t doc_id, rev, size, mtime_ns, ctime_ns;
+	int64_t doc_id, rev, size, lsize, mtime_ns, ctime_ns;
+	bool jsonl; /* rendered as JSON Lines: size is the doc's lsize */
 	int format;
 	int64_t blob_rowid;
 	char *head, *tail;
@@ -91,7 +92,7 @@ static int doc_lookup(struct store *st, const char *path, struct doc_row *ret)
 	struct doc_row d = { 0 };
 	int r, rc;
 
-	r = store_prepare(st, "SELECT id, format, present, size, mtime_ns, ctime_ns, rev, nelems, head, tail "
+	r = store_prepare(st, "SELECT id, format, present, size, mtime_ns, ctime_ns, rev, nelems, head, tail, lsize "
 			      "FROM docs WHERE path = ?1", &stmt);
 	if (r < 0)
 		return r;
@@ -111,6 +112,7 @@ static int doc_lookup(struct store *st, const char *path, struct doc_row *ret)
 	d.nelems = sqlite3_column_int64(stmt, 7);
 	d.head = dup_text(stmt, 8);
 	d.tail = dup_text(stmt, 9);
+	d.lsize = sqlite3_column_int64(stmt, 10);
 	if (!d.head || !d.tail) {
 		doc_row_release(&d);
 		return -ENOMEM;
@@ -320,13 +322,14 @@ static int elems_close(struct store *st, int64_t doc_id, int64_t from_seq, int64
 }
 
 static int doc_update(struct store *st, int64_t doc_id, int format, int64_t size, int64_t now, int64_t rev,
-		      const char *head, size_t head_len, const char *tail, size_t tail_len, int64_t nelems)
+		      const char *head, size_t head_len, const char *tail, size_t tail_len, int64_t nelems,
+		      int64_t lsize)
 {
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
 	int r, rc;
 
 	r = store_prepare(st, "UPDATE docs SET format = ?2, present = 1, size = ?3, mtime_ns = ?4, ctime_ns = ?4, "
-			      "rev = ?5, head = ?6, tail = ?7, nelems = ?8 WHERE id = ?1", &stmt);
+			      "rev = ?5, head = ?6, tail = ?7, nelems = ?8, lsize = ?9 WHERE id = ?1", &stmt);
 	if (r < 0)
 		return r;
 	sqlite3_bind_int64(stmt, 1, doc_id);
@@ -337,6 +340,7 @@ static int doc_update(struct store *st, int64_t doc_id, int format, int64_t size
 	sqlite3_bind_text(stmt, 6, head, (int)head_len, SQLITE_STATIC);
 	sqlite3_bind_text(stmt, 7, tail, (int)tail_len, SQLITE_STATIC);
 	sqlite3_bind_int64(stmt, 8, nelems);
+	sqlite3_bind_int64(stmt, 9, lsize);
 	rc = sqlite3_step(stmt);
 	return rc == SQLITE_DONE ? 0 : store_fail(st, rc, "cannot update a doc");
 }
@@ -402,14 +406,38 @@ static int common_prefix(struct store *st, int64_t doc_id, const char *data, con
 	return 0;
 }
 
-static int elems_insert(struct store *st, int64_t doc_id, const char *data, const struct span_vec *sv, size_t from,
-			int64_t rev, bool is_history, int64_t now)
+/*
+ * Where the JSONL line after a current element starts: its loff + len + 1.
+ * by_seq: the element is the current one at position seq of doc; else row id.
+ */
+static int line_end(struct store *st, int64_t doc_id, int64_t seq_or_id, bool by_seq, int64_t *ret)
 {
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
 	int r, rc;
 
-	r = store_prepare(st, "INSERT INTO elems(doc_id, seq, off, pre, len, json, key, ts, rev_from, h) "
-			      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)", &stmt);
+	r = store_prepare(st, by_seq ? "SELECT coalesce(loff, 0) + len + 1 FROM elems "
+				       "WHERE doc_id = ?1 AND seq = ?2 AND rev_to IS NULL"
+				     : "SELECT coalesce(loff, 0) + len + 1 FROM elems WHERE id = ?2", &stmt);
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(stmt, 1, doc_id);
+	sqlite3_bind_int64(stmt, 2, seq_or_id);
+	rc = sqlite3_step(stmt);
+	if (rc != SQLITE_ROW)
+		return rc == SQLITE_DONE ? -EIO : store_fail(st, rc, "cannot find an element's line");
+	*ret = sqlite3_column_int64(stmt, 0);
+	return 0;
+}
+
+/* Inserts elements from..n-1 of sv; *loff is where the first one's line starts, and is moved on. */
+static int elems_insert(struct store *st, int64_t doc_id, const char *data, const struct span_vec *sv, size_t from,
+			int64_t rev, bool is_history, int64_t now, int64_t *loff)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	int r, rc;
+
+	r = store_prepare(st, "INSERT INTO elems(doc_id, seq, off, pre, len, json, key, ts, rev_from, h, loff) "
+			      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)", &stmt);
 	if (r < 0)
 		return r;
 	for (size_t i = from; i < sv->n; i++) {
@@ -440,9 +468,11 @@ static int elems_insert(struct store *st, int64_t doc_id, const char *data, cons
 			sqlite3_bind_int64(stmt, 8, ts);
 		sqlite3_bind_int64(stmt, 9, rev);
 		sqlite3_bind_int64(stmt, 10, (sqlite3_int64)merge_hash(j, jlen));
+		sqlite3_bind_int64(stmt, 11, *loff);
 		rc = sqlite3_step(stmt);
 		if (rc != SQLITE_DONE)
 			return store_fail(st, rc, "cannot store an element");
+		*loff += (int64_t)jlen + 1;
 	}
 	return 0;
 }
@@ -633,21 +663,23 @@ static int fetch_by_hash(void *ctx, const struct merge_elem *e, char **ret_json,
  */
 static int write_merged(struct store *st, const struct doc_row *d, const struct merge_list *head,
 			const struct merge_list *m, const char *data, const struct span_vec *sv, size_t head_len,
-			size_t tail, size_t len, int64_t rev, int64_t now, bool is_history, int64_t *ret_size)
+			size_t tail, size_t len, int64_t rev, int64_t now, bool is_history, int64_t *ret_size,
+			int64_t *ret_lsize)
 {
 	_cleanup_stmt_ sqlite3_stmt *copy = NULL, *ins = NULL, *pre_of = NULL;
 	const char *sep = ",";
 	size_t sep_len = 1, first_pre_len = sv->n ? sv->v[0].start - sv->v[0].pre : 0;
 	const char *first_pre = sv->n ? data + sv->v[0].pre : "";
 	size_t f = 0;
-	int64_t off;
+	int64_t off, loff = 0;
 	int r, rc;
 
 	if (sv->n >= 2) {
 		sep = data + sv->v[1].pre;
 		sep_len = sv->v[1].start - sv->v[1].pre;
 	}
-	if (strlen(d->head) == head_len && memcmp(d->head, data, head_len) == 0)
+	/* A removed doc's rows are all closed: everything is inserted anew. */
+	if (d->present && strlen(d->head) == head_len && memcmp(d->head, data, head_len) == 0)
 		while (f < m->n && f < head->n && m->v[f].origin == MERGE_FROM_HEAD && m->v[f].ref == head->v[f].ref)
 			f++;
 	r = elems_close(st, d->id, (int64_t)f, rev);
@@ -664,13 +696,15 @@ static int write_merged(struct store *st, const struct doc_row *d, const struct 
 		if (rc != SQLITE_ROW)
 			return store_fail(st, rc, "cannot find an element's end");
 		off = sqlite3_column_int64(pre_of, 0);
+		if ((r = line_end(st, d->id, head->v[f - 1].ref, false, &loff)) < 0)
+			return r;
 	}
-	r = store_prepare(st, "INSERT INTO elems(doc_id, seq, off, pre, len, json, key, ts, h, rev_from) "
-			      "SELECT doc_id, ?2, ?3, ?4, len, json, key, ts, h, ?5 FROM elems WHERE id = ?1", &copy);
+	r = store_prepare(st, "INSERT INTO elems(doc_id, seq, off, pre, len, json, key, ts, h, rev_from, loff) "
+			      "SELECT doc_id, ?2, ?3, ?4, len, json, key, ts, h, ?5, ?6 FROM elems WHERE id = ?1", &copy);
 	if (r < 0)
 		return r;
-	r = store_prepare(st, "INSERT INTO elems(doc_id, seq, off, pre, len, json, key, ts, h, rev_from) "
-			      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)", &ins);
+	r = store_prepare(st, "INSERT INTO elems(doc_id, seq, off, pre, len, json, key, ts, h, rev_from, loff) "
+			      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)", &ins);
 	if (r < 0)
 		return r;
 	for (size_t i = f; i < m->n; i++) {
@@ -687,6 +721,7 @@ static int write_merged(struct store *st, const struct doc_row *d, const struct 
 			sqlite3_bind_int64(copy, 3, off);
 			sqlite3_bind_text(copy, 4, pre, (int)pre_len, SQLITE_STATIC);
 			sqlite3_bind_int64(copy, 5, rev);
+			sqlite3_bind_int64(copy, 6, loff);
 		} else {
 			sqlite3_bind_int64(ins, 1, d->id);
 			sqlite3_bind_int64(ins, 2, (int64_t)i);
@@ -706,13 +741,16 @@ static int write_merged(struct store *st, const struct doc_row *d, const struct 
 				sqlite3_bind_int64(ins, 8, e->ts);
 			sqlite3_bind_int64(ins, 9, (sqlite3_int64)e->hash);
 			sqlite3_bind_int64(ins, 10, rev);
+			sqlite3_bind_int64(ins, 11, loff);
 		}
 		rc = sqlite3_step(stmt);
 		if (rc != SQLITE_DONE)
 			return store_fail(st, rc, "cannot store a merged element");
 		off += (int64_t)(pre_len + e->len);
+		loff += (int64_t)e->len + 1;
 	}
 	*ret_size = off + (int64_t)(len - tail);
+	*ret_lsize = loff;
 	return 0;
 }
 
@@ -740,7 +778,7 @@ static int commit_array(struct store *st, const char *path, const char *data, si
 	_cleanup_sb_ struct sb hbytes = SB_INIT, bbytes = SB_INIT;
 	bool is_history = strcmp(path, "state/taskHistory.json") == 0, merged = false;
 	size_t head = 0, tail = 0, k = 0;
-	int64_t now = now_ns(), rev = 0, size = (int64_t)len;
+	int64_t now = now_ns(), rev = 0, size = (int64_t)len, lsize = 0;
 	char detail[320];
 	int r;
 
@@ -804,11 +842,11 @@ static int commit_array(struct store *st, const char *path, const char *data, si
 		r = revision_add(st, path, who, merged ? "merge" : kind, now, &rev);
 		if (r < 0)
 			goto rollback;
-		r = write_merged(st, &d, &hl, &ml, data, &sv, head, tail, len, rev, now, is_history, &size);
+		r = write_merged(st, &d, &hl, &ml, data, &sv, head, tail, len, rev, now, is_history, &size, &lsize);
 		if (r < 0)
 			goto rollback;
 		r = doc_update(st, d.id, DOC_ARRAY, size, now, rev, data, head, data + tail, len - tail,
-			       (int64_t)ml.n);
+			       (int64_t)ml.n, lsize);
 		if (r < 0)
 			goto rollback;
 		snprintf(detail, sizeof(detail),
@@ -833,13 +871,16 @@ static int commit_array(struct store *st, const char *path, const char *data, si
 		r = revision_add(st, path, who, kind, now, &rev);
 		if (r < 0)
 			goto rollback;
+		lsize = 0;
+		if (k > 0 && (r = line_end(st, d.id, (int64_t)k - 1, true, &lsize)) < 0)
+			goto rollback;
 		if (d.format == DOC_ARRAY && (r = elems_close(st, d.id, (int64_t)k, rev)) < 0)
 			goto rollback;
-		r = elems_insert(st, d.id, data, &sv, k, rev, is_history, now);
+		r = elems_insert(st, d.id, data, &sv, k, rev, is_history, now, &lsize);
 		if (r < 0)
 			goto rollback;
 		r = doc_update(st, d.id, DOC_ARRAY, (int64_t)len, now, rev, data, head, data + tail, len - tail,
-			       (int64_t)sv.n);
+			       (int64_t)sv.n, lsize);
 		if (r < 0)
 			goto rollback;
 		snprintf(detail, sizeof(detail), "{\"kept\":%zu,\"superseded\":%" PRId64 ",\"added\":%zu,\"size\":%zu}",
@@ -886,6 +927,509 @@ unlock:
 	return r;
 }
 
+/* ---- appends ------------------------------------------------------------------ */
+
+int store_line_check(const char *path, size_t i, const struct store_line *l, const char *require_member)
+{
+	struct json_error jerr = { 0 };
+	size_t a, b, k = 0;
+
+	while (k < l->len && (l->data[k] == ' ' || l->data[k] == '\t'))
+		k++;
+	if (json_validate(l->data, l->len, &jerr) < 0) {
+		log_warn("refusing to append to '%s': line %zu is not valid JSON: %s at byte %zu; nothing stored",
+			 path, i + 1, jerr.msg, jerr.offset);
+		return -EINVAL;
+	}
+	if (k >= l->len || l->data[k] != '{') {
+		log_warn("refusing to append to '%s': line %zu is not a JSON object; nothing stored", path, i + 1);
+		return -EINVAL;
+	}
+	if (require_member && json_object_member(l->data, l->len, require_member, &a, &b) < 0) {
+		log_warn("refusing to append to '%s': line %zu has no \"%s\"; nothing stored", path, i + 1,
+			 require_member);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/*
+ * Appends lines to doc d as revision rev, inside the caller's transaction,
+ * and updates the doc's row.
+ */
+static int append_rows(struct store *st, const struct doc_row *dr, const char *path, const struct store_line *lines,
+		       size_t n, int64_t rev, int64_t now)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	const struct doc_row d = *dr;
+	bool is_history = strcmp(path, "state/taskHistory.json") == 0;
+	const char *head = "[", *tail = "]";
+	int64_t off, loff, seq;
+	int r, rc;
+
+	if (d.present && d.format == DOC_ARRAY && d.size > 0) {
+		head = d.head;
+		tail = d.tail;
+		off = d.size - (int64_t)strlen(d.tail);
+		loff = d.lsize;
+		seq = d.nelems;
+	} else {
+		off = 1;
+		loff = 0;
+		seq = 0;
+	}
+	r = store_prepare(st, "INSERT INTO elems(doc_id, seq, off, pre, len, json, key, ts, rev_from, h, loff) "
+			      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)", &stmt);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < n; i++, seq++) {
+		const struct store_line *l = &lines[i];
+		const char *pre = seq == 0 ? "" : ",";
+		size_t a, b;
+		long long ts;
+
+		sqlite3_reset(stmt);
+		sqlite3_clear_bindings(stmt);
+		sqlite3_bind_int64(stmt, 1, d.id);
+		sqlite3_bind_int64(stmt, 2, seq);
+		sqlite3_bind_int64(stmt, 3, off);
+		sqlite3_bind_text(stmt, 4, pre, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(stmt, 5, (int64_t)l->len);
+		sqlite3_bind_text64(stmt, 6, l->data, l->len, SQLITE_STATIC, SQLITE_UTF8);
+		if (is_history) {
+			char *key = member_string(l->data, l->len, "id");
+
+			if (key)
+				sqlite3_bind_text(stmt, 7, key, -1, free);
+			if ((r = history_item_seen(st, l->data, l->len, now)) < 0)
+				return r;
+		}
+		if (json_object_member(l->data, l->len, "ts", &a, &b) == 0 && json_to_int64(l->data + a, b - a, &ts) == 0)
+			sqlite3_bind_int64(stmt, 8, ts);
+		sqlite3_bind_int64(stmt, 9, rev);
+		sqlite3_bind_int64(stmt, 10, (sqlite3_int64)merge_hash(l->data, l->len));
+		sqlite3_bind_int64(stmt, 11, loff);
+		rc = sqlite3_step(stmt);
+		if (rc != SQLITE_DONE)
+			return store_fail(st, rc, "cannot append an element");
+		off += (int64_t)(strlen(pre) + l->len);
+		loff += (int64_t)l->len + 1;
+	}
+	return doc_update(st, d.id, DOC_ARRAY, off + (int64_t)strlen(tail), now, rev, head, strlen(head), tail,
+			  strlen(tail), seq, loff);
+}
+
+/* The part of store_doc_append() under the lock. */
+static int append_locked(struct store *st, const char *path, const struct store_line *lines, size_t n,
+			 const struct store_who *who)
+{
+	struct doc_row d = { 0 };
+	int64_t now = now_ns(), rev;
+	char detail[64];
+	int r;
+
+	r = tx_begin(st);
+	if (r < 0)
+		return r;
+	r = doc_lookup_or_insert(st, path, DOC_ARRAY, now, &d);
+	if (r < 0)
+		goto rollback;
+	if (d.present && d.format != DOC_ARRAY && d.size > 0) {
+		log_warn("refusing to append to '%s': it is kept as found, unparsed; rewrite it whole first", path);
+		r = -EINVAL;
+		goto rollback;
+	}
+	if ((r = revision_add(st, path, who, "append", now, &rev)) < 0)
+		goto rollback;
+	if ((r = append_rows(st, &d, path, lines, n, rev, now)) < 0)
+		goto rollback;
+	snprintf(detail, sizeof(detail), "{\"appended\":%zu}", n);
+	if ((r = revision_detail(st, rev, d.id, detail)) < 0 || (r = tx_commit(st)) < 0)
+		goto rollback;
+	doc_row_release(&d);
+	return 0;
+rollback:
+	tx_rollback(st);
+	doc_row_release(&d);
+	return r;
+}
+
+int store_doc_append(struct store *st, const char *path, const struct store_line *lines, size_t n,
+		     const char *require_member, const struct store_who *who)
+{
+	int r;
+
+	if (st->readonly)
+		return -EROFS;
+	if (store_path_kind(path) != STORE_PATH_ARRAY)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++)
+		if ((r = store_line_check(path, i, &lines[i], require_member)) < 0)
+			return r;
+	if (n == 0)
+		return 0;
+	STORE_LOCK(st);
+	return append_locked(st, path, lines, n, who);
+}
+
+/* ---- the trash ------------------------------------------------------------------ */
+
+/*
+ * Removes the current element at position seq of array doc d (revision rev):
+ * the rows after it are closed and inserted again one place earlier.
+ */
+static int elem_remove(struct store *st, const struct doc_row *d, int64_t seq, int64_t rev, int64_t now)
+{
+	_cleanup_stmt_ sqlite3_stmt *q = NULL, *copy = NULL;
+	int64_t off = 0, loff = 0, shift = 0, lshift = 0, n = 0;
+	char *first_pre = NULL;
+	int r, rc;
+
+	r = store_prepare(st, "SELECT seq, off, pre, len, loff FROM elems WHERE doc_id = ?1 AND rev_to IS NULL "
+			      "AND seq = ?2", &q);
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(q, 1, d->id);
+	sqlite3_bind_int64(q, 2, seq);
+	rc = sqlite3_step(q);
+	if (rc != SQLITE_ROW)
+		return rc == SQLITE_DONE ? -ENOENT : store_fail(st, rc, "cannot find an element");
+	off = sqlite3_column_int64(q, 1);
+	loff = sqlite3_column_int64(q, 4);
+	/* The first element's bytes before it (after '[') pass to the next one. */
+	if (seq == 0 && !(first_pre = strdup((const char *)sqlite3_column_text(q, 2))))
+		return -ENOMEM;
+	sqlite3_finalize(TAKE_PTR(q));
+	r = elems_close(st, d->id, seq, rev);
+	if (r < 0)
+		goto out;
+	r = store_prepare(st, "INSERT INTO elems(doc_id, seq, off, pre, len, json, key, ts, h, rev_from, loff) "
+			      "SELECT doc_id, seq - 1, ?3, coalesce(?4, pre), len, json, key, ts, h, ?5, ?6 FROM elems "
+			      "WHERE doc_id = ?1 AND seq = ?2 AND rev_to = ?5", &copy);
+	if (r < 0)
+		goto out;
+	for (int64_t i = seq + 1; i < d->nelems; i++, n++) {
+		_cleanup_stmt_ sqlite3_stmt *len_q = NULL;
+		int64_t plen, len;
+
+		sqlite3_reset(copy);
+		sqlite3_clear_bindings(copy);
+		sqlite3_bind_int64(copy, 1, d->id);
+		sqlite3_bind_int64(copy, 2, i);
+		sqlite3_bind_int64(copy, 3, off);
+		if (i == seq + 1 && first_pre)
+			sqlite3_bind_text(copy, 4, first_pre, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(copy, 5, rev);
+		sqlite3_bind_int64(copy, 6, loff);
+		rc = sqlite3_step(copy);
+		if (rc != SQLITE_DONE) {
+			r = store_fail(st, rc, "cannot move an element");
+			goto out;
+		}
+		r = store_prepare(st, "SELECT length(CAST(pre AS BLOB)), len FROM elems "
+				      "WHERE doc_id = ?1 AND seq = ?2 AND rev_from = ?3", &len_q);
+		if (r < 0)
+			goto out;
+		sqlite3_bind_int64(len_q, 1, d->id);
+		sqlite3_bind_int64(len_q, 2, i - 1);
+		sqlite3_bind_int64(len_q, 3, rev);
+		if ((rc = sqlite3_step(len_q)) != SQLITE_ROW) {
+			r = store_fail(st, rc, "cannot read a moved element");
+			goto out;
+		}
+		plen = sqlite3_column_int64(len_q, 0);
+		len = sqlite3_column_int64(len_q, 1);
+		off += plen + len;
+		loff += len + 1;
+	}
+	shift = (int64_t)strlen(d->tail);
+	lshift = loff;
+	r = doc_update(st, d->id, DOC_ARRAY, off + shift, now, rev, d->head, strlen(d->head), d->tail,
+		       strlen(d->tail), d->nelems - 1, lshift);
+out:
+	free(first_pre);
+	return r;
+}
+
+/* The id of the latest revision of kind for path, or -ENOENT. */
+static int last_revision(struct store *st, const char *path, const char *kind, int64_t *ret)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	int r, rc;
+
+	r = store_prepare(st, "SELECT max(id) FROM revisions WHERE path = ?1 AND kind = ?2", &stmt);
+	if (r < 0)
+		return r;
+	sqlite3_bind_text(stmt, 1, path, -1, SQLITE_STATIC);
+	sqlite3_bind_text(stmt, 2, kind, -1, SQLITE_STATIC);
+	rc = sqlite3_step(stmt);
+	if (rc != SQLITE_ROW)
+		return store_fail(st, rc, "cannot read the revision log");
+	if (sqlite3_column_type(stmt, 0) == SQLITE_NULL)
+		return -ENOENT;
+	*ret = sqlite3_column_int64(stmt, 0);
+	return 0;
+}
+
+static int set_trashed(struct store *st, const char *task_id, int64_t when)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	int r, rc;
+
+	r = store_prepare(st, "UPDATE tasks SET trashed_ns = ?2 WHERE id = ?1", &stmt);
+	if (r < 0)
+		return r;
+	sqlite3_bind_text(stmt, 1, task_id, -1, SQLITE_STATIC);
+	if (when)
+		sqlite3_bind_int64(stmt, 2, when);
+	rc = sqlite3_step(stmt);
+	return rc == SQLITE_DONE ? 0 : store_fail(st, rc, "cannot mark a task");
+}
+
+static int trash_locked(struct store *st, const char *task_id, const char *tpath, const struct store_who *who)
+{
+	_cleanup_stmt_ sqlite3_stmt *docs = NULL, *item = NULL;
+	struct doc_row h = { 0 };
+	int64_t now = now_ns(), rev;
+	int r, rc;
+
+	r = revision_add(st, tpath, who, "trash", now, &rev);
+	if (r < 0)
+		return r;
+	r = store_prepare(st, "SELECT path FROM docs WHERE task_id = ?1 AND present", &docs);
+	if (r < 0)
+		return r;
+	sqlite3_bind_text(docs, 1, task_id, -1, SQLITE_STATIC);
+	while ((rc = sqlite3_step(docs)) == SQLITE_ROW) {
+		_cleanup_stmt_ sqlite3_stmt *upd = NULL;
+		struct doc_row d = { 0 };
+
+		r = doc_lookup(st, (const char *)sqlite3_column_text(docs, 0), &d);
+		if (r == 0 && d.format == DOC_ARRAY)
+			r = elems_close(st, d.id, 0, rev);
+		if (r == 0)
+			r = store_prepare(st, "UPDATE docs SET present = 0, rev = ?2, ctime_ns = ?3 WHERE id = ?1", &upd);
+		if (r == 0) {
+			sqlite3_bind_int64(upd, 1, d.id);
+			sqlite3_bind_int64(upd, 2, rev);
+			sqlite3_bind_int64(upd, 3, now);
+			if ((rc = sqlite3_step(upd)) != SQLITE_DONE)
+				r = store_fail(st, rc, "cannot move a doc to the trash");
+		}
+		doc_row_release(&d);
+		if (r < 0)
+			return r;
+	}
+	if (rc != SQLITE_DONE)
+		return store_fail(st, rc, "cannot list a task's docs");
+	/* Its history item goes with it. */
+	if (doc_lookup(st, "state/taskHistory.json", &h) == 0 && h.present && h.format == DOC_ARRAY) {
+		r = store_prepare(st, "SELECT seq FROM elems WHERE doc_id = ?1 AND key = ?2 AND rev_to IS NULL", &item);
+		if (r == 0) {
+			sqlite3_bind_int64(item, 1, h.id);
+			sqlite3_bind_text(item, 2, task_id, -1, SQLITE_STATIC);
+			rc = sqlite3_step(item);
+			if (rc == SQLITE_ROW)
+				r = elem_remove(st, &h, sqlite3_column_int64(item, 0), rev, now);
+			else if (rc != SQLITE_DONE) {
+				r = store_fail(st, rc, "cannot find a history item");
+			}
+		}
+	}
+	doc_row_release(&h);
+	if (r < 0)
+		return r;
+	r = set_trashed(st, task_id, now);
+	if (r == 0 && sqlite3_changes(st->db) == 0)
+		return -ENOENT; /* no such task */
+	return r < 0 ? r : revision_detail(st, rev, 0, NULL);
+}
+
+int store_task_trash(struct store *st, const char *task_id, const struct store_who *who)
+{
+	char tpath[64];
+	int r;
+
+	if (st->readonly)
+		return -EROFS;
+	if (!store_is_task_id(task_id))
+		return -EINVAL;
+	snprintf(tpath, sizeof(tpath), "tasks/%s", task_id);
+	STORE_LOCK(st);
+	if ((r = tx_begin(st)) < 0)
+		return r;
+	r = trash_locked(st, task_id, tpath, who);
+	if (r == 0)
+		r = tx_commit(st);
+	if (r < 0)
+		tx_rollback(st);
+	return r;
+}
+
+static int restore_locked(struct store *st, const char *task_id, const char *tpath, const struct store_who *who)
+{
+	_cleanup_stmt_ sqlite3_stmt *docs = NULL, *item = NULL;
+	struct doc_row h = { 0 };
+	int64_t now = now_ns(), rev, trash_rev = 0;
+	int r, rc;
+
+	r = last_revision(st, tpath, "trash", &trash_rev);
+	if (r < 0)
+		return r;
+	r = revision_add(st, tpath, who, "restore", now, &rev);
+	if (r < 0)
+		return r;
+	r = store_prepare(st, "SELECT path FROM docs WHERE task_id = ?1 AND NOT present", &docs);
+	if (r < 0)
+		return r;
+	sqlite3_bind_text(docs, 1, task_id, -1, SQLITE_STATIC);
+	while ((rc = sqlite3_step(docs)) == SQLITE_ROW) {
+		_cleanup_stmt_ sqlite3_stmt *copy = NULL, *upd = NULL;
+		struct doc_row d = { 0 };
+
+		r = doc_lookup(st, (const char *)sqlite3_column_text(docs, 0), &d);
+		if (r == 0 && d.format == DOC_ARRAY) {
+			/* Its last content: the rows its removal closed. */
+			r = store_prepare(st, "INSERT INTO elems(doc_id, seq, off, pre, len, json, key, ts, h, rev_from, loff) "
+					      "SELECT doc_id, seq, off, pre, len, json, key, ts, h, ?3, loff FROM elems "
+					      "WHERE doc_id = ?1 AND rev_to = ?2", &copy);
+			if (r == 0) {
+				sqlite3_bind_int64(copy, 1, d.id);
+				sqlite3_bind_int64(copy, 2, d.rev);
+				sqlite3_bind_int64(copy, 3, rev);
+				if ((rc = sqlite3_step(copy)) != SQLITE_DONE)
+					r = store_fail(st, rc, "cannot bring elements back");
+			}
+		}
+		if (r == 0)
+			r = store_prepare(st, "UPDATE docs SET present = 1, rev = ?2, ctime_ns = ?3 WHERE id = ?1", &upd);
+		if (r == 0) {
+			sqlite3_bind_int64(upd, 1, d.id);
+			sqlite3_bind_int64(upd, 2, rev);
+			sqlite3_bind_int64(upd, 3, now);
+			if ((rc = sqlite3_step(upd)) != SQLITE_DONE)
+				r = store_fail(st, rc, "cannot bring a doc back");
+		}
+		doc_row_release(&d);
+		if (r < 0)
+			return r;
+	}
+	if (rc != SQLITE_DONE)
+		return store_fail(st, rc, "cannot list a task's docs");
+	/* The history item the trash took, unless the history has one again. */
+	r = doc_lookup_or_insert(st, "state/taskHistory.json", DOC_ARRAY, now, &h);
+	if (r < 0)
+		return r;
+	r = store_prepare(st, "SELECT json, (SELECT count(*) FROM elems c WHERE c.doc_id = ?1 AND c.key = ?2 "
+			      "AND c.rev_to IS NULL) FROM elems WHERE doc_id = ?1 AND key = ?2 AND rev_to = ?3 LIMIT 1",
+			  &item);
+	if (r == 0) {
+		sqlite3_bind_int64(item, 1, h.id);
+		sqlite3_bind_text(item, 2, task_id, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(item, 3, trash_rev);
+		rc = sqlite3_step(item);
+		if (rc == SQLITE_ROW && sqlite3_column_int64(item, 1) == 0 && (h.format == DOC_ARRAY || !h.present)) {
+			struct store_line line = { (const char *)sqlite3_column_text(item, 0),
+						   (size_t)sqlite3_column_bytes(item, 0) };
+
+			r = append_rows(st, &h, "state/taskHistory.json", &line, 1, rev, now);
+		} else if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+			r = store_fail(st, rc, "cannot find a history item");
+		}
+	}
+	doc_row_release(&h);
+	if (r < 0)
+		return r;
+	r = set_trashed(st, task_id, 0);
+	return r < 0 ? r : revision_detail(st, rev, 0, NULL);
+}
+
+int store_task_restore(struct store *st, const char *task_id, const struct store_who *who)
+{
+	char tpath[64];
+	int r;
+
+	if (st->readonly)
+		return -EROFS;
+	if (!store_is_task_id(task_id))
+		return -EINVAL;
+	snprintf(tpath, sizeof(tpath), "tasks/%s", task_id);
+	STORE_LOCK(st);
+	if ((r = tx_begin(st)) < 0)
+		return r;
+	r = restore_locked(st, task_id, tpath, who);
+	if (r == 0)
+		r = tx_commit(st);
+	if (r < 0)
+		tx_rollback(st);
+	return r;
+}
+
+static int create_locked(struct store *st, const char *task_id, const char *ws_key, const struct store_who *who)
+{
+	static const char *const names[] = { "api_conversation_history.json", "ui_messages.json" };
+	_cleanup_stmt_ sqlite3_stmt *ws = NULL, *live = NULL;
+	int64_t now = now_ns();
+	int r, rc;
+
+	r = store_prepare(st, "SELECT count(*) FROM docs WHERE task_id = ?1 AND present", &live);
+	if (r < 0)
+		return r;
+	sqlite3_bind_text(live, 1, task_id, -1, SQLITE_STATIC);
+	if ((rc = sqlite3_step(live)) != SQLITE_ROW)
+		return store_fail(st, rc, "cannot look up a task");
+	if (sqlite3_column_int64(live, 0) > 0)
+		return -EEXIST;
+	if ((r = task_ensure(st, task_id, now)) < 0)
+		return r;
+	if (ws_key) {
+		r = store_prepare(st, "UPDATE tasks SET workspace_id = (SELECT id FROM workspaces WHERE key = ?2), "
+				      "trashed_ns = NULL WHERE id = ?1", &ws);
+		if (r < 0)
+			return r;
+		sqlite3_bind_text(ws, 1, task_id, -1, SQLITE_STATIC);
+		sqlite3_bind_text(ws, 2, ws_key, -1, SQLITE_STATIC);
+		if ((rc = sqlite3_step(ws)) != SQLITE_DONE)
+			return store_fail(st, rc, "cannot place a task in its workspace");
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
+		char path[96];
+		struct doc_row d = { 0 };
+		int64_t rev;
+
+		snprintf(path, sizeof(path), "tasks/%s/%s", task_id, names[i]);
+		r = doc_lookup_or_insert(st, path, DOC_ARRAY, now, &d);
+		if (r == 0 && (r = revision_add(st, path, who, "create", now, &rev)) == 0 &&
+		    d.format == DOC_ARRAY && (r = elems_close(st, d.id, 0, rev)) == 0)
+			r = doc_update(st, d.id, DOC_ARRAY, 2, now, rev, "[", 1, "]", 1, 0, 0);
+		if (r == 0)
+			r = revision_detail(st, rev, d.id, NULL);
+		doc_row_release(&d);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+int store_task_create(struct store *st, const char *task_id, const char *ws_key, const struct store_who *who)
+{
+	int r;
+
+	if (st->readonly)
+		return -EROFS;
+	if (!store_is_task_id(task_id))
+		return -EINVAL;
+	STORE_LOCK(st);
+	if ((r = tx_begin(st)) < 0)
+		return r;
+	r = create_locked(st, task_id, ws_key, who);
+	if (r == 0)
+		r = tx_commit(st);
+	if (r < 0)
+		tx_rollback(st);
+	return r;
+}
+
 /* ---- whole docs ------------------------------------------------------- */
 
 static int blob_equal(struct store *st, int64_t doc_id, int64_t rev, const char *data, size_t len, bool *ret)
@@ -893,7 +1437,7 @@ static int blob_equal(struct store *st, int64_t doc_id, int64_t rev, const char 
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
 	int r, rc;
 
-	r = store_prepare(st, "SELECT data FROM blobs WHERE doc_id = ?1 AND rev = ?2", &stmt);
+	r = store_prepare(st, "SELECT data FROM blobs WHERE doc_id = ?1 AND rev <= ?2 ORDER BY rev DESC LIMIT 1", &stmt);
 	if (r < 0)
 		return r;
 	sqlite3_bind_int64(stmt, 1, doc_id);
@@ -918,7 +1462,7 @@ static int blob_load(struct store *st, int64_t doc_id, int64_t rev, char **ret, 
 	size_t n;
 	char *p;
 
-	r = store_prepare(st, "SELECT data FROM blobs WHERE doc_id = ?1 AND rev = ?2", &stmt);
+	r = store_prepare(st, "SELECT data FROM blobs WHERE doc_id = ?1 AND rev <= ?2 ORDER BY rev DESC LIMIT 1", &stmt);
 	if (r < 0)
 		return r;
 	sqlite3_bind_int64(stmt, 1, doc_id);
@@ -994,7 +1538,7 @@ static int commit_blob(struct store *st, const char *path, const char *data, siz
 		r = store_fail(st, rc, "cannot store a file version");
 		goto rollback;
 	}
-	r = doc_update(st, d.id, format, (int64_t)len, now, rev, "", 0, "", 0, 0);
+	r = doc_update(st, d.id, format, (int64_t)len, now, rev, "", 0, "", 0, 0, 0);
 	if (r < 0)
 		goto rollback;
 	r = revision_detail(st, rev, d.id, format == DOC_RAW ? "{\"raw\":true}" : merged ? "{\"merged\":true}" : NULL);
@@ -1091,7 +1635,7 @@ int store_doc_create(struct store *st, const char *path, const struct store_who 
 	r = revision_add(st, path, who, "create", now, &rev);
 	if (r < 0)
 		goto rollback;
-	r = doc_update(st, d.id, kind == STORE_PATH_ARRAY ? DOC_ARRAY : DOC_WHOLE, 0, now, rev, "", 0, "", 0, 0);
+	r = doc_update(st, d.id, kind == STORE_PATH_ARRAY ? DOC_ARRAY : DOC_WHOLE, 0, now, rev, "", 0, "", 0, 0, 0);
 	if (r < 0 || (r = revision_detail(st, rev, d.id, NULL)) < 0 || (r = tx_commit(st)) < 0)
 		goto rollback;
 	goto unlock;
@@ -1128,8 +1672,8 @@ int store_doc_remove(struct store *st, const char *path, const struct store_who 
 		goto rollback;
 	if (d.format == DOC_ARRAY && (r = elems_close(st, d.id, 0, rev)) < 0)
 		goto rollback;
-	r = store_prepare(st, "UPDATE docs SET present = 0, size = 0, nelems = 0, head = '', tail = '', "
-			      "rev = ?2, ctime_ns = ?3 WHERE id = ?1", &stmt);
+	/* size, head, tail, nelems, lsize stay: they describe the closed rows, for a revival. */
+	r = store_prepare(st, "UPDATE docs SET present = 0, rev = ?2, ctime_ns = ?3 WHERE id = ?1", &stmt);
 	if (r < 0)
 		goto rollback;
 	sqlite3_bind_int64(stmt, 1, d.id);
@@ -1178,6 +1722,7 @@ static void stat_from_row(sqlite3_stmt *stmt, int col, struct store_stat *s)
 	s->mtime_ns = sqlite3_column_int64(stmt, col + 2);
 	s->ctime_ns = sqlite3_column_int64(stmt, col + 3);
 	s->rev = sqlite3_column_int64(stmt, col + 4);
+	s->lsize = sqlite3_column_int64(stmt, col + 5);
 }
 
 int store_doc_stat(struct store *st, const char *path, struct store_stat *ret)
@@ -1186,7 +1731,7 @@ int store_doc_stat(struct store *st, const char *path, struct store_stat *ret)
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
 	int r, rc;
 
-	r = store_prepare(st, "SELECT id, size, mtime_ns, ctime_ns, rev FROM docs WHERE path = ?1 AND present", &stmt);
+	r = store_prepare(st, "SELECT id, size, mtime_ns, ctime_ns, rev, lsize FROM docs WHERE path = ?1 AND present", &stmt);
 	if (r < 0)
 		goto out;
 	sqlite3_bind_text(stmt, 1, path, -1, SQLITE_STATIC);
@@ -1254,17 +1799,29 @@ static int list_query(struct store *st, const char *sql, const char *arg, store_
 
 int store_doc_list(struct store *st, const char *dir, store_list_fn fn, void *ctx)
 {
-	return list_query(st, "SELECT name, id, size, mtime_ns, ctime_ns, rev FROM docs "
+	return list_query(st, "SELECT name, id, size, mtime_ns, ctime_ns, rev, lsize FROM docs "
 			      "WHERE parent = ?1 AND present ORDER BY name", dir, fn, ctx);
 }
 
 int store_doc_foreach(struct store *st, store_list_fn fn, void *ctx)
 {
-	return list_query(st, "SELECT path, id, size, mtime_ns, ctime_ns, rev FROM docs WHERE present ORDER BY path",
+	return list_query(st, "SELECT path, id, size, mtime_ns, ctime_ns, rev, lsize FROM docs WHERE present ORDER BY path",
 			  NULL, fn, ctx);
 }
 
+static int snap_open(struct store *st, const char *path, bool jsonl, struct store_snap **ret);
+
 int store_snap_open(struct store *st, const char *path, struct store_snap **ret)
+{
+	return snap_open(st, path, false, ret);
+}
+
+int store_snap_open_jsonl(struct store *st, const char *path, struct store_snap **ret)
+{
+	return snap_open(st, path, true, ret);
+}
+
+static int snap_open(struct store *st, const char *path, bool jsonl, struct store_snap **ret)
 {
 	STORE_LOCK(st);
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
@@ -1284,9 +1841,16 @@ int store_snap_open(struct store *st, const char *path, struct store_snap **ret)
 		r = -ENOMEM;
 		goto out;
 	}
+	if (jsonl && d.format != DOC_ARRAY) {
+		free(s);
+		r = -EINVAL; /* a damaged file kept as found has no lines */
+		goto out;
+	}
 	s->doc_id = d.id;
 	s->rev = d.rev;
-	s->size = d.size;
+	s->jsonl = jsonl;
+	s->size = jsonl ? d.lsize : d.size;
+	s->lsize = d.lsize;
 	s->mtime_ns = d.mtime_ns;
 	s->ctime_ns = d.ctime_ns;
 	s->format = d.format;
@@ -1295,7 +1859,8 @@ int store_snap_open(struct store *st, const char *path, struct store_snap **ret)
 	s->head = TAKE_PTR(d.head);
 	s->tail = TAKE_PTR(d.tail);
 	if (d.format != DOC_ARRAY && d.size > 0) {
-		r = store_prepare(st, "SELECT id FROM blobs WHERE doc_id = ?1 AND rev = ?2", &stmt);
+		r = store_prepare(st, "SELECT id FROM blobs WHERE doc_id = ?1 AND rev <= ?2 ORDER BY rev DESC LIMIT 1",
+				  &stmt);
 		if (r < 0) {
 			store_snap_free(s);
 			goto out;
@@ -1338,6 +1903,7 @@ void store_snap_stat(const struct store_snap *snap, struct store_stat *ret)
 	*ret = (struct store_stat){
 		.ino = STORE_INO_BASE + (uint64_t)snap->doc_id,
 		.size = snap->size,
+		.lsize = snap->lsize,
 		.mtime_ns = snap->mtime_ns,
 		.ctime_ns = snap->ctime_ns,
 		.rev = snap->rev,
@@ -1426,6 +1992,46 @@ static ssize_t read_array(struct store *st, struct store_snap *s, char *buf, off
 	return end - off;
 }
 
+/* A JSONL line: the element's bytes, line breaks as spaces, then "\n". */
+static ssize_t read_jsonl(struct store *st, struct store_snap *s, char *buf, off_t off, off_t end)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	int r, rc;
+
+	r = store_prepare(st,
+		"SELECT id, loff, len, CASE WHEN len <= 65536 THEN json END FROM elems "
+		"WHERE doc_id = ?1 AND rev_from <= ?3 AND (rev_to IS NULL OR rev_to > ?3) AND loff < ?4 AND loff >= "
+		"  coalesce((SELECT max(loff) FROM elems WHERE doc_id = ?1 AND loff <= ?2 AND rev_from <= ?3 "
+		"           AND (rev_to IS NULL OR rev_to > ?3)), 0) "
+		"ORDER BY loff", &stmt);
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(stmt, 1, s->doc_id);
+	sqlite3_bind_int64(stmt, 2, off);
+	sqlite3_bind_int64(stmt, 3, s->rev);
+	sqlite3_bind_int64(stmt, 4, end);
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		int64_t id = sqlite3_column_int64(stmt, 0);
+		off_t at = sqlite3_column_int64(stmt, 1);
+		size_t jlen = (size_t)sqlite3_column_int64(stmt, 2);
+		off_t a = at > off ? at : off;
+		off_t b = at + (off_t)jlen < end ? at + (off_t)jlen : end;
+
+		if (sqlite3_column_type(stmt, 3) != SQLITE_NULL)
+			copy_part(buf, off, (const char *)sqlite3_column_blob(stmt, 3), at, jlen, end);
+		else if (b > a && (r = blob_read(st, "elems", "json", id, buf + (a - off), (size_t)(b - a), a - at)) < 0)
+			return r;
+		for (off_t i = a; i < b; i++)
+			if (buf[i - off] == '\n' || buf[i - off] == '\r')
+				buf[i - off] = ' ';
+		if (at + (off_t)jlen >= off && at + (off_t)jlen < end)
+			buf[at + (off_t)jlen - off] = '\n';
+	}
+	if (rc != SQLITE_DONE)
+		return store_fail(st, rc, "cannot read elements");
+	return end - off;
+}
+
 ssize_t store_snap_read(struct store *st, struct store_snap *s, char *buf, size_t size, off_t off)
 {
 	off_t end;
@@ -1437,7 +2043,9 @@ ssize_t store_snap_read(struct store *st, struct store_snap *s, char *buf, size_
 		return 0;
 	end = (off_t)size > s->size - off ? s->size : off + (off_t)size;
 	pthread_mutex_lock(&st->lock);
-	if (s->format == DOC_ARRAY)
+	if (s->jsonl)
+		r = read_jsonl(st, s, buf, off, end);
+	else if (s->format == DOC_ARRAY)
 		r = read_array(st, s, buf, off, end);
 	else
 		r = blob_read(st, "blobs", "data", s->blob_rowid, buf, (size_t)(end - off), off) < 0 ? -EIO : end - off;

@@ -90,6 +90,16 @@ static const char *const migrations[] = {
 	"ALTER TABLE elems ADD COLUMN h INTEGER;"
 	"UPDATE elems SET h = convfs_hash(json);"
 	"CREATE INDEX elems_hash ON elems(doc_id, h) WHERE key IS NOT NULL;",
+
+	/* 3 -> 4: offsets of the JSONL rendering (one element a line), and the trash */
+	"ALTER TABLE elems ADD COLUMN loff INTEGER;"
+	"ALTER TABLE docs ADD COLUMN lsize INTEGER NOT NULL DEFAULT 0;"
+	"UPDATE elems SET loff = (SELECT coalesce(sum(e2.len + 1), 0) FROM elems e2"
+	"  WHERE e2.doc_id = elems.doc_id AND e2.rev_to IS NULL AND e2.seq < elems.seq) WHERE rev_to IS NULL;"
+	"UPDATE docs SET lsize = (SELECT coalesce(sum(len + 1), 0) FROM elems"
+	"  WHERE elems.doc_id = docs.id AND rev_to IS NULL) WHERE format = 0;"
+	"CREATE INDEX elems_loff ON elems(doc_id, loff, rev_from, rev_to);"
+	"ALTER TABLE tasks ADD COLUMN trashed_ns INTEGER;",
 };
 
 int store_schema_version(void)

@@ -83,6 +83,7 @@ int store_batch_end(struct store *st);
 struct store_stat {
 	uint64_t ino;
 	int64_t size;
+	int64_t lsize; /* size of the JSON Lines rendering (array docs) */
 	int64_t mtime_ns;
 	int64_t ctime_ns;
 	int64_t rev;
@@ -105,6 +106,86 @@ void store_snap_stat(const struct store_snap *snap, struct store_stat *ret);
 int64_t store_snap_rev(const struct store_snap *snap);
 /* Reads up to size bytes at off; returns the number read (0 at end) or -errno. */
 ssize_t store_snap_read(struct store *st, struct store_snap *snap, char *buf, size_t size, off_t off);
+
+/*
+ * The same doc rendered as JSON Lines: each element of the array on one line,
+ * byte-identical to the element (a line break inside a pretty-printed element
+ * reads as a space), each followed by "\n". Read with store_snap_read().
+ */
+int store_snap_open_jsonl(struct store *st, const char *path, struct store_snap **ret);
+
+/* One line of JSON Lines text, without its "\n". */
+struct store_line {
+	const char *data;
+	size_t len;
+};
+
+/* Checks line i of JSON Lines text for path as store_doc_append() does; logs why not. */
+int store_line_check(const char *path, size_t i, const struct store_line *line, const char *require_member);
+
+/*
+ * Appends n elements to the array doc at path (creating it as "[...]" if it
+ * does not exist), as one revision, without reading the doc: the cost does
+ * not grow with its length. Each line must be one JSON object, and have
+ * member require_member if that is not NULL; otherwise nothing is stored and
+ * the result is -EINVAL, with a log line naming the line and why.
+ */
+int store_doc_append(struct store *st, const char *path, const struct store_line *lines, size_t n,
+		     const char *require_member, const struct store_who *who);
+
+/* ---- the workspaces view ---------------------------------------------------- */
+
+struct store_workspace {
+	const char *key;  /* Cline's checkpoint hash of path, decimal */
+	const char *path;
+	int64_t ntasks;
+	int64_t first_ns; /* first activity: a task first seen */
+	int64_t last_ns;  /* last activity: a doc of one of its tasks changed */
+};
+typedef int (*store_workspace_fn)(void *ctx, const struct store_workspace *ws);
+
+/* Calls fn for each workspace with at least one live task, or for the one with key. */
+int store_workspace_list(struct store *st, store_workspace_fn fn, void *ctx);
+int store_workspace_get(struct store *st, const char *key, store_workspace_fn fn, void *ctx); /* -ENOENT */
+
+/*
+ * Calls fn for each live task (one that has a doc) of the workspace with key
+ * (NULL: tasks with no known workspace); with trashed, the trashed tasks of
+ * any workspace instead.
+ */
+typedef int (*store_task_fn)(void *ctx, const char *task_id, int64_t mtime_ns);
+int store_task_list(struct store *st, const char *ws_key, bool trashed, store_task_fn fn, void *ctx);
+
+/*
+ * The workspace key of a task (*ret_key NULL if it has none; free()), and
+ * whether it is in the trash. -ENOENT if there is no such task with docs.
+ */
+int store_task_workspace(struct store *st, const char *task_id, char **ret_key, bool *ret_trashed);
+
+/*
+ * Creates a task in the workspace with key (NULL: none) with empty
+ * conversation files ("[]"), as `mkdir workspaces/<ws>/tasks/<id>` does.
+ * -EEXIST if the task has docs already.
+ */
+int store_task_create(struct store *st, const char *task_id, const char *ws_key, const struct store_who *who);
+
+/*
+ * Moves a task to the trash, in one transaction: its docs leave the tree
+ * (their content stays, as revisions) and its item leaves taskHistory.json.
+ * -ENOENT if it has neither.
+ */
+int store_task_trash(struct store *st, const char *task_id, const struct store_who *who);
+
+/*
+ * Brings a task back from the trash, in one transaction: every doc of the
+ * task that is not in the tree comes back with its last content, and its
+ * history item with it. -ENOENT if the task is not in the trash.
+ */
+int store_task_restore(struct store *st, const char *task_id, const struct store_who *who);
+
+/* The task's current history item (free()), -ENOENT if taskHistory.json has none. */
+int store_history_item(struct store *st, const char *task_id, char **ret_json, size_t *ret_len,
+		       int64_t *ret_mtime_ns);
 
 /*
  * Commits new content for the doc at path, creating it if needed. Content

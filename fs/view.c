@@ -1,0 +1,434 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * view.c: names and attributes of the workspaces view (see view.h).
+ *
+ * Nothing here is stored: the view is computed from the store on each call
+ * (the workspaces and tasks tables, the docs), so it can never disagree with
+ * the compat tree. A workspace is named after the basename of its path, made
+ * safe, and its key (Cline's checkpoint hash of the path): the key makes the
+ * name unique and ties it to checkpoints/<key>. Inode numbers of view entries
+ * are a hash of their path, so they are the same across remounts.
+ */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "fs/view.h"
+#include "store/merge.h"
+#include "store/util.h"
+
+#define VIEW_INO_BIT (UINT64_C(1) << 63)
+
+static const struct {
+	const char *name;
+	enum view_kind kind;
+	const char *doc; /* the compat file behind it */
+} task_files[] = {
+	{ "messages.jsonl", VIEW_MESSAGES, "api_conversation_history.json" },
+	{ "ui_messages.jsonl", VIEW_UI, "ui_messages.json" },
+	{ "task.json", VIEW_TASK_JSON, NULL },
+	{ "metadata.json", VIEW_METADATA, "task_metadata.json" },
+};
+
+/* basename of path, with anything but [A-Za-z0-9._-] made '_', then "-key". */
+static void ws_name(const char *path, const char *key, char *buf, size_t bufsz)
+{
+	const char *base = strrchr(path, '/');
+	size_t n = 0;
+
+	base = base && base[1] ? base + 1 : path;
+	for (const char *p = base; *p && n < 48; p++) {
+		char c = *p;
+
+		buf[n++] = ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+			    c == '_' || c == '-') ? c : '_';
+	}
+	if (n == 0 || buf[0] == '.')
+		buf[n ? 0 : n++] = '_';
+	snprintf(buf + n, bufsz - n, "-%s", key);
+}
+
+struct ws_match {
+	const char *name;
+	bool found;
+};
+
+static int match_ws(void *ctx, const struct store_workspace *ws)
+{
+	struct ws_match *m = ctx;
+	char name[80];
+
+	ws_name(ws->path, ws->key, name, sizeof(name));
+	m->found = strcmp(name, m->name) == 0;
+	return 0;
+}
+
+/* True if the client has an entry of its own at workspaces/<name>. */
+static bool client_has(struct fs *fs, const char *name)
+{
+	char rel[320];
+	const char *leaf;
+	struct stat st;
+	int dfd;
+	bool has;
+
+	if (snprintf(rel, sizeof(rel), "workspaces/%s", name) >= (int)sizeof(rel))
+		return false;
+	dfd = plain_open_parent(fs, rel, &leaf);
+	if (dfd < 0)
+		return false;
+	has = fstatat(dfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0;
+	close(dfd);
+	return has;
+}
+
+bool view_is_task_slot(const struct view_path *vp)
+{
+	return vp->kind == VIEW_TASK || vp->kind == VIEW_TASKS;
+}
+
+int view_parse(struct fs *fs, const char *rel, struct view_path *ret)
+{
+	char comp[4][256];
+	size_t n = 0;
+	const char *p = rel;
+	struct view_path vp = { 0 };
+	int r;
+
+	*ret = vp;
+	if (strncmp(rel, "workspaces", 10) != 0 || (rel[10] != '\0' && rel[10] != '/'))
+		return 0;
+	if (rel[10] == '\0') {
+		ret->kind = VIEW_ROOT;
+		return 0;
+	}
+	for (p = rel + 11; *p && n < ARRAY_SIZE(comp); n++) {
+		const char *slash = strchr(p, '/');
+		size_t len = slash ? (size_t)(slash - p) : strlen(p);
+
+		if (len >= sizeof(comp[0]))
+			return -ENAMETOOLONG;
+		memcpy(comp[n], p, len);
+		comp[n][len] = '\0';
+		p = slash ? slash + 1 : p + len;
+	}
+	if (*p)
+		return -ENOENT; /* deeper than any view path */
+	if (client_has(fs, comp[0]))
+		return 0; /* the client's own: plain */
+	if (strcmp(comp[0], ".trash") == 0) {
+		vp.trash = true;
+		vp.kind = VIEW_TRASH;
+		if (n >= 2) {
+			bool trashed = false;
+			char *key = NULL;
+
+			if (n > 2 || !store_is_task_id(comp[1]))
+				return -ENOENT;
+			r = store_task_workspace(fs->store, comp[1], &key, &trashed);
+			free(key);
+			if (r < 0 || !trashed)
+				return r < 0 ? r : -ENOENT;
+			memcpy(vp.task, comp[1], strlen(comp[1]) + 1); /* a task id: at most 32 digits */
+			vp.kind = VIEW_TASK;
+		}
+		*ret = vp;
+		return 0;
+	}
+	if (strcmp(comp[0], "unknown") == 0) {
+		vp.unknown = true;
+	} else {
+		const char *dash = strrchr(comp[0], '-');
+		struct ws_match m = { comp[0], false };
+
+		if (!dash || !store_is_task_id(dash + 1) || strlen(dash + 1) >= sizeof(vp.key))
+			return -ENOENT;
+		memcpy(vp.key, dash + 1, strlen(dash + 1) + 1);
+		r = store_workspace_get(fs->store, vp.key, match_ws, &m);
+		if (r < 0 || !m.found)
+			return r < 0 && r != -ENOENT ? r : -ENOENT;
+	}
+	vp.kind = VIEW_WS;
+	if (n >= 2) {
+		if (strcmp(comp[1], "workspace.json") == 0 && n == 2 && !vp.unknown)
+			vp.kind = VIEW_WS_JSON;
+		else if (strcmp(comp[1], "tasks") == 0)
+			vp.kind = VIEW_TASKS;
+		else
+			return -ENOENT;
+	}
+	if (n >= 3) {
+		char *key = NULL;
+		bool trashed = false;
+
+		if (!store_is_task_id(comp[2]))
+			return -ENOENT;
+		memcpy(vp.task, comp[2], strlen(comp[2]) + 1);
+		vp.kind = VIEW_TASK;
+		r = store_task_workspace(fs->store, comp[2], &key, &trashed);
+		if (r < 0 && r != -ENOENT)
+			return r;
+		/* A task that is not (or not here) is a free slot: mkdir, or mv back from the trash. */
+		if (r == 0 && !trashed && (vp.unknown ? key != NULL : !key || strcmp(key, vp.key) != 0)) {
+			free(key);
+			*ret = vp;
+			ret->kind = VIEW_TASK;
+			return -ENOENT;
+		}
+		free(key);
+		if (r == -ENOENT || trashed) {
+			*ret = vp;
+			return -ENOENT;
+		}
+	}
+	if (n == 4) {
+		size_t i;
+
+		for (i = 0; i < ARRAY_SIZE(task_files); i++)
+			if (strcmp(comp[3], task_files[i].name) == 0)
+				break;
+		if (i == ARRAY_SIZE(task_files))
+			return -ENOENT;
+		vp.kind = task_files[i].kind;
+		if (task_files[i].doc)
+			snprintf(vp.doc, sizeof(vp.doc), "tasks/%s/%s", vp.task, task_files[i].doc);
+	}
+	*ret = vp;
+	return 0;
+}
+
+static uint64_t view_ino(const char *rel)
+{
+	return VIEW_INO_BIT | (merge_hash(rel, strlen(rel)) >> 2);
+}
+
+static void set_time(struct timespec *t, int64_t ns)
+{
+	t->tv_sec = ns / 1000000000;
+	t->tv_nsec = ns % 1000000000;
+}
+
+struct last_ctx {
+	int64_t last;
+};
+
+static int ws_last(void *ctx, const struct store_workspace *ws)
+{
+	((struct last_ctx *)ctx)->last = ws->last_ns;
+	return 0;
+}
+
+static int task_last(void *ctx, const char *id, int64_t mtime)
+{
+	struct last_ctx *c = ctx;
+
+	if (mtime > c->last)
+		c->last = mtime;
+	return 0;
+}
+
+int view_getattr(struct fs *fs, const char *rel, const struct view_path *vp, struct stat *st)
+{
+	struct last_ctx lc = { 0 };
+	struct store_stat ss;
+	int r = 0;
+
+	memset(st, 0, sizeof(*st));
+	st->st_ino = view_ino(rel);
+	st->st_uid = fs->uid;
+	st->st_gid = fs->gid;
+	st->st_blksize = 4096;
+	switch (vp->kind) {
+	case VIEW_ROOT:
+	case VIEW_TRASH:
+	case VIEW_WS:
+	case VIEW_TASKS:
+	case VIEW_TASK:
+		st->st_mode = S_IFDIR | 0700;
+		st->st_nlink = 2;
+		if (vp->kind == VIEW_WS || vp->kind == VIEW_TASKS) {
+			if (vp->unknown)
+				r = store_task_list(fs->store, NULL, false, task_last, &lc);
+			else
+				r = store_workspace_get(fs->store, vp->key, ws_last, &lc);
+		} else if (vp->kind == VIEW_TASK && !vp->trash) {
+			char doc[96];
+
+			snprintf(doc, sizeof(doc), "tasks/%s/ui_messages.json", vp->task);
+			if (store_doc_stat(fs->store, doc, &ss) == 0)
+				lc.last = ss.mtime_ns;
+		}
+		if (r < 0 && r != -ENOENT)
+			return r;
+		set_time(&st->st_mtim, lc.last);
+		break;
+	case VIEW_MESSAGES:
+	case VIEW_UI:
+	case VIEW_METADATA:
+		r = store_doc_stat(fs->store, vp->doc, &ss);
+		if (r < 0)
+			return r;
+		st->st_mode = S_IFREG | 0600;
+		st->st_nlink = 1;
+		st->st_size = vp->kind == VIEW_METADATA ? ss.size : ss.lsize;
+		set_time(&st->st_mtim, ss.mtime_ns);
+		break;
+	case VIEW_WS_JSON:
+	case VIEW_TASK_JSON: {
+		_cleanup_free_ char *buf = NULL;
+		size_t len;
+
+		r = view_render(fs, vp, &buf, &len, &lc.last);
+		if (r < 0)
+			return r;
+		st->st_mode = S_IFREG | 0400;
+		st->st_nlink = 1;
+		st->st_size = (off_t)len;
+		set_time(&st->st_mtim, lc.last);
+		break;
+	}
+	default:
+		return -ENOENT;
+	}
+	st->st_ctim = st->st_mtim;
+	st->st_atim = st->st_mtim;
+	st->st_blocks = (st->st_size + 511) / 512;
+	return 0;
+}
+
+struct list_ctx {
+	struct fs *fs;
+	op_list_fn fn;
+	void *ctx;
+	int r;
+};
+
+static int list_ws(void *ctx, const struct store_workspace *ws)
+{
+	struct list_ctx *c = ctx;
+	char name[80];
+
+	ws_name(ws->path, ws->key, name, sizeof(name));
+	if (client_has(c->fs, name))
+		return 0; /* the client's entry of that name is listed instead */
+	return c->fn(c->ctx, name, S_IFDIR, 0);
+}
+
+static int list_task(void *ctx, const char *id, int64_t mtime)
+{
+	struct list_ctx *c = ctx;
+
+	return c->fn(c->ctx, id, S_IFDIR, 0);
+}
+
+static int count_task(void *ctx, const char *id, int64_t mtime)
+{
+	(*(int *)ctx)++;
+	return 0;
+}
+
+int view_list(struct fs *fs, const struct view_path *vp, op_list_fn fn, void *ctx)
+{
+	struct list_ctx c = { fs, fn, ctx, 0 };
+	int r = 0, n = 0;
+
+	switch (vp->kind) {
+	case VIEW_ROOT:
+		r = store_workspace_list(fs->store, list_ws, &c);
+		if (r == 0 && store_task_list(fs->store, NULL, false, count_task, &n) == 0 && n > 0 &&
+		    !client_has(fs, "unknown"))
+			r = fn(ctx, "unknown", S_IFDIR, 0);
+		if (r == 0 && !client_has(fs, ".trash"))
+			r = fn(ctx, ".trash", S_IFDIR, 0);
+		return r;
+	case VIEW_TRASH:
+		if ((r = fn(ctx, ".", S_IFDIR, 0)) == 0 && (r = fn(ctx, "..", S_IFDIR, 0)) == 0)
+			r = store_task_list(fs->store, NULL, true, list_task, &c);
+		return r;
+	case VIEW_WS:
+		if ((r = fn(ctx, ".", S_IFDIR, 0)) == 0 && (r = fn(ctx, "..", S_IFDIR, 0)) == 0 && !vp->unknown)
+			r = fn(ctx, "workspace.json", S_IFREG, 0);
+		return r == 0 ? fn(ctx, "tasks", S_IFDIR, 0) : r;
+	case VIEW_TASKS:
+		if ((r = fn(ctx, ".", S_IFDIR, 0)) == 0 && (r = fn(ctx, "..", S_IFDIR, 0)) == 0)
+			r = store_task_list(fs->store, vp->unknown ? NULL : vp->key, false, list_task, &c);
+		return r;
+	case VIEW_TASK:
+		if ((r = fn(ctx, ".", S_IFDIR, 0)) < 0 || (r = fn(ctx, "..", S_IFDIR, 0)) < 0 || vp->trash)
+			return r;
+		for (size_t i = 0; i < ARRAY_SIZE(task_files); i++) {
+			struct view_path f = *vp;
+			struct stat st;
+			char rel[160];
+
+			f.kind = task_files[i].kind;
+			if (task_files[i].doc)
+				snprintf(f.doc, sizeof(f.doc), "tasks/%s/%s", vp->task, task_files[i].doc);
+			snprintf(rel, sizeof(rel), "x/%s", task_files[i].name);
+			if (view_getattr(fs, rel, &f, &st) == 0 && (r = fn(ctx, task_files[i].name, S_IFREG, 0)) < 0)
+				return r;
+		}
+		return 0;
+	default:
+		return -ENOTDIR;
+	}
+}
+
+static char *iso_time(int64_t ns, char *buf, size_t n)
+{
+	time_t s = (time_t)(ns / 1000000000);
+	struct tm tm;
+
+	gmtime_r(&s, &tm);
+	snprintf(buf, n, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+		 tm.tm_hour, tm.tm_min, tm.tm_sec, (int)((ns / 1000000) % 1000));
+	return buf;
+}
+
+static int render_ws(void *ctx, const struct store_workspace *ws)
+{
+	cJSON *o = ctx;
+	char t1[64], t2[64];
+
+	if (!cJSON_AddStringToObject(o, "path", ws->path) || !cJSON_AddStringToObject(o, "key", ws->key) ||
+	    !cJSON_AddNumberToObject(o, "tasks", (double)ws->ntasks) ||
+	    !cJSON_AddStringToObject(o, "first_activity", iso_time(ws->first_ns, t1, sizeof(t1))) ||
+	    !cJSON_AddStringToObject(o, "last_activity", iso_time(ws->last_ns, t2, sizeof(t2))))
+		return -ENOMEM;
+	return 0;
+}
+
+int view_render(struct fs *fs, const struct view_path *vp, char **ret, size_t *ret_len, int64_t *ret_mtime_ns)
+{
+	if (vp->kind == VIEW_TASK_JSON)
+		return store_history_item(fs->store, vp->task, ret, ret_len, ret_mtime_ns);
+	if (vp->kind == VIEW_WS_JSON) {
+		cJSON *o = cJSON_CreateObject();
+		struct last_ctx lc = { 0 };
+		char *compact = NULL, *pretty = NULL;
+		int r;
+
+		if (!o)
+			return -ENOMEM;
+		r = store_workspace_get(fs->store, vp->key, render_ws, o);
+		if (r == 0)
+			r = store_workspace_get(fs->store, vp->key, ws_last, &lc);
+		if (r == 0 && (!(compact = cJSON_PrintUnformatted(o)) || !(pretty = merge_pretty(compact))))
+			r = -ENOMEM;
+		cJSON_Delete(o);
+		free(compact);
+		if (r < 0) {
+			free(pretty);
+			return r;
+		}
+		*ret_len = strlen(pretty);
+		*ret = pretty;
+		*ret_mtime_ns = lc.last;
+		return 0;
+	}
+	return -EINVAL;
+}

@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#ifndef CONVFS_VIEW_H
+#define CONVFS_VIEW_H
+
+/*
+ * The workspaces view (view.c): the history by project, as files.
+ *
+ *   workspaces/<name>-<key>/workspace.json
+ *   workspaces/<name>-<key>/tasks/<id>/{messages.jsonl,ui_messages.jsonl,task.json,metadata.json}
+ *   workspaces/unknown/tasks/<id>/...      tasks with no known workspace
+ *   workspaces/.trash/<id>/                tasks removed with rm -r
+ *
+ * The client's own entries in workspaces/ (Cline CLI 2.x keeps
+ * workspaces/<hash>/workspaceState.json there) are plain files and always
+ * win: a view entry whose name a client entry already has is not shown.
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include "fs/fs.h"
+#include "fs/ops.h"
+
+enum view_kind {
+	VIEW_NONE = 0,  /* not in the view: a compat or plain path */
+	VIEW_ROOT,      /* workspaces/ */
+	VIEW_WS,        /* workspaces/<ws>/ */
+	VIEW_WS_JSON,   /* workspaces/<ws>/workspace.json */
+	VIEW_TASKS,     /* workspaces/<ws>/tasks/ */
+	VIEW_TASK,      /* workspaces/<ws>/tasks/<id>/, workspaces/.trash/<id>/ */
+	VIEW_TRASH,     /* workspaces/.trash/ */
+	VIEW_MESSAGES,  /* messages.jsonl: tasks/<id>/api_conversation_history.json as lines */
+	VIEW_UI,        /* ui_messages.jsonl: tasks/<id>/ui_messages.json as lines */
+	VIEW_TASK_JSON, /* task.json: the task's history item */
+	VIEW_METADATA,  /* metadata.json: tasks/<id>/task_metadata.json */
+};
+
+struct view_path {
+	enum view_kind kind;
+	bool unknown;   /* the workspace is "unknown" */
+	bool trash;     /* under workspaces/.trash */
+	char key[16];   /* the workspace's key */
+	char task[40];  /* the task id */
+	char doc[96];   /* the compat doc behind a file */
+};
+
+/*
+ * Classifies rel. Returns 0 with kind VIEW_NONE for paths outside the view,
+ * 0 with the kind for an existing view path, -ENOENT for a view path that
+ * names nothing (or -errno).
+ */
+int view_parse(struct fs *fs, const char *rel, struct view_path *ret);
+
+int view_getattr(struct fs *fs, const char *rel, const struct view_path *vp, struct stat *st);
+int view_list(struct fs *fs, const struct view_path *vp, op_list_fn fn, void *ctx);
+
+/* The content of a generated file (workspace.json, task.json); free() it. */
+int view_render(struct fs *fs, const struct view_path *vp, char **ret, size_t *ret_len, int64_t *ret_mtime_ns);
+
+/* True if rel is a view path that can hold a task: workspaces/<ws>/tasks/<id>. */
+bool view_is_task_slot(const struct view_path *vp);
+
+#endif

@@ -1,0 +1,214 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * view.c: the queries behind the workspaces view (workspaces, their tasks,
+ * a task's history item). The view itself (names, files) is fs/view.c's;
+ * this file only answers from the tables.
+ *
+ * A task is live when it has at least one present doc and is not in the
+ * trash. A workspace is listed while it has tasks, live or in the trash (so
+ * that a task can be moved back into it). Each function runs its query under the lock and calls back without
+ * it, like store_doc_list(), so a callback may call the store again.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "store/store_internal.h"
+#include "store/util.h"
+
+#define LIVE_TASK "EXISTS (SELECT 1 FROM docs d WHERE d.task_id = t.id AND d.present)"
+
+struct ws_row {
+	char *key, *path;
+	int64_t ntasks, first_ns, last_ns;
+};
+
+static int ws_query(struct store *st, const char *key, store_workspace_fn fn, void *ctx)
+{
+	struct ws_row *v = NULL;
+	size_t n = 0, alloc = 0;
+	int r = 0, rc;
+
+	{
+		STORE_LOCK(st);
+		_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+
+		r = store_prepare(st,
+			/* a Cline task id is its creation time in ms: the first activity */
+			"SELECT w.key, w.path, "
+			"  sum(t.trashed_ns IS NULL AND " LIVE_TASK "), min(CAST(t.id AS INTEGER)) * 1000000, "
+			"  (SELECT max(d.mtime_ns) FROM docs d JOIN tasks t2 ON t2.id = d.task_id "
+			"   WHERE t2.workspace_id = w.id AND d.present AND t2.trashed_ns IS NULL) "
+			"FROM workspaces w JOIN tasks t ON t.workspace_id = w.id "
+			"WHERE (" LIVE_TASK " OR t.trashed_ns IS NOT NULL) AND (?1 IS NULL OR w.key = ?1) "
+			"GROUP BY w.id ORDER BY w.path", &stmt);
+		if (r < 0)
+			return r;
+		if (key)
+			sqlite3_bind_text(stmt, 1, key, -1, SQLITE_STATIC);
+		while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+			if (n == alloc) {
+				size_t na = alloc ? alloc * 2 : 16;
+				struct ws_row *p = realloc(v, na * sizeof(*p));
+
+				if (!p) {
+					r = -ENOMEM;
+					break;
+				}
+				v = p;
+				alloc = na;
+			}
+			v[n] = (struct ws_row){
+				.key = strdup((const char *)sqlite3_column_text(stmt, 0)),
+				.path = strdup((const char *)sqlite3_column_text(stmt, 1)),
+				.ntasks = sqlite3_column_int64(stmt, 2),
+				.first_ns = sqlite3_column_int64(stmt, 3),
+				.last_ns = sqlite3_column_int64(stmt, 4),
+			};
+			if (!v[n].key || !v[n].path) {
+				free(v[n].key);
+				free(v[n].path);
+				r = -ENOMEM;
+				break;
+			}
+			n++;
+		}
+		if (r == 0 && rc != SQLITE_DONE)
+			r = store_fail(st, rc, "cannot list workspaces");
+	}
+	if (r == 0 && key && n == 0)
+		r = -ENOENT;
+	for (size_t i = 0; i < n; i++) {
+		struct store_workspace ws = { v[i].key, v[i].path, v[i].ntasks, v[i].first_ns, v[i].last_ns };
+
+		if (r == 0)
+			r = fn(ctx, &ws);
+		free(v[i].key);
+		free(v[i].path);
+	}
+	free(v);
+	return r;
+}
+
+int store_workspace_list(struct store *st, store_workspace_fn fn, void *ctx)
+{
+	return ws_query(st, NULL, fn, ctx);
+}
+
+int store_workspace_get(struct store *st, const char *key, store_workspace_fn fn, void *ctx)
+{
+	return ws_query(st, key, fn, ctx);
+}
+
+int store_task_list(struct store *st, const char *ws_key, bool trashed, store_task_fn fn, void *ctx)
+{
+	struct {
+		char *id;
+		int64_t mtime;
+	} *v = NULL;
+	size_t n = 0, alloc = 0;
+	int r = 0, rc;
+
+	{
+		STORE_LOCK(st);
+		_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+
+		r = store_prepare(st, trashed
+			? "SELECT t.id, t.trashed_ns FROM tasks t WHERE t.trashed_ns IS NOT NULL ORDER BY t.id"
+			: "SELECT t.id, (SELECT max(d.mtime_ns) FROM docs d WHERE d.task_id = t.id AND d.present) "
+			  "FROM tasks t LEFT JOIN workspaces w ON w.id = t.workspace_id "
+			  "WHERE t.trashed_ns IS NULL AND " LIVE_TASK " AND (?1 IS NULL AND w.id IS NULL OR w.key = ?1) "
+			  "ORDER BY t.id", &stmt);
+		if (r < 0)
+			return r;
+		if (ws_key)
+			sqlite3_bind_text(stmt, 1, ws_key, -1, SQLITE_STATIC);
+		while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+			if (n == alloc) {
+				size_t na = alloc ? alloc * 2 : 64;
+				void *p = realloc(v, na * sizeof(*v));
+
+				if (!p) {
+					r = -ENOMEM;
+					break;
+				}
+				v = p;
+				alloc = na;
+			}
+			v[n].id = strdup((const char *)sqlite3_column_text(stmt, 0));
+			v[n].mtime = sqlite3_column_int64(stmt, 1);
+			if (!v[n].id) {
+				r = -ENOMEM;
+				break;
+			}
+			n++;
+		}
+		if (r == 0 && rc != SQLITE_DONE)
+			r = store_fail(st, rc, "cannot list tasks");
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (r == 0)
+			r = fn(ctx, v[i].id, v[i].mtime);
+		free(v[i].id);
+	}
+	free(v);
+	return r;
+}
+
+int store_task_workspace(struct store *st, const char *task_id, char **ret_key, bool *ret_trashed)
+{
+	STORE_LOCK(st);
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	char *key = NULL;
+	int r, rc;
+
+	r = store_prepare(st, "SELECT w.key, t.trashed_ns IS NOT NULL FROM tasks t "
+			      "LEFT JOIN workspaces w ON w.id = t.workspace_id "
+			      "WHERE t.id = ?1 AND (" LIVE_TASK " OR t.trashed_ns IS NOT NULL)", &stmt);
+	if (r < 0)
+		return r;
+	sqlite3_bind_text(stmt, 1, task_id, -1, SQLITE_STATIC);
+	rc = sqlite3_step(stmt);
+	if (rc == SQLITE_DONE)
+		return -ENOENT;
+	if (rc != SQLITE_ROW)
+		return store_fail(st, rc, "cannot look up a task");
+	if (sqlite3_column_type(stmt, 0) != SQLITE_NULL && !(key = strdup((const char *)sqlite3_column_text(stmt, 0))))
+		return -ENOMEM;
+	*ret_key = key;
+	if (ret_trashed)
+		*ret_trashed = sqlite3_column_int(stmt, 1);
+	return 0;
+}
+
+int store_history_item(struct store *st, const char *task_id, char **ret_json, size_t *ret_len,
+		       int64_t *ret_mtime_ns)
+{
+	STORE_LOCK(st);
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	size_t n;
+	char *p;
+	int r, rc;
+
+	r = store_prepare(st, "SELECT e.json, d.mtime_ns FROM elems e JOIN docs d ON d.id = e.doc_id "
+			      "WHERE d.path = 'state/taskHistory.json' AND e.key = ?1 AND e.rev_to IS NULL "
+			      "ORDER BY e.seq LIMIT 1", &stmt);
+	if (r < 0)
+		return r;
+	sqlite3_bind_text(stmt, 1, task_id, -1, SQLITE_STATIC);
+	rc = sqlite3_step(stmt);
+	if (rc == SQLITE_DONE)
+		return -ENOENT;
+	if (rc != SQLITE_ROW)
+		return store_fail(st, rc, "cannot read a history item");
+	n = (size_t)sqlite3_column_bytes(stmt, 0);
+	p = malloc(n + 1);
+	if (!p)
+		return -ENOMEM;
+	memcpy(p, sqlite3_column_text(stmt, 0), n);
+	p[n] = '\0';
+	*ret_json = p;
+	*ret_len = n;
+	if (ret_mtime_ns)
+		*ret_mtime_ns = sqlite3_column_int64(stmt, 1);
+	return 0;
+}
