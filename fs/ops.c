@@ -42,7 +42,7 @@ enum file_kind {
 	FILE_PLAIN, /* a file of the backing tree */
 	FILE_DOC,   /* a doc, in its compat rendering */
 	FILE_JSONL, /* a doc as JSON Lines (workspaces view) */
-	FILE_TEXT,  /* a generated read-only file of the view */
+	FILE_TEXT,  /* a generated file of the view (workspaces/<ws>/taskHistory.json: writable) */
 };
 
 struct fs_file {
@@ -53,11 +53,13 @@ struct fs_file {
 	pid_t tgid;             /* the process that opened it */
 	bool append;
 	bool dirty;             /* staged bytes not yet committed */
+	bool written;           /* written or truncated since open (not only O_TRUNC) */
 	bool commit_failed;
 	const char *require;    /* jsonl: member each line must have */
 	struct sb pending;      /* jsonl: an appended line still without its newline */
 	struct sb text;         /* text: the content */
 	struct stat text_st;    /* text: its attributes */
+	char *ws_key;           /* text of a workspace's taskHistory.json: its workspace ("" unknown) */
 	pthread_mutex_t lock;
 };
 
@@ -136,6 +138,14 @@ int op_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 		return fstat(f->fd, st) < 0 ? -errno : 0;
 	if (f && f->kind == FILE_TEXT) {
 		*st = f->text_st;
+		pthread_mutex_lock(&f->lock);
+		if (f->fd >= 0) {
+			struct stat sst;
+
+			if (fstat(f->fd, &sst) == 0)
+				st->st_size = sst.st_size;
+		}
+		pthread_mutex_unlock(&f->lock);
 		return 0;
 	}
 	if (f && f->kind == FILE_JSONL) {
@@ -541,6 +551,7 @@ static void file_free(struct fs_file *f)
 	free(f->path);
 	sb_release(&f->pending);
 	sb_release(&f->text);
+	free(f->ws_key);
 	pthread_mutex_destroy(&f->lock);
 	free(f);
 }
@@ -767,31 +778,87 @@ static int jsonl_open(struct fs *fs, const struct view_path *vp, struct fuse_fil
 
 static int text_open(struct fs *fs, const char *r, const struct view_path *vp, struct fuse_file_info *fi)
 {
+	bool writable = (fi->flags & O_ACCMODE) != O_RDONLY;
 	struct fs_file *f;
 	char *buf = NULL;
 	size_t len = 0;
-	int64_t mtime;
+	int64_t mtime, rev = 0;
 	int res;
 
-	if ((fi->flags & O_ACCMODE) != O_RDONLY)
+	if (writable && vp->kind != VIEW_WS_HISTORY)
 		return -EACCES;
-	f = file_new(FILE_TEXT, -1, NULL);
+	f = file_new(FILE_TEXT, -1, r);
 	if (!f)
 		return -ENOMEM;
 	res = view_getattr(fs, r, vp, &f->text_st);
 	if (res == 0)
-		res = view_render(fs, vp, &buf, &len, &mtime);
+		res = view_render(fs, vp, &buf, &len, &mtime, &rev);
 	if (res == 0) {
 		res = sb_add(&f->text, buf, len);
 		f->text_st.st_size = (off_t)len;
 	}
 	free(buf);
+	if (res == 0 && vp->kind == VIEW_WS_HISTORY) {
+		/* What this process sees of the workspace's items: the base of its rewrite. */
+		struct store_base *base;
+		struct store_who who;
+		struct fs_proc proc;
+
+		if (!(f->ws_key = strdup(vp->unknown ? "" : vp->key)))
+			res = -ENOMEM;
+		caller(&proc, &who);
+		if (res == 0 && rev && !(fi->flags & O_TRUNC) &&
+		    store_base_at(fs->store, "state/taskHistory.json", rev, &base) == 0)
+			bases_put(fs->bases, &proc, r, base);
+		if (res == 0 && writable) {
+			fi->direct_io = 1;
+			res = stage_begin(fs, f, true);
+			if (res == 0 && !(fi->flags & O_TRUNC) && pwrite(f->fd, f->text.buf, f->text.len, 0) < 0)
+				res = -errno;
+			f->dirty = res == 0 && (fi->flags & O_TRUNC);
+		}
+	}
 	if (res < 0) {
 		file_free(f);
 		return res;
 	}
 	fi->fh = (uintptr_t)f;
 	return 0;
+}
+
+/* Commits data as the new content of workspaces/<ws>/taskHistory.json at view path r. */
+static int ws_history_commit(struct fs *fs, const char *r, const char *ws_key, const char *data, size_t len)
+{
+	struct store_base *base, *nb = NULL;
+	struct store_who who;
+	struct fs_proc proc;
+	int res;
+
+	caller(&proc, &who);
+	base = bases_take(fs->bases, &proc, r);
+	res = store_history_commit_ws(fs->store, *ws_key ? ws_key : NULL, data, len, &who, base, &nb);
+	store_base_free(base);
+	bases_put(fs->bases, &proc, r, nb);
+	return res;
+}
+
+/* The staged content of a text handle, committed. f->lock held. */
+static int text_commit(struct fs *fs, struct fs_file *f)
+{
+	struct stat st;
+	void *data = NULL;
+	int res;
+
+	if (fstat(f->fd, &st) < 0)
+		return -errno;
+	if (st.st_size > 0 && (data = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, f->fd, 0)) == MAP_FAILED)
+		return -errno;
+	res = ws_history_commit(fs, f->path, f->ws_key, data ? data : "", (size_t)st.st_size);
+	if (data)
+		munmap(data, (size_t)st.st_size);
+	if (res == 0)
+		f->dirty = false;
+	return res;
 }
 
 static int view_open(struct fs *fs, const char *r, const struct view_path *vp, struct fuse_file_info *fi)
@@ -803,6 +870,7 @@ static int view_open(struct fs *fs, const char *r, const struct view_path *vp, s
 	case VIEW_METADATA:
 		return doc_open(fs, vp->doc, fi, false);
 	case VIEW_WS_JSON:
+	case VIEW_WS_HISTORY:
 	case VIEW_TASK_JSON:
 		return text_open(fs, r, vp, fi);
 	default:
@@ -1010,7 +1078,7 @@ int op_read(const char *path, char *buf, size_t size, off_t off, struct fuse_fil
 		n = pread(f->fd, buf, size, off);
 		return n < 0 ? -errno : (int)n;
 	}
-	if (f->kind == FILE_TEXT) {
+	if (f->kind == FILE_TEXT && f->fd < 0) {
 		if (off >= (off_t)f->text.len)
 			return 0;
 		n = (ssize_t)(f->text.len - (size_t)off) < (ssize_t)size ? (ssize_t)(f->text.len - (size_t)off)
@@ -1048,7 +1116,7 @@ int op_write(const char *path, const char *buf, size_t size, off_t off, struct f
 		n = pwrite(f->fd, buf, size, off);
 		return n < 0 ? plain_fail("write", "(open file)", errno) : (int)n;
 	}
-	if (f->kind == FILE_TEXT)
+	if (f->kind == FILE_TEXT && f->fd < 0)
 		return -EBADF;
 	pthread_mutex_lock(&f->lock);
 	if (f->kind == FILE_JSONL && f->fd < 0 &&
@@ -1080,7 +1148,7 @@ int op_write(const char *path, const char *buf, size_t size, off_t off, struct f
 	if (n < 0)
 		n = -errno;
 	else
-		f->dirty = true;
+		f->dirty = f->written = true;
 	pthread_mutex_unlock(&f->lock);
 	if (n < 0)
 		log_err("cannot stage a write to '%s': %s", f->path, strerror((int)-n));
@@ -1094,9 +1162,27 @@ int op_flush(const char *path, struct fuse_file_info *fi)
 	bool committed = false;
 	int r = 0;
 
-	if (f->kind == FILE_PLAIN || f->kind == FILE_TEXT)
+	if (f->kind == FILE_PLAIN || (f->kind == FILE_TEXT && f->fd < 0))
 		return 0;
 	pthread_mutex_lock(&f->lock);
+	if (f->dirty && !f->written) {
+		/*
+		 * Opened with O_TRUNC and not written: empty, which is not JSON. A
+		 * shell's `>` closes its first descriptor before the command writes
+		 * through the other, so this is not yet final: refuse quietly here,
+		 * and let release commit (and log a refusal) if it stays empty.
+		 */
+		pthread_mutex_unlock(&f->lock);
+		return -EINVAL;
+	}
+	if (f->kind == FILE_TEXT) {
+		if (f->dirty) {
+			r = text_commit(fs, f);
+			f->commit_failed = r < 0;
+		}
+		pthread_mutex_unlock(&f->lock);
+		return r;
+	}
 	if (f->kind == FILE_JSONL) {
 		if (f->pending.len) {
 			log_warn("refusing the last line written to '%s': it has no newline; nothing of it stored",
@@ -1157,7 +1243,7 @@ int op_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 
 	if (f && f->kind == FILE_PLAIN)
 		return ftruncate(f->fd, size) < 0 ? -errno : 0;
-	if (f && f->kind == FILE_TEXT)
+	if (f && f->kind == FILE_TEXT && f->fd < 0)
 		return -EBADF;
 	if (f) {
 		pthread_mutex_lock(&f->lock);
@@ -1165,7 +1251,7 @@ int op_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 		if (res == 0)
 			res = ftruncate(f->fd, size) < 0 ? -errno : 0;
 		if (res == 0)
-			f->dirty = true;
+			f->dirty = f->written = true;
 		pthread_mutex_unlock(&f->lock);
 		return res;
 	}
@@ -1358,6 +1444,40 @@ out:
 	return r;
 }
 
+/* A temp file renamed over workspaces/<ws>/taskHistory.json: its bytes, merged in. */
+static int rename_in_ws_history(struct fs *fs, const char *from, const char *to, const struct view_path *vt)
+{
+	struct stat st;
+	void *data = NULL;
+	const char *leaf;
+	int fd, dfd, r;
+
+	fd = plain_open(fs, from, O_RDONLY, 0);
+	if (fd < 0)
+		return fd;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -EINVAL;
+	}
+	if (st.st_size > 0 && (data = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0)) == MAP_FAILED) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+	close(fd);
+	r = ws_history_commit(fs, to, vt->unknown ? "" : vt->key, data ? data : "", (size_t)st.st_size);
+	if (data)
+		munmap(data, (size_t)st.st_size);
+	if (r < 0)
+		return r;
+	dfd = plain_open_parent(fs, from, &leaf);
+	if (dfd >= 0) {
+		unlinkat(dfd, leaf, 0);
+		close(dfd);
+	}
+	return 0;
+}
+
 int op_rename(const char *from, const char *to, unsigned int flags)
 {
 	struct fs *fs = fs_get();
@@ -1382,6 +1502,8 @@ int op_rename(const char *from, const char *to, unsigned int flags)
 				return -EINVAL; /* a task comes back under its own id */
 			return task_restore(fs, vf.task);
 		}
+		if (vt.kind == VIEW_WS_HISTORY && pt == 0 && vf.kind == VIEW_NONE && !is_doc(from))
+			return rename_in_ws_history(fs, from, to, &vt);
 		if (vf.kind != VIEW_NONE || vt.kind != VIEW_NONE)
 			return vf.kind == VIEW_TASK || vt.kind == VIEW_TASK ? -EXDEV : -EPERM;
 	}

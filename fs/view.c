@@ -156,6 +156,8 @@ int view_parse(struct fs *fs, const char *rel, struct view_path *ret)
 	if (n >= 2) {
 		if (strcmp(comp[1], "workspace.json") == 0 && n == 2 && !vp.unknown)
 			vp.kind = VIEW_WS_JSON;
+		else if (strcmp(comp[1], "taskHistory.json") == 0 && n == 2)
+			vp.kind = VIEW_WS_HISTORY;
 		else if (strcmp(comp[1], "tasks") == 0)
 			vp.kind = VIEW_TASKS;
 		else
@@ -278,14 +280,15 @@ int view_getattr(struct fs *fs, const char *rel, const struct view_path *vp, str
 		set_time(&st->st_mtim, ss.mtime_ns);
 		break;
 	case VIEW_WS_JSON:
+	case VIEW_WS_HISTORY:
 	case VIEW_TASK_JSON: {
 		_cleanup_free_ char *buf = NULL;
 		size_t len;
 
-		r = view_render(fs, vp, &buf, &len, &lc.last);
+		r = view_render(fs, vp, &buf, &len, &lc.last, NULL);
 		if (r < 0)
 			return r;
-		st->st_mode = S_IFREG | 0400;
+		st->st_mode = S_IFREG | (vp->kind == VIEW_WS_HISTORY ? 0600 : 0400);
 		st->st_nlink = 1;
 		st->st_size = (off_t)len;
 		set_time(&st->st_mtim, lc.last);
@@ -352,6 +355,8 @@ int view_list(struct fs *fs, const struct view_path *vp, op_list_fn fn, void *ct
 	case VIEW_WS:
 		if ((r = fn(ctx, ".", S_IFDIR, 0)) == 0 && (r = fn(ctx, "..", S_IFDIR, 0)) == 0 && !vp->unknown)
 			r = fn(ctx, "workspace.json", S_IFREG, 0);
+		if (r == 0)
+			r = fn(ctx, "taskHistory.json", S_IFREG, 0);
 		return r == 0 ? fn(ctx, "tasks", S_IFDIR, 0) : r;
 	case VIEW_TASKS:
 		if ((r = fn(ctx, ".", S_IFDIR, 0)) == 0 && (r = fn(ctx, "..", S_IFDIR, 0)) == 0)
@@ -402,8 +407,12 @@ static int render_ws(void *ctx, const struct store_workspace *ws)
 	return 0;
 }
 
-int view_render(struct fs *fs, const struct view_path *vp, char **ret, size_t *ret_len, int64_t *ret_mtime_ns)
+int view_render(struct fs *fs, const struct view_path *vp, char **ret, size_t *ret_len, int64_t *ret_mtime_ns,
+		int64_t *ret_rev)
 {
+	if (vp->kind == VIEW_WS_HISTORY)
+		return store_history_render_ws(fs->store, vp->unknown ? NULL : vp->key, ret, ret_len, ret_mtime_ns,
+					       ret_rev);
 	if (vp->kind == VIEW_TASK_JSON)
 		return store_history_item(fs->store, vp->task, ret, ret_len, ret_mtime_ns);
 	if (vp->kind == VIEW_WS_JSON) {

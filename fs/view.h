@@ -6,6 +6,7 @@
  * The workspaces view (view.c): the history by project, as files.
  *
  *   workspaces/<name>-<key>/workspace.json
+ *   workspaces/<name>-<key>/taskHistory.json    its items of state/taskHistory.json
  *   workspaces/<name>-<key>/tasks/<id>/{messages.jsonl,ui_messages.jsonl,task.json,metadata.json}
  *   workspaces/unknown/tasks/<id>/...      tasks with no known workspace
  *   workspaces/.trash/<id>/                tasks removed with rm -r
@@ -27,6 +28,7 @@ enum view_kind {
 	VIEW_ROOT,      /* workspaces/ */
 	VIEW_WS,        /* workspaces/<ws>/ */
 	VIEW_WS_JSON,   /* workspaces/<ws>/workspace.json */
+	VIEW_WS_HISTORY, /* workspaces/<ws>/taskHistory.json: its items, writable, merged */
 	VIEW_TASKS,     /* workspaces/<ws>/tasks/ */
 	VIEW_TASK,      /* workspaces/<ws>/tasks/<id>/, workspaces/.trash/<id>/ */
 	VIEW_TRASH,     /* workspaces/.trash/ */
@@ -55,8 +57,13 @@ int view_parse(struct fs *fs, const char *rel, struct view_path *ret);
 int view_getattr(struct fs *fs, const char *rel, const struct view_path *vp, struct stat *st);
 int view_list(struct fs *fs, const struct view_path *vp, op_list_fn fn, void *ctx);
 
-/* The content of a generated file (workspace.json, task.json); free() it. */
-int view_render(struct fs *fs, const struct view_path *vp, char **ret, size_t *ret_len, int64_t *ret_mtime_ns);
+/*
+ * The content of a generated file (workspace.json, task.json, a workspace's
+ * taskHistory.json); free() it. *ret_rev (may be NULL) is the history's
+ * revision it shows (taskHistory.json only).
+ */
+int view_render(struct fs *fs, const struct view_path *vp, char **ret, size_t *ret_len, int64_t *ret_mtime_ns,
+		int64_t *ret_rev);
 
 /* True if rel is a view path that can hold a task: workspaces/<ws>/tasks/<id>. */
 bool view_is_task_slot(const struct view_path *vp);

@@ -765,9 +765,53 @@ static bool merged_is_new(const struct merge_list *m, const struct merge_list *n
 	return true;
 }
 
+/*
+ * Keeps in l only the history items of tasks in workspace ws_key (NULL: tasks
+ * with none): the base of a writer of workspaces/<ws>/taskHistory.json is
+ * what it saw there, that workspace's items only.
+ */
+static int filter_ws(struct store *st, struct merge_list *l, const char *ws_key)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	size_t out = 0;
+	int r, rc;
+
+	r = store_prepare(st, "SELECT t.id FROM tasks t LEFT JOIN workspaces w ON w.id = t.workspace_id "
+			      "WHERE (?1 IS NULL AND w.id IS NULL) OR w.key = ?1", &stmt);
+	if (r < 0)
+		return r;
+	if (ws_key)
+		sqlite3_bind_text(stmt, 1, ws_key, -1, SQLITE_STATIC);
+	{
+		struct merge_list ids = { 0 };
+
+		while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+			struct merge_elem e = { .key = key_of_text((const char *)sqlite3_column_text(stmt, 0),
+								   (size_t)sqlite3_column_bytes(stmt, 0)) };
+
+			if ((r = merge_list_push(&ids, &e)) < 0)
+				break;
+		}
+		if (r == 0 && rc != SQLITE_DONE)
+			r = store_fail(st, rc, "cannot list a workspace's tasks");
+		for (size_t i = 0; r == 0 && i < l->n; i++) {
+			bool in = false;
+
+			for (size_t j = 0; j < ids.n && !in; j++)
+				in = ids.v[j].key == l->v[i].key;
+			if (in)
+				l->v[out++] = l->v[i];
+		}
+		merge_list_release(&ids);
+	}
+	if (r == 0)
+		l->n = out;
+	return r;
+}
+
 static int commit_array(struct store *st, const char *path, const char *data, size_t len,
 			const struct store_who *who, const char *kind, bool merge, const struct store_base *base,
-			struct store_base **ret_base, bool *ret_merged)
+			struct store_base **ret_base, bool *ret_merged, const char *ws_key)
 {
 	struct span_vec sv = { 0 };
 	struct doc_row d = { 0 };
@@ -810,7 +854,7 @@ static int commit_array(struct store *st, const char *path, const char *data, si
 	 * write does not license removals, and such a commit always merges.
 	 */
 	if (merge && d.format == DOC_ARRAY && (d.present ? d.nelems > 0 : base != NULL) &&
-	    (!base || base->explicit_list || base->rev != d.rev || (is_history && !base->read))) {
+	    (!base || base->explicit_list || base->rev != d.rev || (is_history && !base->read) || ws_key)) {
 		/* Someone committed since this writer's base: merge three ways. */
 		static const struct merge_list nothing_seen = { 0 };
 		/* Without a base the writer has seen nothing: what is stored stays. */
@@ -832,6 +876,8 @@ static int commit_array(struct store *st, const char *path, const char *data, si
 			bl = &base->list;
 		} else if (base) {
 			if ((r = load_rows(st, d.id, base->rev, false, is_history, &bl_loaded, &bbytes)) < 0)
+				goto rollback;
+			if (ws_key && (r = filter_ws(st, &bl_loaded, *ws_key ? ws_key : NULL)) < 0)
 				goto rollback;
 			bl = &bl_loaded;
 		}
@@ -1573,7 +1619,7 @@ static int commit_doc(struct store *st, const char *path, const char *data, size
 		return -EROFS;
 	switch (store_path_kind(path)) {
 	case STORE_PATH_ARRAY:
-		return commit_array(st, path, data, len, who, kind, merge, base, ret_base, ret_merged);
+		return commit_array(st, path, data, len, who, kind, merge, base, ret_base, ret_merged, NULL);
 	case STORE_PATH_WHOLE:
 		r = json_validate(data, len, &jerr);
 		if (r < 0) {
@@ -1598,6 +1644,30 @@ int store_doc_commit_merged(struct store *st, const char *path, const char *data
 			    struct store_base **ret_base, bool *ret_merged)
 {
 	return commit_doc(st, path, data, len, who, kind, true, base, ret_base, ret_merged);
+}
+
+int store_history_commit_ws(struct store *st, const char *ws_key, const char *data, size_t len,
+			    const struct store_who *who, const struct store_base *base, struct store_base **ret_base)
+{
+	if (st->readonly)
+		return -EROFS;
+	return commit_array(st, "state/taskHistory.json", data, len, who, "merge", true, base, ret_base, NULL,
+			    ws_key ? ws_key : "");
+}
+
+int store_base_at(struct store *st, const char *path, int64_t rev, struct store_base **ret)
+{
+	STORE_LOCK(st);
+	struct doc_row d = { 0 };
+	int r = doc_lookup(st, path, &d);
+
+	if (r == 0) {
+		r = base_at_rev(d.id, rev, ret);
+		if (r == 0)
+			(*ret)->read = true;
+	}
+	doc_row_release(&d);
+	return r;
 }
 
 int store_doc_commit_raw(struct store *st, const char *path, const char *data, size_t len,

@@ -25,6 +25,8 @@
 #include <sys/types.h>
 
 struct store;
+struct store_base;
+struct store_snap;
 
 /* Inode numbers of docs live above this bit, clear of any real filesystem's. */
 #define STORE_INO_BASE (UINT64_C(1) << 62)
@@ -182,6 +184,25 @@ int store_task_trash(struct store *st, const char *task_id, const struct store_w
  * history item with it. -ENOENT if the task is not in the trash.
  */
 int store_task_restore(struct store *st, const char *task_id, const struct store_who *who);
+
+/*
+ * workspaces/<ws>/taskHistory.json: the items of taskHistory.json whose task
+ * is in the workspace with ws_key (NULL: tasks with none), as a JSON array
+ * (free()), with the history's mtime and revision.
+ */
+int store_history_render_ws(struct store *st, const char *ws_key, char **ret, size_t *ret_len, int64_t *ret_mtime_ns,
+			    int64_t *ret_rev);
+
+/*
+ * Commits a rewrite of a workspace's items, merged into taskHistory.json as
+ * any rewrite is (docs/MERGE.md), with the writer's base filtered to that
+ * workspace: items of other workspaces are never touched by it.
+ */
+int store_history_commit_ws(struct store *st, const char *ws_key, const char *data, size_t len,
+			    const struct store_who *who, const struct store_base *base, struct store_base **ret_base);
+
+/* A base: the version of the doc at path at revision rev, as read by a writer. */
+int store_base_at(struct store *st, const char *path, int64_t rev, struct store_base **ret);
 
 /* The task's current history item (free()), -ENOENT if taskHistory.json has none. */
 int store_history_item(struct store *st, const char *task_id, char **ret_json, size_t *ret_len,

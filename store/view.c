@@ -212,3 +212,50 @@ int store_history_item(struct store *st, const char *task_id, char **ret_json, s
 		*ret_mtime_ns = sqlite3_column_int64(stmt, 1);
 	return 0;
 }
+
+int store_history_render_ws(struct store *st, const char *ws_key, char **ret, size_t *ret_len, int64_t *ret_mtime_ns,
+			    int64_t *ret_rev)
+{
+	STORE_LOCK(st);
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL, *doc = NULL;
+	_cleanup_sb_ struct sb out = SB_INIT;
+	int64_t mtime = 0, rev = 0;
+	size_t n = 0;
+	int r, rc;
+
+	r = store_prepare(st, "SELECT mtime_ns, rev FROM docs WHERE path = 'state/taskHistory.json' AND present", &doc);
+	if (r < 0)
+		return r;
+	if ((rc = sqlite3_step(doc)) == SQLITE_ROW) {
+		mtime = sqlite3_column_int64(doc, 0);
+		rev = sqlite3_column_int64(doc, 1);
+	} else if (rc != SQLITE_DONE) {
+		return store_fail(st, rc, "cannot find taskHistory.json");
+	}
+	r = store_prepare(st, "SELECT e.json FROM elems e JOIN docs d ON d.id = e.doc_id JOIN tasks t ON t.id = e.key "
+			      "LEFT JOIN workspaces w ON w.id = t.workspace_id "
+			      "WHERE d.path = 'state/taskHistory.json' AND e.rev_to IS NULL AND t.trashed_ns IS NULL "
+			      "AND ((?1 IS NULL AND w.id IS NULL) OR w.key = ?1) ORDER BY e.seq", &stmt);
+	if (r < 0)
+		return r;
+	if (ws_key)
+		sqlite3_bind_text(stmt, 1, ws_key, -1, SQLITE_STATIC);
+	r = sb_add(&out, "[", 1);
+	while (r == 0 && (rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		if (n++ && (r = sb_add(&out, ",", 1)) < 0)
+			break;
+		r = sb_add(&out, sqlite3_column_blob(stmt, 0), (size_t)sqlite3_column_bytes(stmt, 0));
+	}
+	if (r == 0 && rc != SQLITE_DONE)
+		r = store_fail(st, rc, "cannot read history items");
+	if (r == 0)
+		r = sb_add(&out, "]", 1);
+	if (r < 0)
+		return r;
+	*ret = sb_detach(&out, ret_len);
+	if (ret_mtime_ns)
+		*ret_mtime_ns = mtime;
+	if (ret_rev)
+		*ret_rev = rev;
+	return *ret ? 0 : -ENOMEM;
+}
