@@ -35,6 +35,7 @@
 
 #include "fs/fs.h"
 #include "fs/ops.h"
+#include "fs/snap.h"
 #include "fs/view.h"
 #include "store/util.h"
 
@@ -43,6 +44,7 @@ enum file_kind {
 	FILE_DOC,   /* a doc, in its compat rendering */
 	FILE_JSONL, /* a doc as JSON Lines (workspaces view) */
 	FILE_TEXT,  /* a generated file of the view (workspaces/<ws>/taskHistory.json: writable) */
+	FILE_SNAP,  /* a file of a checkpoint's commit, read with libgit2 */
 };
 
 struct fs_file {
@@ -60,6 +62,8 @@ struct fs_file {
 	struct sb text;         /* text: the content */
 	struct stat text_st;    /* text: its attributes */
 	char *ws_key;           /* text of a workspace's taskHistory.json: its workspace ("" unknown) */
+	bool fixed;             /* jsonl of a checkpoint: never refreshed */
+	struct view_path *vp;   /* snap: the checkpoint file */
 	pthread_mutex_t lock;
 };
 
@@ -124,6 +128,25 @@ static int plain_fail(const char *what, const char *r, int err)
 	return -err;
 }
 
+/* True if rel is in a read-only part of the view (a checkpoint), or would be created in one. */
+static bool in_readonly_view(struct fs *fs, const char *r)
+{
+	struct view_path vp;
+	char parent[4096];
+	const char *slash;
+
+	if (strncmp(r, "workspaces/", 11) != 0 || !strstr(r, "/checkpoints"))
+		return false;
+	if (view_parse(fs, r, &vp) == 0 && view_readonly(&vp))
+		return true;
+	slash = strrchr(r, '/');
+	if (!slash || (size_t)(slash - r) >= sizeof(parent))
+		return false;
+	memcpy(parent, r, (size_t)(slash - r));
+	parent[slash - r] = '\0';
+	return view_parse(fs, parent, &vp) == 0 && view_readonly(&vp);
+}
+
 /* ---- attributes ----------------------------------------------------------- */
 
 int op_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
@@ -136,6 +159,8 @@ int op_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 
 	if (f && f->kind == FILE_PLAIN)
 		return fstat(f->fd, st) < 0 ? -errno : 0;
+	if (f && f->kind == FILE_SNAP)
+		return view_getattr(fs, "", f->vp, st);
 	if (f && f->kind == FILE_TEXT) {
 		*st = f->text_st;
 		pthread_mutex_lock(&f->lock);
@@ -241,8 +266,10 @@ int op_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
 		struct view_path vp;
 
 		if (view_parse(fs, rel(path), &vp) == 0 && vp.kind != VIEW_NONE && vp.kind != VIEW_ROOT)
-			return 0;
+			return view_readonly(&vp) ? -EROFS : 0;
 	}
+	if (f && (f->kind == FILE_SNAP || f->fixed))
+		return -EROFS;
 	if ((f && f->kind == FILE_DOC) || (!f && is_doc(rel(path))))
 		return 0; /* docs are always 0600 */
 	mode = private_mode(fs, mode);
@@ -287,8 +314,10 @@ int op_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info *fi)
 		struct view_path vp;
 
 		if (view_parse(fs, rel(path), &vp) == 0 && vp.kind != VIEW_NONE && vp.kind != VIEW_ROOT)
-			return 0;
+			return view_readonly(&vp) ? -EROFS : 0;
 	}
+	if (f && (f->kind == FILE_SNAP || f->fixed))
+		return -EROFS;
 	if ((f && f->kind == FILE_DOC) || (!f && is_doc(rel(path))))
 		return 0;
 	if (f)
@@ -316,8 +345,10 @@ int op_utimens(const char *path, const struct timespec tv[2], struct fuse_file_i
 		struct view_path vp;
 
 		if (view_parse(fs, rel(path), &vp) == 0 && vp.kind != VIEW_NONE && vp.kind != VIEW_ROOT)
-			return 0;
+			return view_readonly(&vp) ? -EROFS : 0;
 	}
+	if (f && (f->kind == FILE_SNAP || f->fixed))
+		return -EROFS;
 	if ((f && f->kind == FILE_DOC) || (!f && is_doc(rel(path))))
 		return 0;
 	if (f)
@@ -416,6 +447,8 @@ int op_mkdir(const char *path, mode_t mode)
 	struct view_path vp;
 	int dfd, res;
 
+	if (in_readonly_view(fs, r))
+		return -EROFS;
 	if (is_doc(r))
 		return -EEXIST;
 	res = view_parse(fs, r, &vp);
@@ -508,6 +541,8 @@ int op_rmdir(const char *path)
 	struct view_path vp;
 	int dfd, res;
 
+	if (in_readonly_view(fs, r))
+		return -EROFS;
 	res = view_parse(fs, r, &vp);
 	if (res < 0)
 		return res;
@@ -552,6 +587,7 @@ static void file_free(struct fs_file *f)
 	sb_release(&f->pending);
 	sb_release(&f->text);
 	free(f->ws_key);
+	free(f->vp);
 	pthread_mutex_destroy(&f->lock);
 	free(f);
 }
@@ -861,6 +897,47 @@ static int text_commit(struct fs *fs, struct fs_file *f)
 	return res;
 }
 
+/* A file of a checkpoint: read-only, a fixed version. */
+static int ckpt_open(struct fs *fs, const char *r, const struct view_path *vp, struct fuse_file_info *fi)
+{
+	struct fs_file *f;
+	struct stat st;
+	int res;
+
+	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC))
+		return -EROFS;
+	if (vp->kind == VIEW_CKPT_COMMIT || vp->kind == VIEW_CKPT_DIFF)
+		return text_open(fs, r, vp, fi);
+	if (vp->kind == VIEW_CKPT_FILES) {
+		res = view_getattr(fs, r, vp, &st);
+		if (res < 0)
+			return res;
+		if (!S_ISREG(st.st_mode))
+			return -EISDIR;
+		f = file_new(FILE_SNAP, -1, NULL);
+		if (!f || !(f->vp = malloc(sizeof(*vp)))) {
+			file_free(f);
+			return -ENOMEM;
+		}
+		*f->vp = *vp;
+		fi->keep_cache = 1; /* a commit never changes */
+		fi->fh = (uintptr_t)f;
+		return 0;
+	}
+	f = file_new(FILE_JSONL, -1, vp->doc);
+	if (!f)
+		return -ENOMEM;
+	f->fixed = true;
+	res = view_ckpt_snap(fs, vp, &f->snap);
+	if (res < 0) {
+		file_free(f);
+		return res;
+	}
+	fi->direct_io = 1;
+	fi->fh = (uintptr_t)f;
+	return 0;
+}
+
 static int view_open(struct fs *fs, const char *r, const struct view_path *vp, struct fuse_file_info *fi)
 {
 	switch (vp->kind) {
@@ -873,6 +950,12 @@ static int view_open(struct fs *fs, const char *r, const struct view_path *vp, s
 	case VIEW_WS_HISTORY:
 	case VIEW_TASK_JSON:
 		return text_open(fs, r, vp, fi);
+	case VIEW_CKPT_MESSAGES:
+	case VIEW_CKPT_UI:
+	case VIEW_CKPT_COMMIT:
+	case VIEW_CKPT_DIFF:
+	case VIEW_CKPT_FILES:
+		return ckpt_open(fs, r, vp, fi);
 	default:
 		return -EISDIR;
 	}
@@ -1024,6 +1107,8 @@ int op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 	struct fs_file *f;
 	int fd, res;
 
+	if (in_readonly_view(fs, r))
+		return -EROFS;
 	if (is_doc(r)) {
 		struct store_who who;
 		struct fs_proc proc;
@@ -1078,6 +1163,8 @@ int op_read(const char *path, char *buf, size_t size, off_t off, struct fuse_fil
 		n = pread(f->fd, buf, size, off);
 		return n < 0 ? -errno : (int)n;
 	}
+	if (f->kind == FILE_SNAP)
+		return (int)snap_read(f->vp->git_dir, f->vp->hash, f->vp->sub, buf, size, off);
 	if (f->kind == FILE_TEXT && f->fd < 0) {
 		if (off >= (off_t)f->text.len)
 			return 0;
@@ -1095,7 +1182,7 @@ int op_read(const char *path, char *buf, size_t size, off_t off, struct fuse_fil
 		struct store_snap *snap;
 
 		/* JSON Lines grow at the end: a reader at its end sees what was added (tail -f). */
-		if (f->kind == FILE_JSONL && off >= store_snap_size(f->snap) &&
+		if (f->kind == FILE_JSONL && !f->fixed && off >= store_snap_size(f->snap) &&
 		    store_snap_open_jsonl(fs_get()->store, f->path, &snap) == 0) {
 			store_snap_free(f->snap);
 			f->snap = snap;
@@ -1116,7 +1203,7 @@ int op_write(const char *path, const char *buf, size_t size, off_t off, struct f
 		n = pwrite(f->fd, buf, size, off);
 		return n < 0 ? plain_fail("write", "(open file)", errno) : (int)n;
 	}
-	if (f->kind == FILE_TEXT && f->fd < 0)
+	if ((f->kind == FILE_TEXT && f->fd < 0) || f->kind == FILE_SNAP || f->fixed)
 		return -EBADF;
 	pthread_mutex_lock(&f->lock);
 	if (f->kind == FILE_JSONL && f->fd < 0 &&
@@ -1162,7 +1249,7 @@ int op_flush(const char *path, struct fuse_file_info *fi)
 	bool committed = false;
 	int r = 0;
 
-	if (f->kind == FILE_PLAIN || (f->kind == FILE_TEXT && f->fd < 0))
+	if (f->kind == FILE_PLAIN || f->kind == FILE_SNAP || (f->kind == FILE_TEXT && f->fd < 0))
 		return 0;
 	pthread_mutex_lock(&f->lock);
 	if (f->dirty && !f->written) {
@@ -1226,7 +1313,7 @@ int op_fsync(const char *path, int datasync, struct fuse_file_info *fi)
 	struct fs_file *f = (struct fs_file *)(uintptr_t)fi->fh;
 
 	/* A doc is durable once committed, at close; there is nothing to sync before. */
-	if (f->kind == FILE_DOC)
+	if (f->kind != FILE_PLAIN)
 		return 0;
 	if ((datasync ? fdatasync(f->fd) : fsync(f->fd)) < 0)
 		return plain_fail("sync", "(open file)", errno);
@@ -1243,6 +1330,8 @@ int op_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 
 	if (f && f->kind == FILE_PLAIN)
 		return ftruncate(f->fd, size) < 0 ? -errno : 0;
+	if (f && (f->kind == FILE_SNAP || f->fixed))
+		return -EROFS;
 	if (f && f->kind == FILE_TEXT && f->fd < 0)
 		return -EBADF;
 	if (f) {
@@ -1261,6 +1350,8 @@ int op_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 		return res;
 	if (vp.kind == VIEW_METADATA)
 		r = vp.doc;
+	else if (view_readonly(&vp))
+		return -EROFS;
 	else if (vp.kind != VIEW_NONE)
 		return -EPERM; /* JSON Lines are rewritten by opening them with O_TRUNC */
 	if (is_doc(r)) {
@@ -1297,6 +1388,8 @@ int op_unlink(const char *path)
 	const char *r = rel(path), *leaf;
 	int dfd, res;
 
+	if (in_readonly_view(fs, r))
+		return -EROFS;
 	if (is_doc(r)) {
 		struct store_who who;
 		struct fs_proc proc;
@@ -1487,6 +1580,8 @@ int op_rename(const char *from, const char *to, unsigned int flags)
 
 	from = rel(from);
 	to = rel(to);
+	if (in_readonly_view(fs, from) || in_readonly_view(fs, to))
+		return -EROFS;
 	{
 		struct view_path vf, vt;
 		int pf = view_parse(fs, from, &vf), pt = view_parse(fs, to, &vt);
@@ -1542,6 +1637,8 @@ int op_link(const char *from, const char *to)
 
 	from = rel(from);
 	to = rel(to);
+	if (in_readonly_view(fs, from) || in_readonly_view(fs, to))
+		return -EROFS;
 	if (is_doc(from) || is_doc(to))
 		return -EPERM; /* a doc has exactly one name */
 	df = plain_open_parent(fs, from, &lf);
@@ -1564,6 +1661,8 @@ int op_symlink(const char *target, const char *path)
 	const char *r = rel(path), *leaf;
 	int dfd, res;
 
+	if (in_readonly_view(fs, r))
+		return -EROFS;
 	if (is_doc(r))
 		return -EPERM;
 	dfd = plain_open_parent(fs, r, &leaf);
@@ -1583,6 +1682,12 @@ int op_readlink(const char *path, char *buf, size_t size)
 
 	if (is_doc(r))
 		return -EINVAL;
+	{
+		struct view_path vp;
+
+		if (view_parse(fs, r, &vp) == 0 && vp.kind != VIEW_NONE)
+			return vp.kind == VIEW_CKPT_FILES ? snap_readlink(vp.git_dir, vp.hash, vp.sub, buf, size) : -EINVAL;
+	}
 	dfd = plain_open_parent(fs, r, &leaf);
 	if (dfd < 0)
 		return dfd;
@@ -1600,6 +1705,8 @@ int op_mknod(const char *path, mode_t mode, dev_t rdev)
 	const char *r = rel(path), *leaf;
 	int dfd, res;
 
+	if (in_readonly_view(fs, r))
+		return -EROFS;
 	if (is_doc(r))
 		return -EPERM;
 	if (!S_ISREG(mode) && !S_ISFIFO(mode) && !S_ISSOCK(mode))
@@ -1621,7 +1728,7 @@ int op_fallocate(const char *path, int mode, off_t off, off_t len, struct fuse_f
 {
 	struct fs_file *f = (struct fs_file *)(uintptr_t)fi->fh;
 
-	if (f->kind == FILE_DOC)
+	if (f->kind != FILE_PLAIN)
 		return -EOPNOTSUPP;
 	return fallocate(f->fd, mode, off, len) < 0 ? -errno : 0;
 }

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "fs/snap.h"
 #include "fs/view.h"
 #include "store/merge.h"
 #include "store/util.h"
@@ -91,9 +92,82 @@ bool view_is_task_slot(const struct view_path *vp)
 	return vp->kind == VIEW_TASK || vp->kind == VIEW_TASKS;
 }
 
+struct ckpt_find {
+	struct view_path *vp;
+	int want, at;
+	const char *name;
+	bool found;
+	char prev[48];
+};
+
+static void ckpt_name(int index, const char *hash, char *buf, size_t n)
+{
+	snprintf(buf, n, "%03d-%.7s", index, hash);
+}
+
+static int ckpt_match(void *ctx, const struct store_checkpoint *c)
+{
+	struct ckpt_find *f = ctx;
+	char name[32];
+
+	f->at++;
+	ckpt_name(f->at, c->hash, name, sizeof(name));
+	if (!f->found && strcmp(name, f->name) == 0) {
+		f->found = true;
+		f->vp->ckpt = f->at;
+		snprintf(f->vp->hash, sizeof(f->vp->hash), "%s", c->hash);
+		snprintf(f->vp->prev, sizeof(f->vp->prev), "%s", f->prev);
+		f->vp->ckpt_seq = c->seq;
+		f->vp->ckpt_api = c->api_index;
+		f->vp->ckpt_ts = c->ts;
+	}
+	snprintf(f->prev, sizeof(f->prev), "%s", c->hash);
+	return 0;
+}
+
+/* The shadow repo of a task's workspace, if it is a real folder in the backing tree. */
+static void ckpt_git_dir(struct fs *fs, struct view_path *vp)
+{
+	char rel[64];
+	const char *leaf;
+	struct stat st;
+	char *key = NULL;
+	bool trashed;
+	int dfd;
+
+	vp->git_dir[0] = '\0';
+	if (vp->unknown) {
+		if (store_task_workspace(fs->store, vp->task, &key, &trashed) < 0 || !key)
+			return;
+	}
+	snprintf(rel, sizeof(rel), "checkpoints/%s/.git", key ? key : vp->key);
+	free(key);
+	dfd = plain_open_parent(fs, rel, &leaf);
+	if (dfd < 0)
+		return;
+	if (fstatat(dfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
+		snprintf(vp->git_dir, sizeof(vp->git_dir), "%s/%s", fs->backing_path, rel);
+	close(dfd);
+}
+
+/* Fills vp's checkpoint from its folder name "<NNN>-<short hash>". */
+static int ckpt_parse(struct fs *fs, struct view_path *vp, const char *name)
+{
+	struct ckpt_find f = { .vp = vp, .name = name };
+	int r = store_checkpoints(fs->store, vp->task, ckpt_match, &f);
+
+	if (r < 0)
+		return r;
+	if (!f.found)
+		return -ENOENT;
+	vp->kind = VIEW_CKPT;
+	ckpt_git_dir(fs, vp);
+	return 0;
+}
+
 int view_parse(struct fs *fs, const char *rel, struct view_path *ret)
 {
-	char comp[4][256];
+	char comp[6][256];
 	size_t n = 0;
 	const char *p = rel;
 	struct view_path vp = { 0 };
@@ -116,8 +190,10 @@ int view_parse(struct fs *fs, const char *rel, struct view_path *ret)
 		comp[n][len] = '\0';
 		p = slash ? slash + 1 : p + len;
 	}
-	if (*p)
+	if (*p && !(n == 6 && strcmp(comp[3], "checkpoints") == 0 && strcmp(comp[5], "files") == 0))
 		return -ENOENT; /* deeper than any view path */
+	if (*p && strlen(p) >= sizeof(vp.sub))
+		return -ENAMETOOLONG;
 	if (client_has(fs, comp[0]))
 		return 0; /* the client's own: plain */
 	if (strcmp(comp[0], ".trash") == 0) {
@@ -187,6 +263,40 @@ int view_parse(struct fs *fs, const char *rel, struct view_path *ret)
 			return -ENOENT;
 		}
 	}
+	if (n >= 4 && strcmp(comp[3], "checkpoints") == 0) {
+		vp.kind = VIEW_CKPTS;
+		if (n >= 5 && (r = ckpt_parse(fs, &vp, comp[4])) < 0)
+			return r;
+		if (n >= 6) {
+			static const struct {
+				const char *name;
+				enum view_kind kind;
+			} files[] = {
+				{ "messages.jsonl", VIEW_CKPT_MESSAGES }, { "ui_messages.jsonl", VIEW_CKPT_UI },
+				{ "commit.json", VIEW_CKPT_COMMIT }, { "changes.diff", VIEW_CKPT_DIFF },
+				{ "files", VIEW_CKPT_FILES },
+			};
+			size_t i;
+
+			for (i = 0; i < ARRAY_SIZE(files) && strcmp(comp[5], files[i].name) != 0; i++)
+				;
+			if (i == ARRAY_SIZE(files))
+				return -ENOENT;
+			vp.kind = files[i].kind;
+			if (vp.kind == VIEW_CKPT_MESSAGES || vp.kind == VIEW_CKPT_UI)
+				snprintf(vp.doc, sizeof(vp.doc), "tasks/%s/%s", vp.task,
+					 vp.kind == VIEW_CKPT_UI ? "ui_messages.json" : "api_conversation_history.json");
+			if (vp.kind == VIEW_CKPT_FILES) {
+				memcpy(vp.sub, p, strlen(p) + 1);
+				if (!*vp.git_dir || snap_has_commit(vp.git_dir, vp.hash) < 0)
+					return -ENOENT; /* no repo, or not this commit: no files/ */
+			}
+		}
+		*ret = vp;
+		return 0;
+	}
+	if (n >= 5)
+		return -ENOENT;
 	if (n == 4) {
 		size_t i;
 
@@ -232,6 +342,30 @@ static int task_last(void *ctx, const char *id, int64_t mtime)
 		c->last = mtime;
 	return 0;
 }
+
+/*
+ * The conversation at a checkpoint as JSON Lines: the ui stream up to and
+ * including the message that carries the hash, the api stream cut at that
+ * message's conversationHistoryIndex (elements 0..index).
+ */
+int view_ckpt_snap(struct fs *fs, const struct view_path *vp, struct store_snap **ret)
+{
+	struct store_snap *snap;
+	int64_t n = vp->kind == VIEW_CKPT_UI ? vp->ckpt_seq + 1 : vp->ckpt_api + 1;
+	int r;
+
+	r = store_snap_open_jsonl(fs->store, vp->doc, &snap);
+	if (r < 0)
+		return r;
+	r = store_snap_limit(fs->store, snap, n);
+	if (r < 0) {
+		store_snap_free(snap);
+		return r;
+	}
+	*ret = snap;
+	return 0;
+}
+#define ckpt_snap view_ckpt_snap
 
 int view_getattr(struct fs *fs, const char *rel, const struct view_path *vp, struct stat *st)
 {
@@ -294,6 +428,57 @@ int view_getattr(struct fs *fs, const char *rel, const struct view_path *vp, str
 		set_time(&st->st_mtim, lc.last);
 		break;
 	}
+	case VIEW_CKPTS:
+		st->st_mode = S_IFDIR | 0500;
+		st->st_nlink = 2;
+		break;
+	case VIEW_CKPT:
+		st->st_mode = S_IFDIR | 0500;
+		st->st_nlink = 2;
+		set_time(&st->st_mtim, vp->ckpt_ts * 1000000);
+		break;
+	case VIEW_CKPT_MESSAGES:
+	case VIEW_CKPT_UI: {
+		struct store_snap *snap;
+
+		r = ckpt_snap(fs, vp, &snap);
+		if (r < 0)
+			return r;
+		st->st_mode = S_IFREG | 0400;
+		st->st_nlink = 1;
+		st->st_size = store_snap_size(snap);
+		store_snap_free(snap);
+		set_time(&st->st_mtim, vp->ckpt_ts * 1000000);
+		break;
+	}
+	case VIEW_CKPT_COMMIT:
+	case VIEW_CKPT_DIFF: {
+		_cleanup_free_ char *buf = NULL;
+		size_t len;
+
+		r = view_render(fs, vp, &buf, &len, &lc.last, NULL);
+		if (r < 0)
+			return r;
+		st->st_mode = S_IFREG | 0400;
+		st->st_nlink = 1;
+		st->st_size = (off_t)len;
+		set_time(&st->st_mtim, vp->ckpt_ts * 1000000);
+		break;
+	}
+	case VIEW_CKPT_FILES: {
+		uint64_t ino;
+
+		r = snap_stat(vp->git_dir, vp->hash, vp->sub, st);
+		if (r < 0)
+			return r;
+		ino = st->st_ino;
+		st->st_uid = fs->uid;
+		st->st_gid = fs->gid;
+		set_time(&st->st_mtim, vp->ckpt_ts * 1000000);
+		st->st_ctim = st->st_atim = st->st_mtim;
+		st->st_ino = ino;
+		return 0;
+	}
 	default:
 		return -ENOENT;
 	}
@@ -326,6 +511,27 @@ static int list_task(void *ctx, const char *id, int64_t mtime)
 	struct list_ctx *c = ctx;
 
 	return c->fn(c->ctx, id, S_IFDIR, 0);
+}
+
+struct ckpt_list {
+	op_list_fn fn;
+	void *ctx;
+	int at;
+};
+
+static int list_ckpt(void *ctx, const struct store_checkpoint *c)
+{
+	struct ckpt_list *cl = ctx;
+	char name[32];
+
+	ckpt_name(++cl->at, c->hash, name, sizeof(name));
+	return cl->fn(cl->ctx, name, S_IFDIR, 0);
+}
+
+static int has_ckpt(void *ctx, const struct store_checkpoint *c)
+{
+	*(bool *)ctx = true;
+	return 0;
 }
 
 static int count_task(void *ctx, const char *id, int64_t mtime)
@@ -377,7 +583,38 @@ int view_list(struct fs *fs, const struct view_path *vp, op_list_fn fn, void *ct
 			if (view_getattr(fs, rel, &f, &st) == 0 && (r = fn(ctx, task_files[i].name, S_IFREG, 0)) < 0)
 				return r;
 		}
-		return 0;
+		{
+			bool any = false;
+
+			if (store_checkpoints(fs->store, vp->task, has_ckpt, &any) == 0 && any)
+				r = fn(ctx, "checkpoints", S_IFDIR, 0);
+		}
+		return r;
+	case VIEW_CKPTS: {
+		struct ckpt_list cl = { fn, ctx, 0 };
+
+		if ((r = fn(ctx, ".", S_IFDIR, 0)) < 0 || (r = fn(ctx, "..", S_IFDIR, 0)) < 0)
+			return r;
+		return store_checkpoints(fs->store, vp->task, list_ckpt, &cl);
+	}
+	case VIEW_CKPT: {
+		static const char *const names[] = { "messages.jsonl", "ui_messages.jsonl", "commit.json", "changes.diff" };
+
+		if ((r = fn(ctx, ".", S_IFDIR, 0)) < 0 || (r = fn(ctx, "..", S_IFDIR, 0)) < 0)
+			return r;
+		for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
+			if (i >= 2 && !*vp->git_dir)
+				break; /* no repo: the conversation only */
+			if ((r = fn(ctx, names[i], S_IFREG, 0)) < 0)
+				return r;
+		}
+		/* files/ only when the repo has the commit; why not is logged by snap.c */
+		if (*vp->git_dir && snap_has_commit(vp->git_dir, vp->hash) == 0)
+			r = fn(ctx, "files", S_IFDIR, 0);
+		return r;
+	}
+	case VIEW_CKPT_FILES:
+		return snap_list(vp->git_dir, vp->hash, vp->sub, fn, ctx);
 	default:
 		return -ENOTDIR;
 	}
@@ -415,6 +652,16 @@ int view_render(struct fs *fs, const struct view_path *vp, char **ret, size_t *r
 					       ret_rev);
 	if (vp->kind == VIEW_TASK_JSON)
 		return store_history_item(fs->store, vp->task, ret, ret_len, ret_mtime_ns);
+	if (vp->kind == VIEW_CKPT_COMMIT || vp->kind == VIEW_CKPT_DIFF) {
+		int64_t t;
+
+		if (!*vp->git_dir)
+			return -ENOENT;
+		*ret_mtime_ns = vp->ckpt_ts * 1000000;
+		if (vp->kind == VIEW_CKPT_COMMIT)
+			return snap_commit_json(vp->git_dir, vp->hash, ret, ret_len, &t);
+		return snap_diff(vp->git_dir, *vp->prev ? vp->prev : NULL, vp->hash, ret, ret_len);
+	}
 	if (vp->kind == VIEW_WS_JSON) {
 		cJSON *o = cJSON_CreateObject();
 		struct last_ctx lc = { 0 };

@@ -10,6 +10,8 @@
  *   workspaces/<name>-<key>/tasks/<id>/{messages.jsonl,ui_messages.jsonl,task.json,metadata.json}
  *   workspaces/unknown/tasks/<id>/...      tasks with no known workspace
  *   workspaces/.trash/<id>/                tasks removed with rm -r
+ *   .../tasks/<id>/checkpoints/<NNN>-<short>/{messages.jsonl,ui_messages.jsonl,
+ *                                            commit.json,changes.diff,files/}
  *
  * The client's own entries in workspaces/ (Cline CLI 2.x keeps
  * workspaces/<hash>/workspaceState.json there) are plain files and always
@@ -36,6 +38,14 @@ enum view_kind {
 	VIEW_UI,        /* ui_messages.jsonl: tasks/<id>/ui_messages.json as lines */
 	VIEW_TASK_JSON, /* task.json: the task's history item */
 	VIEW_METADATA,  /* metadata.json: tasks/<id>/task_metadata.json */
+	/* read-only from here on: checkpoints */
+	VIEW_CKPTS,     /* .../tasks/<id>/checkpoints/ */
+	VIEW_CKPT,      /* .../checkpoints/<NNN>-<short hash>/ */
+	VIEW_CKPT_MESSAGES, /* its messages.jsonl: the api stream cut at the checkpoint */
+	VIEW_CKPT_UI,   /* its ui_messages.jsonl: up to the message that carries the hash */
+	VIEW_CKPT_COMMIT, /* its commit.json */
+	VIEW_CKPT_DIFF, /* its changes.diff: against the previous checkpoint */
+	VIEW_CKPT_FILES, /* its files/ and anything below: the commit's tree */
 };
 
 struct view_path {
@@ -45,7 +55,22 @@ struct view_path {
 	char key[16];   /* the workspace's key */
 	char task[40];  /* the task id */
 	char doc[96];   /* the compat doc behind a file */
+	/* checkpoints */
+	int ckpt;           /* position, from 1 */
+	char hash[48];      /* its commit */
+	char prev[48];      /* the previous checkpoint's commit, "" for the first */
+	int64_t ckpt_seq;   /* the ui message that carries the hash */
+	int64_t ckpt_api;   /* its conversationHistoryIndex */
+	int64_t ckpt_ts;    /* its ts, ms */
+	char git_dir[512];  /* the shadow repo of the task's workspace */
+	char sub[1024];     /* below files/: the path inside the commit ("" its root) */
 };
+
+/* True for the read-only kinds (checkpoints): every write-like call gets EROFS. */
+static inline bool view_readonly(const struct view_path *vp)
+{
+	return vp->kind >= VIEW_CKPTS;
+}
 
 /*
  * Classifies rel. Returns 0 with kind VIEW_NONE for paths outside the view,
@@ -64,6 +89,9 @@ int view_list(struct fs *fs, const struct view_path *vp, op_list_fn fn, void *ct
  */
 int view_render(struct fs *fs, const struct view_path *vp, char **ret, size_t *ret_len, int64_t *ret_mtime_ns,
 		int64_t *ret_rev);
+
+/* The conversation at a checkpoint (VIEW_CKPT_MESSAGES, VIEW_CKPT_UI), as JSON Lines. */
+int view_ckpt_snap(struct fs *fs, const struct view_path *vp, struct store_snap **ret);
 
 /* True if rel is a view path that can hold a task: workspaces/<ws>/tasks/<id>. */
 bool view_is_task_slot(const struct view_path *vp);

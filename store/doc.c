@@ -2122,3 +2122,33 @@ ssize_t store_snap_read(struct store *st, struct store_snap *s, char *buf, size_
 	pthread_mutex_unlock(&st->lock);
 	return r;
 }
+
+int store_snap_limit(struct store *st, struct store_snap *s, int64_t n)
+{
+	STORE_LOCK(st);
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	int r, rc;
+
+	if (s->format != DOC_ARRAY)
+		return -EINVAL;
+	if (n <= 0) {
+		s->size = s->jsonl ? 0 : (int64_t)s->head_len; /* the compat rendering keeps its '[' */
+		return 0;
+	}
+	r = store_prepare(st, "SELECT off + length(CAST(pre AS BLOB)) + len, coalesce(loff, 0) + len + 1 FROM elems "
+			      "WHERE doc_id = ?1 AND seq = ?2 AND rev_from <= ?3 AND (rev_to IS NULL OR rev_to > ?3)", &stmt);
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(stmt, 1, s->doc_id);
+	sqlite3_bind_int64(stmt, 2, n - 1);
+	sqlite3_bind_int64(stmt, 3, s->rev);
+	rc = sqlite3_step(stmt);
+	if (rc == SQLITE_DONE)
+		return 0; /* fewer elements than n: the whole snapshot */
+	if (rc != SQLITE_ROW)
+		return store_fail(st, rc, "cannot find an element");
+	s->size = sqlite3_column_int64(stmt, s->jsonl ? 1 : 0);
+	if (!s->jsonl)
+		s->tail_len = 0; /* a cut array has no tail; the compat cut is for internal use only */
+	return 0;
+}

@@ -204,6 +204,21 @@ int store_history_commit_ws(struct store *st, const char *ws_key, const char *da
 /* A base: the version of the doc at path at revision rev, as read by a writer. */
 int store_base_at(struct store *st, const char *path, int64_t rev, struct store_base **ret);
 
+/* A checkpoint of a task: a commit of the shadow repo stamped on a message. */
+struct store_checkpoint {
+	int64_t seq;       /* position of the first ui message that carries the hash */
+	int64_t ts;        /* that message's ts (ms) */
+	const char *hash;  /* lastCheckpointHash */
+	int64_t api_index; /* its conversationHistoryIndex (-1: none) */
+};
+typedef int (*store_checkpoint_fn)(void *ctx, const struct store_checkpoint *c);
+
+/* Calls fn for each checkpoint of the task, in the order of the conversation. */
+int store_checkpoints(struct store *st, const char *task_id, store_checkpoint_fn fn, void *ctx);
+
+/* Cuts a snapshot (either rendering) to its first n elements: the conversation at a checkpoint. */
+int store_snap_limit(struct store *st, struct store_snap *snap, int64_t n);
+
 /* The task's current history item (free()), -ENOENT if taskHistory.json has none. */
 int store_history_item(struct store *st, const char *task_id, char **ret_json, size_t *ret_len,
 		       int64_t *ret_mtime_ns);

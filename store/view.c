@@ -10,8 +10,10 @@
  * it, like store_doc_list(), so a callback may call the store again.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
+#include "store/json.h"
 #include "store/store_internal.h"
 #include "store/util.h"
 
@@ -258,4 +260,75 @@ int store_history_render_ws(struct store *st, const char *ws_key, char **ret, si
 	if (ret_rev)
 		*ret_rev = rev;
 	return *ret ? 0 : -ENOMEM;
+}
+
+struct ckpt_row {
+	int64_t seq, ts, api_index;
+	char hash[48];
+};
+
+int store_checkpoints(struct store *st, const char *task_id, store_checkpoint_fn fn, void *ctx)
+{
+	struct ckpt_row *v = NULL;
+	size_t n = 0, alloc = 0;
+	char path[96];
+	int r = 0, rc;
+
+	snprintf(path, sizeof(path), "tasks/%s/ui_messages.json", task_id);
+	{
+		STORE_LOCK(st);
+		_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+
+		r = store_prepare(st, "SELECT e.seq, e.json FROM elems e JOIN docs d ON d.id = e.doc_id "
+				      "WHERE d.path = ?1 AND d.present AND e.rev_to IS NULL "
+				      "AND instr(e.json, '\"lastCheckpointHash\"') > 0 ORDER BY e.seq", &stmt);
+		if (r < 0)
+			return r;
+		sqlite3_bind_text(stmt, 1, path, -1, SQLITE_STATIC);
+		while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+			const char *j = (const char *)sqlite3_column_text(stmt, 1);
+			size_t jlen = (size_t)sqlite3_column_bytes(stmt, 1), a, b;
+			struct ckpt_row c = { .seq = sqlite3_column_int64(stmt, 0), .api_index = -1 };
+			long long x;
+			bool seen = false;
+
+			if (json_object_member(j, jlen, "lastCheckpointHash", &a, &b) < 0 || b - a < 3 || j[a] != '"' ||
+			    b - a - 2 >= sizeof(c.hash))
+				continue;
+			memcpy(c.hash, j + a + 1, b - a - 2);
+			c.hash[b - a - 2] = '\0';
+			if (strspn(c.hash, "0123456789abcdef") != strlen(c.hash))
+				continue; /* not a commit hash */
+			for (size_t i = 0; i < n && !seen; i++)
+				seen = strcmp(v[i].hash, c.hash) == 0;
+			if (seen)
+				continue;
+			if (json_object_member(j, jlen, "ts", &a, &b) == 0 && json_to_int64(j + a, b - a, &x) == 0)
+				c.ts = x;
+			if (json_object_member(j, jlen, "conversationHistoryIndex", &a, &b) == 0 &&
+			    json_to_int64(j + a, b - a, &x) == 0)
+				c.api_index = x;
+			if (n == alloc) {
+				size_t na = alloc ? alloc * 2 : 16;
+				struct ckpt_row *p = realloc(v, na * sizeof(*p));
+
+				if (!p) {
+					r = -ENOMEM;
+					break;
+				}
+				v = p;
+				alloc = na;
+			}
+			v[n++] = c;
+		}
+		if (r == 0 && rc != SQLITE_DONE && rc != SQLITE_ROW)
+			r = store_fail(st, rc, "cannot read checkpoints");
+	}
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		struct store_checkpoint c = { v[i].seq, v[i].ts, v[i].hash, v[i].api_index };
+
+		r = fn(ctx, &c);
+	}
+	free(v);
+	return r;
 }
