@@ -225,6 +225,12 @@ static bool is_doc_path(const char *path)
 	return k == STORE_PATH_ARRAY || k == STORE_PATH_WHOLE;
 }
 
+/* The workspaces view (and the client's own entries there, which is harmless). */
+static bool is_view_path(const char *path)
+{
+	return strncmp(path, "/workspaces", 11) == 0 && (path[11] == '\0' || path[11] == '/');
+}
+
 /* Replies with the entry parent/name, whose path is path, counting a lookup. */
 static void reply_entry_at(fuse_req_t req, fuse_ino_t parent, const char *name, const char *path,
 			   struct fuse_file_info *fi)
@@ -233,7 +239,7 @@ static void reply_entry_at(fuse_req_t req, fuse_ino_t parent, const char *name, 
 	struct node *n;
 	int r;
 
-	if (is_doc_path(path))
+	if (is_doc_path(path) || is_view_path(path))
 		e.attr_timeout = 0;
 	r = op_getattr(path, &e.attr, fi);
 	if (r < 0) {
@@ -329,7 +335,8 @@ static int getattr_node(fuse_ino_t ino, struct fuse_file_info *fi, struct stat *
 	if (r < 0)
 		return r;
 	doc = is_doc_path(path.buf);
-	*ret_timeout = doc ? 0 : TIMEOUT;
+	/* Docs and the view computed from them are never cached: they change under merges. */
+	*ret_timeout = doc || is_view_path(path.buf) ? 0 : TIMEOUT;
 	if (doc && !fi) {
 		struct node *n = ino_node(ino);
 		struct fs_proc proc;

@@ -334,6 +334,15 @@ static int ws_last(void *ctx, const struct store_workspace *ws)
 	return 0;
 }
 
+static int ws_max(void *ctx, const struct store_workspace *ws)
+{
+	struct last_ctx *c = ctx;
+
+	if (ws->last_ns > c->last)
+		c->last = ws->last_ns;
+	return 0;
+}
+
 static int task_last(void *ctx, const char *id, int64_t mtime)
 {
 	struct last_ctx *c = ctx;
@@ -381,6 +390,15 @@ int view_getattr(struct fs *fs, const char *rel, const struct view_path *vp, str
 	switch (vp->kind) {
 	case VIEW_ROOT:
 	case VIEW_TRASH:
+		st->st_mode = S_IFDIR | 0700;
+		st->st_nlink = 2;
+		/* the last change of what it lists: stable while nothing changes */
+		r = vp->kind == VIEW_TRASH ? store_task_list(fs->store, NULL, true, task_last, &lc)
+					   : store_workspace_list(fs->store, ws_max, &lc);
+		if (r < 0)
+			return r;
+		set_time(&st->st_mtim, lc.last);
+		break;
 	case VIEW_WS:
 	case VIEW_TASKS:
 	case VIEW_TASK:
