@@ -179,21 +179,6 @@ static int path_of(fuse_ino_t ino, const char *name, struct sb *out, bool *ret_r
 	return r;
 }
 
-/* The fh of one open handle of the node, for fstat() of a removed file. */
-static bool node_some_fh(fuse_ino_t ino, uint64_t *ret)
-{
-	struct node *n = ino_node(ino);
-	bool found = false;
-
-	pthread_mutex_lock(&table_lock);
-	if (n->opens) {
-		*ret = n->opens->fh;
-		found = true;
-	}
-	pthread_mutex_unlock(&table_lock);
-	return found;
-}
-
 static void begin(fuse_req_t req)
 {
 	fs_caller_pid = fuse_req_ctx(req)->pid;
@@ -351,10 +336,24 @@ static int getattr_node(fuse_ino_t ino, struct fuse_file_info *fi, struct stat *
 		if (found)
 			return 0;
 	}
-	if (!fi && removed && node_some_fh(ino, &any.fh))
-		fi = &any;
-	if (!fi && removed && !doc)
-		return -ESTALE;
+	if (!fi && removed) {
+		/*
+		 * A removed file: fstat() through one of its open handles, under
+		 * the table lock so that the handle cannot be released meanwhile.
+		 */
+		struct node *n = ino_node(ino);
+
+		pthread_mutex_lock(&table_lock);
+		if (n->opens) {
+			any.fh = n->opens->fh;
+			r = op_getattr(path.buf, st, &any);
+			pthread_mutex_unlock(&table_lock);
+			return r;
+		}
+		pthread_mutex_unlock(&table_lock);
+		if (!doc)
+			return -ESTALE;
+	}
 	return op_getattr(path.buf, st, fi);
 }
 

@@ -28,7 +28,7 @@ for n in 2 4 8; do
 	mount_convfs "$mnt" "$T/store$n.db"
 	say "convfs, $n windows"
 	node "$runner" "$mnt" "$n" "$tasks" "$messages" 2>"$T/run$n.err" >&2 ||
-		problem "$n windows lost work on convfs:\n$(head -n 20 "$T/run$n.err")\n--- daemon log:\n$(tail -n 20 "$T/store$n.db.log")"
+		problem "$n windows lost work on convfs:\n$(head -n 20 "$T/run$n.err")\n--- daemon log:\n$(grep -v '^convfs: info' "$T/store$n.db.log" | head -n 60)"
 	unmount_convfs "$mnt"
 	check_log "$T/store$n.db.log"
 	integrity=$(sqlite3 "$T/store$n.db" 'PRAGMA integrity_check')
