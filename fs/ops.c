@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * ops.c: the FUSE operations (high-level API).
+ * ops.c: the filesystem's operations, by path (lowlevel.c turns node ids into
+ * paths and calls these).
  *
- * Every path is first classified (store_path_kind): a managed file ("doc")
- * goes to the store, anything else to the backing tree through plain.c. This
- * file only translates: paths to store calls or *at() calls, results to
- * 0 / -errno, with a log line for every failure that is not the caller's
- * ordinary business (ENOENT on lookup is not logged).
+ * Every path is first classified: a managed file ("doc", store_path_kind())
+ * goes to the store, a path of the workspaces view (view_parse()) to the view,
+ * anything else to the backing tree through plain.c. This file only
+ * translates: paths to store calls or *at() calls, results to 0 / -errno, with
+ * a log line for every failure that is not the caller's ordinary business
+ * (ENOENT on lookup is not logged).
  *
  * Writes to a doc never touch the store until the writer is done. An open
  * for writing gets a private staging file (O_TMPFILE in the backing tree, so
@@ -14,12 +16,13 @@
  * committed version. The staged bytes are committed as one transaction when
  * the file is closed (flush), and a rename of a plain temp file over a doc
  * commits the temp file's bytes: Cline's three write patterns (in place,
- * temp + rename, Roo's safeWriteJson) all become single atomic commits. A
- * refused commit (not valid JSON) fails the close or the rename with EINVAL.
+ * temp + rename, Roo's safeWriteJson) all become single atomic commits,
+ * merged with what other writers committed since (docs/MERGE.md). A refused
+ * commit (not valid JSON) fails the close or the rename with EINVAL.
  *
- * Doc handles use direct I/O for writers, so that uncommitted bytes never
- * reach the shared page cache; after each commit the kernel's cached pages
- * and attributes of the doc are invalidated, outside every lock.
+ * Each doc handle reads its own snapshot with direct I/O (no shared page
+ * cache), so a reader sees one whole version; after an in-place commit the
+ * doc's inode is also invalidated, outside every lock.
  */
 #include <dirent.h>
 #include <errno.h>
