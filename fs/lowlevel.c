@@ -213,7 +213,9 @@ static bool is_doc_path(const char *path)
 /* The workspaces view (and the client's own entries there, which is harmless). */
 static bool is_view_path(const char *path)
 {
-	return strncmp(path, "/workspaces", 11) == 0 && (path[11] == '\0' || path[11] == '/');
+	/* checkpoint snapshots never change: those may be cached */
+	return strncmp(path, "/workspaces", 11) == 0 && (path[11] == '\0' || path[11] == '/') &&
+	       !strstr(path, "/checkpoints/");
 }
 
 /* Replies with the entry parent/name, whose path is path, counting a lookup. */
@@ -224,9 +226,9 @@ static void reply_entry_at(fuse_req_t req, fuse_ino_t parent, const char *name, 
 	struct node *n;
 	int r;
 
-	if (is_doc_path(path) || is_view_path(path))
-		e.attr_timeout = 0;
 	r = op_getattr(path, &e.attr, fi);
+	if ((is_doc_path(path) || is_view_path(path)) && !S_ISDIR(e.attr.st_mode))
+		e.attr_timeout = 0;
 	if (r < 0) {
 		if (fi)
 			op_release(path, fi);
@@ -320,7 +322,11 @@ static int getattr_node(fuse_ino_t ino, struct fuse_file_info *fi, struct stat *
 	if (r < 0)
 		return r;
 	doc = is_doc_path(path.buf);
-	/* Docs and the view computed from them are never cached: they change under merges. */
+	/*
+	 * Docs and the view's files are never cached: they change under merges.
+	 * The view's folders are (their permissions are checked on every path
+	 * walk through them, and what they list is computed afresh anyway).
+	 */
 	*ret_timeout = doc || is_view_path(path.buf) ? 0 : TIMEOUT;
 	if (doc && !fi) {
 		struct node *n = ino_node(ino);
@@ -368,7 +374,7 @@ static void ll_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	if (r < 0)
 		fuse_reply_err(req, -r);
 	else
-		fuse_reply_attr(req, &st, timeout);
+		fuse_reply_attr(req, &st, S_ISDIR(st.st_mode) ? TIMEOUT : timeout);
 }
 
 static void ll_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, struct fuse_file_info *fi)
@@ -405,7 +411,7 @@ static void ll_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	if (r < 0)
 		fuse_reply_err(req, -r);
 	else
-		fuse_reply_attr(req, &st, timeout);
+		fuse_reply_attr(req, &st, S_ISDIR(st.st_mode) ? TIMEOUT : timeout);
 }
 
 /* ---- names -------------------------------------------------------------------- */

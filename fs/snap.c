@@ -27,6 +27,12 @@
 static pthread_mutex_t snap_lock = PTHREAD_MUTEX_INITIALIZER;
 static git_repository *cur_repo;
 static char *cur_dir;
+/* the root tree of the last commit looked at (ls -l of a big tree asks it once a file) */
+static git_tree *cur_tree;
+static char cur_tree_hash[48];
+/* commits found missing, logged once each */
+static char missing[32][48];
+static unsigned nmissing;
 /* the last blob read: its (repo, commit, path) and content */
 static git_blob *cur_blob;
 static char *cur_blob_key;
@@ -49,7 +55,12 @@ static int snap_errno(int rc, const char *what, const char *subject)
 
 int snap_init(void)
 {
-	return git_libgit2_init() < 0 ? -EIO : 0;
+	if (git_libgit2_init() < 0)
+		return -EIO;
+	/* Trees of big commits are worth caching; the whole cache stays bounded. */
+	git_libgit2_opts(GIT_OPT_SET_CACHE_OBJECT_LIMIT, GIT_OBJECT_TREE, (size_t)4 << 20);
+	git_libgit2_opts(GIT_OPT_SET_CACHE_MAX_SIZE, (ssize_t)32 << 20);
+	return 0;
 }
 
 void snap_shutdown(void)
@@ -59,6 +70,8 @@ void snap_shutdown(void)
 	cur_blob = NULL;
 	free(cur_blob_key);
 	cur_blob_key = NULL;
+	git_tree_free(cur_tree);
+	cur_tree = NULL;
 	git_repository_free(cur_repo);
 	cur_repo = NULL;
 	free(cur_dir);
@@ -78,6 +91,8 @@ static int repo_get(const char *git_dir, git_repository **ret)
 	}
 	git_blob_free(cur_blob);
 	cur_blob = NULL;
+	git_tree_free(cur_tree);
+	cur_tree = NULL;
 	git_repository_free(cur_repo);
 	cur_repo = NULL;
 	free(cur_dir);
@@ -109,6 +124,18 @@ static int commit_get(git_repository *repo, const char *hash, git_commit **ret)
 	if (rc < 0)
 		return -EINVAL;
 	rc = git_commit_lookup_prefix(ret, repo, &oid, strlen(hash));
+	if (rc == GIT_ENOTFOUND) {
+		bool logged = false;
+
+		for (unsigned i = 0; i < nmissing && i < ARRAY_SIZE(missing) && !logged; i++)
+			logged = strcmp(missing[i], hash) == 0;
+		if (!logged) {
+			log_warn("checkpoint commit '%s' is not in the shadow repository '%s'; its snapshot shows "
+				 "the conversation only", hash, cur_dir ? cur_dir : "?");
+			snprintf(missing[nmissing++ % ARRAY_SIZE(missing)], sizeof(missing[0]), "%s", hash);
+		}
+		return -ENOENT;
+	}
 	return rc < 0 ? snap_errno(rc, "find checkpoint commit", hash) : 0;
 }
 
@@ -121,12 +148,22 @@ static int entry_get(const char *git_dir, const char *hash, const char *path, gi
 	git_tree *tree = NULL;
 	int r, rc;
 
-	if ((r = repo_get(git_dir, &repo)) < 0 || (r = commit_get(repo, hash, &commit)) < 0)
+	if ((r = repo_get(git_dir, &repo)) < 0)
 		return r;
-	rc = git_commit_tree(&tree, commit);
-	git_commit_free(commit);
-	if (rc < 0)
-		return snap_errno(rc, "read the tree of", hash);
+	if (!cur_tree || strcmp(cur_tree_hash, hash) != 0) {
+		if ((r = commit_get(repo, hash, &commit)) < 0)
+			return r;
+		rc = git_commit_tree(&tree, commit);
+		git_commit_free(commit);
+		if (rc < 0)
+			return snap_errno(rc, "read the tree of", hash);
+		git_tree_free(cur_tree);
+		cur_tree = tree;
+		snprintf(cur_tree_hash, sizeof(cur_tree_hash), "%s", hash);
+	}
+	/* The caller frees what it gets: hand out a duplicate of the cached tree. */
+	if (git_tree_dup(&tree, cur_tree) < 0)
+		return -ENOMEM;
 	*ret_entry = NULL;
 	if (*path) {
 		rc = git_tree_entry_bypath(ret_entry, tree, path);
@@ -147,7 +184,7 @@ int snap_has_commit(const char *git_dir, const char *hash)
 
 	pthread_mutex_lock(&snap_lock);
 	r = repo_get(git_dir, &repo);
-	if (r == 0)
+	if (r == 0 && !(cur_tree && strcmp(cur_tree_hash, hash) == 0))
 		r = commit_get(repo, hash, &commit);
 	git_commit_free(commit);
 	pthread_mutex_unlock(&snap_lock);
@@ -369,22 +406,90 @@ int snap_commit_json(const char *git_dir, const char *hash, char **ret, size_t *
 	return 0;
 }
 
+/*
+ * libgit2's patch text, made to read as git diff prints it: a file header
+ * followed by no hunk (an empty file added or removed, a mode change) has no
+ * ---/+++ lines in git's output, and git ends a ---/+++ path that holds a
+ * space with a tab.
+ */
+struct diff_out {
+	struct sb out;
+	struct sb header; /* the current file's header, until we know if hunks follow */
+	bool has_header;
+};
+
+static int header_flush(struct diff_out *d, bool hunks_follow)
+{
+	const char *p = sb_str(&d->header), *end;
+	int r = 0;
+
+	if (!d->has_header)
+		return 0;
+	for (; *p && r == 0; p = end) {
+		end = strchr(p, '\n');
+		end = end ? end + 1 : p + strlen(p);
+		if (strncmp(p, "--- ", 4) == 0 || strncmp(p, "+++ ", 4) == 0) {
+			size_t len = (size_t)(end - p) - (end[-1] == '\n');
+
+			if (!hunks_follow)
+				continue;
+			r = sb_add(&d->out, p, len);
+			if (r == 0 && memchr(p + 4, ' ', len - 4))
+				r = sb_add(&d->out, "\t", 1);
+			if (r == 0 && end[-1] == '\n')
+				r = sb_add(&d->out, "\n", 1);
+			continue;
+		}
+		r = sb_add(&d->out, p, (size_t)(end - p));
+	}
+	d->header.len = 0;
+	d->has_header = false;
+	return r;
+}
+
+static int diff_line(const git_diff_delta *delta, const git_diff_hunk *hunk, const git_diff_line *line, void *ctx)
+{
+	struct diff_out *d = ctx;
+	int r;
+
+	switch (line->origin) {
+	case GIT_DIFF_LINE_FILE_HDR:
+		if ((r = header_flush(d, false)) < 0)
+			return r;
+		d->has_header = true;
+		return sb_add(&d->header, line->content, line->content_len);
+	case GIT_DIFF_LINE_HUNK_HDR:
+	case GIT_DIFF_LINE_BINARY:
+		if ((r = header_flush(d, true)) < 0)
+			return r;
+		return sb_add(&d->out, line->content, line->content_len);
+	case GIT_DIFF_LINE_CONTEXT:
+	case GIT_DIFF_LINE_ADDITION:
+	case GIT_DIFF_LINE_DELETION:
+		if ((r = sb_add(&d->out, &line->origin, 1)) < 0)
+			return r;
+		return sb_add(&d->out, line->content, line->content_len);
+	default: /* the "\ No newline at end of file" lines and the like */
+		return sb_add(&d->out, line->content, line->content_len);
+	}
+}
+
 int snap_diff(const char *git_dir, const char *prev, const char *hash, char **ret, size_t *ret_len)
 {
 	git_repository *repo;
 	git_commit *c = NULL, *p = NULL;
 	git_tree *ct = NULL, *pt = NULL;
 	git_diff *diff = NULL;
-	git_buf out = { 0 };
 	int r, rc = 0;
 
 	pthread_mutex_lock(&snap_lock);
 	r = repo_get(git_dir, &repo);
 	if (r == 0)
 		r = commit_get(repo, hash, &c);
-	if (r == 0 && prev)
-		r = commit_get(repo, prev, &p);
-	else if (r == 0 && git_commit_parentcount(c) > 0 && (rc = git_commit_parent(&p, c, 0)) < 0)
+	/* The previous checkpoint, or if the repo lacks it, the commit's parent. */
+	if (r == 0 && prev && commit_get(repo, prev, &p) < 0)
+		p = NULL;
+	if (r == 0 && !p && git_commit_parentcount(c) > 0 && (rc = git_commit_parent(&p, c, 0)) < 0)
 		r = snap_errno(rc, "read the parent of", hash);
 	if (r == 0 && (rc = git_commit_tree(&ct, c)) < 0)
 		r = snap_errno(rc, "read the tree of", hash);
@@ -392,19 +497,25 @@ int snap_diff(const char *git_dir, const char *prev, const char *hash, char **re
 		r = snap_errno(rc, "read the tree of", prev ? prev : "the parent");
 	if (r == 0 && (rc = git_diff_tree_to_tree(&diff, repo, pt, ct, NULL)) < 0)
 		r = snap_errno(rc, "diff", hash);
-	if (r == 0 && (rc = git_diff_to_buf(&out, diff, GIT_DIFF_FORMAT_PATCH)) < 0)
-		r = snap_errno(rc, "print the diff of", hash);
+	/* git diff finds renames by default */
+	if (r == 0 && (rc = git_diff_find_similar(diff, NULL)) < 0)
+		r = snap_errno(rc, "find renames in", hash);
 	if (r == 0) {
-		*ret = malloc(out.size + 1);
-		if (!*ret) {
-			r = -ENOMEM;
+		struct diff_out d = { SB_INIT, SB_INIT, false };
+
+		rc = git_diff_print(diff, GIT_DIFF_FORMAT_PATCH, diff_line, &d);
+		if (rc == 0)
+			rc = header_flush(&d, false);
+		if (rc < 0) {
+			r = rc == -ENOMEM ? -ENOMEM : snap_errno(rc, "print the diff of", hash);
+			sb_release(&d.out);
 		} else {
-			memcpy(*ret, out.ptr ? out.ptr : "", out.size);
-			(*ret)[out.size] = '\0';
-			*ret_len = out.size;
+			*ret = sb_detach(&d.out, ret_len);
+			if (!*ret)
+				r = -ENOMEM;
 		}
+		sb_release(&d.header);
 	}
-	git_buf_dispose(&out);
 	git_diff_free(diff);
 	git_tree_free(ct);
 	git_tree_free(pt);

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -51,21 +52,6 @@ static void ws_name(const char *path, const char *key, char *buf, size_t bufsz)
 	if (n == 0 || buf[0] == '.')
 		buf[n ? 0 : n++] = '_';
 	snprintf(buf + n, bufsz - n, "-%s", key);
-}
-
-struct ws_match {
-	const char *name;
-	bool found;
-};
-
-static int match_ws(void *ctx, const struct store_workspace *ws)
-{
-	struct ws_match *m = ctx;
-	char name[80];
-
-	ws_name(ws->path, ws->key, name, sizeof(name));
-	m->found = strcmp(name, m->name) == 0;
-	return 0;
 }
 
 /* True if the client has an entry of its own at workspaces/<name>. */
@@ -165,6 +151,92 @@ static int ckpt_parse(struct fs *fs, struct view_path *vp, const char *name)
 	return 0;
 }
 
+/*
+ * The checkpoint folder last resolved, for as long as nothing is committed:
+ * ls -l of a snapshot's files/ resolves the same folder once a file.
+ */
+static pthread_mutex_t ckpt_cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct view_path ckpt_cache;
+static char ckpt_cache_prefix[1024];
+static uint64_t ckpt_cache_gen;
+
+static int ckpt_parse_cached(struct fs *fs, struct view_path *vp, const char *rel, const char *name)
+{
+	const char *at = strstr(rel, name);
+	size_t plen = at ? (size_t)(at - rel) + strlen(name) : 0;
+	uint64_t gen = store_generation(fs->store);
+	bool hit;
+	int r;
+
+	if (!at || plen >= sizeof(ckpt_cache_prefix))
+		return ckpt_parse(fs, vp, name);
+	pthread_mutex_lock(&ckpt_cache_lock);
+	hit = ckpt_cache_gen == gen && strlen(ckpt_cache_prefix) == plen && strncmp(ckpt_cache_prefix, rel, plen) == 0;
+	if (hit)
+		*vp = ckpt_cache;
+	pthread_mutex_unlock(&ckpt_cache_lock);
+	if (hit)
+		return 0;
+	r = ckpt_parse(fs, vp, name);
+	if (r == 0) {
+		pthread_mutex_lock(&ckpt_cache_lock);
+		ckpt_cache = *vp;
+		memcpy(ckpt_cache_prefix, rel, plen);
+		ckpt_cache_prefix[plen] = '\0';
+		ckpt_cache_gen = gen;
+		pthread_mutex_unlock(&ckpt_cache_lock);
+	}
+	return r;
+}
+
+/* A file of a checkpoint folder: name, and below files/ the path rest. */
+static int ckpt_file_parse(struct view_path *vp, const char *name, const char *rest)
+{
+	static const struct {
+		const char *name;
+		enum view_kind kind;
+	} files[] = {
+		{ "messages.jsonl", VIEW_CKPT_MESSAGES }, { "ui_messages.jsonl", VIEW_CKPT_UI },
+		{ "commit.json", VIEW_CKPT_COMMIT }, { "changes.diff", VIEW_CKPT_DIFF },
+		{ "files", VIEW_CKPT_FILES },
+	};
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(files) && strcmp(name, files[i].name) != 0; i++)
+		;
+	if (i == ARRAY_SIZE(files) || (*rest && files[i].kind != VIEW_CKPT_FILES))
+		return -ENOENT;
+	vp->kind = files[i].kind;
+	if (vp->kind == VIEW_CKPT_MESSAGES || vp->kind == VIEW_CKPT_UI)
+		snprintf(vp->doc, sizeof(vp->doc), "tasks/%s/%s", vp->task,
+			 vp->kind == VIEW_CKPT_UI ? "ui_messages.json" : "api_conversation_history.json");
+	if (vp->kind == VIEW_CKPT_FILES)
+		memcpy(vp->sub, rest, strlen(rest) + 1);
+	/* no repo, or not this commit: no files/, commit.json, changes.diff */
+	if ((vp->kind == VIEW_CKPT_FILES || vp->kind == VIEW_CKPT_COMMIT || vp->kind == VIEW_CKPT_DIFF) &&
+	    (!*vp->git_dir || snap_has_commit(vp->git_dir, vp->hash) < 0))
+		return -ENOENT;
+	return 0;
+}
+
+/* A path inside a checkpoint folder resolved before: no query at all. */
+static bool ckpt_cache_hit(struct fs *fs, const char *rel, struct view_path *vp, const char **ret_rest)
+{
+	uint64_t gen = store_generation(fs->store);
+	size_t plen;
+	bool hit;
+
+	pthread_mutex_lock(&ckpt_cache_lock);
+	plen = strlen(ckpt_cache_prefix);
+	hit = plen && ckpt_cache_gen == gen && strncmp(rel, ckpt_cache_prefix, plen) == 0 && rel[plen] == '/';
+	if (hit) {
+		*vp = ckpt_cache;
+		*ret_rest = rel + plen + 1;
+	}
+	pthread_mutex_unlock(&ckpt_cache_lock);
+	return hit;
+}
+
 int view_parse(struct fs *fs, const char *rel, struct view_path *ret)
 {
 	char comp[6][256];
@@ -176,6 +248,22 @@ int view_parse(struct fs *fs, const char *rel, struct view_path *ret)
 	*ret = vp;
 	if (strncmp(rel, "workspaces", 10) != 0 || (rel[10] != '\0' && rel[10] != '/'))
 		return 0;
+	{
+		const char *rest, *slash;
+		char name[256];
+
+		if (ckpt_cache_hit(fs, rel, &vp, &rest)) {
+			slash = strchr(rest, '/');
+			if ((size_t)(slash ? slash - rest : (ptrdiff_t)strlen(rest)) >= sizeof(name))
+				return -ENAMETOOLONG;
+			memcpy(name, rest, slash ? (size_t)(slash - rest) : strlen(rest));
+			name[slash ? (size_t)(slash - rest) : strlen(rest)] = '\0';
+			r = ckpt_file_parse(&vp, name, slash ? slash + 1 : "");
+			if (r == 0)
+				*ret = vp;
+			return r;
+		}
+	}
 	if (rel[10] == '\0') {
 		ret->kind = VIEW_ROOT;
 		return 0;
@@ -219,14 +307,18 @@ int view_parse(struct fs *fs, const char *rel, struct view_path *ret)
 		vp.unknown = true;
 	} else {
 		const char *dash = strrchr(comp[0], '-');
-		struct ws_match m = { comp[0], false };
+		_cleanup_free_ char *wpath = NULL;
+		char name[80];
 
 		if (!dash || !store_is_task_id(dash + 1) || strlen(dash + 1) >= sizeof(vp.key))
 			return -ENOENT;
 		memcpy(vp.key, dash + 1, strlen(dash + 1) + 1);
-		r = store_workspace_get(fs->store, vp.key, match_ws, &m);
-		if (r < 0 || !m.found)
-			return r < 0 && r != -ENOENT ? r : -ENOENT;
+		r = store_workspace_path(fs->store, vp.key, &wpath);
+		if (r < 0)
+			return r;
+		ws_name(wpath, vp.key, name, sizeof(name));
+		if (strcmp(name, comp[0]) != 0)
+			return -ENOENT;
 	}
 	vp.kind = VIEW_WS;
 	if (n >= 2) {
@@ -265,33 +357,10 @@ int view_parse(struct fs *fs, const char *rel, struct view_path *ret)
 	}
 	if (n >= 4 && strcmp(comp[3], "checkpoints") == 0) {
 		vp.kind = VIEW_CKPTS;
-		if (n >= 5 && (r = ckpt_parse(fs, &vp, comp[4])) < 0)
+		if (n >= 5 && (r = ckpt_parse_cached(fs, &vp, rel, comp[4])) < 0)
 			return r;
-		if (n >= 6) {
-			static const struct {
-				const char *name;
-				enum view_kind kind;
-			} files[] = {
-				{ "messages.jsonl", VIEW_CKPT_MESSAGES }, { "ui_messages.jsonl", VIEW_CKPT_UI },
-				{ "commit.json", VIEW_CKPT_COMMIT }, { "changes.diff", VIEW_CKPT_DIFF },
-				{ "files", VIEW_CKPT_FILES },
-			};
-			size_t i;
-
-			for (i = 0; i < ARRAY_SIZE(files) && strcmp(comp[5], files[i].name) != 0; i++)
-				;
-			if (i == ARRAY_SIZE(files))
-				return -ENOENT;
-			vp.kind = files[i].kind;
-			if (vp.kind == VIEW_CKPT_MESSAGES || vp.kind == VIEW_CKPT_UI)
-				snprintf(vp.doc, sizeof(vp.doc), "tasks/%s/%s", vp.task,
-					 vp.kind == VIEW_CKPT_UI ? "ui_messages.json" : "api_conversation_history.json");
-			if (vp.kind == VIEW_CKPT_FILES) {
-				memcpy(vp.sub, p, strlen(p) + 1);
-				if (!*vp.git_dir || snap_has_commit(vp.git_dir, vp.hash) < 0)
-					return -ENOENT; /* no repo, or not this commit: no files/ */
-			}
-		}
+		if (n >= 6 && (r = ckpt_file_parse(&vp, comp[5], p)) < 0)
+			return r;
 		*ret = vp;
 		return 0;
 	}
@@ -620,16 +689,13 @@ int view_list(struct fs *fs, const struct view_path *vp, op_list_fn fn, void *ct
 
 		if ((r = fn(ctx, ".", S_IFDIR, 0)) < 0 || (r = fn(ctx, "..", S_IFDIR, 0)) < 0)
 			return r;
-		for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
-			if (i >= 2 && !*vp->git_dir)
-				break; /* no repo: the conversation only */
+		/* commit.json, changes.diff and files/ only when the repo has the commit (snap.c logs why not) */
+		bool has = *vp->git_dir && snap_has_commit(vp->git_dir, vp->hash) == 0;
+
+		for (size_t i = 0; i < ARRAY_SIZE(names) && (i < 2 || has); i++)
 			if ((r = fn(ctx, names[i], S_IFREG, 0)) < 0)
 				return r;
-		}
-		/* files/ only when the repo has the commit; why not is logged by snap.c */
-		if (*vp->git_dir && snap_has_commit(vp->git_dir, vp->hash) == 0)
-			r = fn(ctx, "files", S_IFDIR, 0);
-		return r;
+		return has ? fn(ctx, "files", S_IFDIR, 0) : r;
 	}
 	case VIEW_CKPT_FILES:
 		return snap_list(vp->git_dir, vp->hash, vp->sub, fn, ctx);

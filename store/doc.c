@@ -68,7 +68,16 @@ static int tx_begin(struct store *st)
 
 static int tx_commit(struct store *st)
 {
-	return store_exec(st, st->batch_depth ? "RELEASE doc" : "COMMIT");
+	int r = store_exec(st, st->batch_depth ? "RELEASE doc" : "COMMIT");
+
+	if (r == 0)
+		__atomic_add_fetch(&st->generation, 1, __ATOMIC_RELEASE);
+	return r;
+}
+
+uint64_t store_generation(struct store *st)
+{
+	return __atomic_load_n(&st->generation, __ATOMIC_ACQUIRE);
 }
 
 static void tx_rollback(struct store *st)

@@ -68,6 +68,12 @@ enum {
 int store_open(const char *path, int flags, struct store **ret);
 void store_free(struct store *st);
 
+/*
+ * A number that changes whenever anything is committed: what was computed
+ * from the store at one generation holds until it changes.
+ */
+uint64_t store_generation(struct store *st);
+
 /* Schema version this build writes. */
 int store_schema_version(void);
 
@@ -145,6 +151,9 @@ struct store_workspace {
 	int64_t last_ns;  /* last activity: a doc of one of its tasks changed */
 };
 typedef int (*store_workspace_fn)(void *ctx, const struct store_workspace *ws);
+
+/* The path of the workspace with key (free()), -ENOENT if none. */
+int store_workspace_path(struct store *st, const char *key, char **ret_path);
 
 /* Calls fn for each workspace with at least one live task, or for the one with key. */
 int store_workspace_list(struct store *st, store_workspace_fn fn, void *ctx);

@@ -19,6 +19,7 @@ struct store {
 	sqlite3 *db;
 	pthread_mutex_t lock;
 	int batch_depth; /* > 0 while store_batch_begin() is open */
+	uint64_t generation; /* bumped by every committed change */
 	bool readonly;
 };
 

@@ -332,3 +332,22 @@ int store_checkpoints(struct store *st, const char *task_id, store_checkpoint_fn
 	free(v);
 	return r;
 }
+
+int store_workspace_path(struct store *st, const char *key, char **ret_path)
+{
+	STORE_LOCK(st);
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	int r, rc;
+
+	r = store_prepare(st, "SELECT path FROM workspaces WHERE key = ?1", &stmt);
+	if (r < 0)
+		return r;
+	sqlite3_bind_text(stmt, 1, key, -1, SQLITE_STATIC);
+	rc = sqlite3_step(stmt);
+	if (rc == SQLITE_DONE)
+		return -ENOENT;
+	if (rc != SQLITE_ROW)
+		return store_fail(st, rc, "cannot look up a workspace");
+	*ret_path = strdup((const char *)sqlite3_column_text(stmt, 0));
+	return *ret_path ? 0 : -ENOMEM;
+}
