@@ -256,6 +256,23 @@ int op_getattr_if_owner(uint64_t fh, pid_t tgid, struct stat *st)
 	return op_getattr(NULL, st, &fi);
 }
 
+/*
+ * Whose attributes chmod, chown and utimens change. Docs and the view take
+ * none (0: a doc is always 0600, and its mtime is the time its content last
+ * changed, promise 5); checkpoint snapshots refuse them (-EROFS); 1: a plain
+ * file, which the caller changes.
+ */
+static int attr_target(struct fs *fs, const char *path, const struct fs_file *f)
+{
+	struct view_path vp;
+
+	if (f)
+		return f->kind == FILE_SNAP || f->fixed ? -EROFS : f->kind == FILE_PLAIN ? 1 : 0;
+	if (view_parse(fs, rel(path), &vp) == 0 && vp.kind != VIEW_NONE && vp.kind != VIEW_ROOT)
+		return view_readonly(&vp) ? -EROFS : 0;
+	return is_doc(rel(path)) ? 0 : 1;
+}
+
 int op_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
 {
 	struct fs *fs = fs_get();
@@ -263,18 +280,9 @@ int op_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
 	const char *leaf;
 	int dfd, r;
 
-	if (f && (f->kind == FILE_JSONL || f->kind == FILE_TEXT))
-		return 0; /* the view's attributes follow the store */
-	if (!f) {
-		struct view_path vp;
-
-		if (view_parse(fs, rel(path), &vp) == 0 && vp.kind != VIEW_NONE && vp.kind != VIEW_ROOT)
-			return view_readonly(&vp) ? -EROFS : 0;
-	}
-	if (f && (f->kind == FILE_SNAP || f->fixed))
-		return -EROFS;
-	if ((f && f->kind == FILE_DOC) || (!f && is_doc(rel(path))))
-		return 0; /* docs are always 0600 */
+	r = attr_target(fs, path, f);
+	if (r <= 0)
+		return r;
 	mode = private_mode(fs, mode);
 	if (f)
 		return fchmod(f->fd, mode) < 0 ? -errno : 0;
@@ -311,18 +319,9 @@ int op_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info *fi)
 	const char *leaf;
 	int dfd, r;
 
-	if (f && (f->kind == FILE_JSONL || f->kind == FILE_TEXT))
-		return 0; /* the view's attributes follow the store */
-	if (!f) {
-		struct view_path vp;
-
-		if (view_parse(fs, rel(path), &vp) == 0 && vp.kind != VIEW_NONE && vp.kind != VIEW_ROOT)
-			return view_readonly(&vp) ? -EROFS : 0;
-	}
-	if (f && (f->kind == FILE_SNAP || f->fixed))
-		return -EROFS;
-	if ((f && f->kind == FILE_DOC) || (!f && is_doc(rel(path))))
-		return 0;
+	r = attr_target(fs, path, f);
+	if (r <= 0)
+		return r;
 	if (f)
 		return fchown(f->fd, uid, gid) < 0 ? -errno : 0;
 	path = rel(path);
@@ -341,19 +340,9 @@ int op_utimens(const char *path, const struct timespec tv[2], struct fuse_file_i
 	const char *leaf;
 	int dfd, r;
 
-	/* A doc's mtime is the time its content last changed (promise 5). */
-	if (f && (f->kind == FILE_JSONL || f->kind == FILE_TEXT))
-		return 0; /* the view's attributes follow the store */
-	if (!f) {
-		struct view_path vp;
-
-		if (view_parse(fs, rel(path), &vp) == 0 && vp.kind != VIEW_NONE && vp.kind != VIEW_ROOT)
-			return view_readonly(&vp) ? -EROFS : 0;
-	}
-	if (f && (f->kind == FILE_SNAP || f->fixed))
-		return -EROFS;
-	if ((f && f->kind == FILE_DOC) || (!f && is_doc(rel(path))))
-		return 0;
+	r = attr_target(fs, path, f);
+	if (r <= 0)
+		return r;
 	if (f)
 		return futimens(f->fd, tv) < 0 ? -errno : 0;
 	path = rel(path);

@@ -53,6 +53,21 @@ static int snap_errno(int rc, const char *what, const char *subject)
 	}
 }
 
+/* Closes the open repository and what is cached of it. Lock held. */
+static void cache_drop(void)
+{
+	git_blob_free(cur_blob);
+	cur_blob = NULL;
+	free(cur_blob_key);
+	cur_blob_key = NULL;
+	git_tree_free(cur_tree);
+	cur_tree = NULL;
+	git_repository_free(cur_repo);
+	cur_repo = NULL;
+	free(cur_dir);
+	cur_dir = NULL;
+}
+
 int snap_init(void)
 {
 	if (git_libgit2_init() < 0)
@@ -66,16 +81,7 @@ int snap_init(void)
 void snap_shutdown(void)
 {
 	pthread_mutex_lock(&snap_lock);
-	git_blob_free(cur_blob);
-	cur_blob = NULL;
-	free(cur_blob_key);
-	cur_blob_key = NULL;
-	git_tree_free(cur_tree);
-	cur_tree = NULL;
-	git_repository_free(cur_repo);
-	cur_repo = NULL;
-	free(cur_dir);
-	cur_dir = NULL;
+	cache_drop();
 	pthread_mutex_unlock(&snap_lock);
 	git_libgit2_shutdown();
 }
@@ -89,14 +95,7 @@ static int repo_get(const char *git_dir, git_repository **ret)
 		*ret = cur_repo;
 		return 0;
 	}
-	git_blob_free(cur_blob);
-	cur_blob = NULL;
-	git_tree_free(cur_tree);
-	cur_tree = NULL;
-	git_repository_free(cur_repo);
-	cur_repo = NULL;
-	free(cur_dir);
-	cur_dir = NULL;
+	cache_drop();
 	rc = git_repository_open_ext(&cur_repo, git_dir, GIT_REPOSITORY_OPEN_NO_SEARCH | GIT_REPOSITORY_OPEN_BARE,
 				     NULL);
 	if (rc < 0) {
