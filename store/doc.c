@@ -1241,7 +1241,8 @@ static int set_trashed(struct store *st, const char *task_id, int64_t when)
 	return rc == SQLITE_DONE ? 0 : store_fail(st, rc, "cannot mark a task");
 }
 
-static int trash_locked(struct store *st, const char *task_id, const char *tpath, const struct store_who *who)
+static int trash_locked(struct store *st, const char *task_id, const char *tpath, const char *unused,
+			const struct store_who *who)
 {
 	_cleanup_stmt_ sqlite3_stmt *docs = NULL, *item = NULL;
 	struct doc_row h = { 0 };
@@ -1300,7 +1301,14 @@ static int trash_locked(struct store *st, const char *task_id, const char *tpath
 	return r < 0 ? r : revision_detail(st, rev, 0, NULL);
 }
 
-int store_task_trash(struct store *st, const char *task_id, const struct store_who *who)
+/*
+ * Runs fn(task_id, arg) on a valid task id as one transaction. fn gets the
+ * task's folder path for the revision log.
+ */
+typedef int (*task_fn)(struct store *st, const char *task_id, const char *tpath, const char *arg,
+		       const struct store_who *who);
+
+static int task_tx(struct store *st, const char *task_id, task_fn fn, const char *arg, const struct store_who *who)
 {
 	char tpath[64];
 	int r;
@@ -1313,7 +1321,7 @@ int store_task_trash(struct store *st, const char *task_id, const struct store_w
 	STORE_LOCK(st);
 	if ((r = tx_begin(st)) < 0)
 		return r;
-	r = trash_locked(st, task_id, tpath, who);
+	r = fn(st, task_id, tpath, arg, who);
 	if (r == 0)
 		r = tx_commit(st);
 	if (r < 0)
@@ -1321,7 +1329,13 @@ int store_task_trash(struct store *st, const char *task_id, const struct store_w
 	return r;
 }
 
-static int restore_locked(struct store *st, const char *task_id, const char *tpath, const struct store_who *who)
+int store_task_trash(struct store *st, const char *task_id, const struct store_who *who)
+{
+	return task_tx(st, task_id, trash_locked, NULL, who);
+}
+
+static int restore_locked(struct store *st, const char *task_id, const char *tpath, const char *unused,
+			  const struct store_who *who)
 {
 	_cleanup_stmt_ sqlite3_stmt *docs = NULL, *item = NULL;
 	struct doc_row h = { 0 };
@@ -1401,26 +1415,11 @@ static int restore_locked(struct store *st, const char *task_id, const char *tpa
 
 int store_task_restore(struct store *st, const char *task_id, const struct store_who *who)
 {
-	char tpath[64];
-	int r;
-
-	if (st->readonly)
-		return -EROFS;
-	if (!store_is_task_id(task_id))
-		return -EINVAL;
-	snprintf(tpath, sizeof(tpath), "tasks/%s", task_id);
-	STORE_LOCK(st);
-	if ((r = tx_begin(st)) < 0)
-		return r;
-	r = restore_locked(st, task_id, tpath, who);
-	if (r == 0)
-		r = tx_commit(st);
-	if (r < 0)
-		tx_rollback(st);
-	return r;
+	return task_tx(st, task_id, restore_locked, NULL, who);
 }
 
-static int create_locked(struct store *st, const char *task_id, const char *ws_key, const struct store_who *who)
+static int create_locked(struct store *st, const char *task_id, const char *tpath, const char *ws_key,
+			 const struct store_who *who)
 {
 	static const char *const names[] = { "api_conversation_history.json", "ui_messages.json" };
 	_cleanup_stmt_ sqlite3_stmt *ws = NULL, *live = NULL;
@@ -1468,21 +1467,7 @@ static int create_locked(struct store *st, const char *task_id, const char *ws_k
 
 int store_task_create(struct store *st, const char *task_id, const char *ws_key, const struct store_who *who)
 {
-	int r;
-
-	if (st->readonly)
-		return -EROFS;
-	if (!store_is_task_id(task_id))
-		return -EINVAL;
-	STORE_LOCK(st);
-	if ((r = tx_begin(st)) < 0)
-		return r;
-	r = create_locked(st, task_id, ws_key, who);
-	if (r == 0)
-		r = tx_commit(st);
-	if (r < 0)
-		tx_rollback(st);
-	return r;
+	return task_tx(st, task_id, create_locked, ws_key, who);
 }
 
 /* ---- whole docs ------------------------------------------------------- */
