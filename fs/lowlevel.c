@@ -328,11 +328,12 @@ static int getattr_node(fuse_ino_t ino, struct fuse_file_info *fi, struct stat *
 	 * walk through them, and what they list is computed afresh anyway).
 	 */
 	*ret_timeout = doc || is_view_path(path.buf) ? 0 : TIMEOUT;
-	if (doc && !fi) {
+	if (doc && !fi && ino_node(ino)->opens) {
 		struct node *n = ino_node(ino);
 		struct fs_proc proc;
 		bool found = false;
 
+		/* Only a doc that is open needs to know who asks (two reads of /proc). */
 		if (fs_proc_get(fs_caller_pid, &proc) == 0) {
 			pthread_mutex_lock(&table_lock);
 			for (struct open_ref *o = n->opens; o && !found; o = o->next)

@@ -21,6 +21,7 @@
 #include <fuse_lowlevel.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <malloc.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -289,6 +290,8 @@ int main(int argc, char **argv)
 	}
 	if (cmd.debug)
 		log_set_level(LOG_LEVEL_DEBUG);
+	/* One malloc arena per FUSE thread would multiply the daemon's footprint. */
+	mallopt(M_ARENA_MAX, 2);
 	for (int i = 0; i < args.argc; i++)
 		if (strstr(args.argv[i], "allow_other"))
 			fs.shared = true;

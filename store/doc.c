@@ -1154,7 +1154,7 @@ static int elem_remove(struct store *st, const struct doc_row *d, int64_t seq, i
 	/* The first element's bytes before it (after '[') pass to the next one. */
 	if (seq == 0 && !(first_pre = strdup((const char *)sqlite3_column_text(q, 2))))
 		return -ENOMEM;
-	sqlite3_finalize(TAKE_PTR(q));
+	store_stmt_release(TAKE_PTR(q));
 	r = elems_close(st, d->id, seq, rev);
 	if (r < 0)
 		goto out;
@@ -1850,7 +1850,7 @@ static int list_query(struct store *st, const char *sql, const char *arg, store_
 	}
 	if (r == 0 && rc != SQLITE_DONE)
 		r = store_fail(st, rc, "cannot list docs");
-	sqlite3_finalize(TAKE_PTR(stmt));
+	store_stmt_release(TAKE_PTR(stmt));
 	pthread_mutex_unlock(&st->lock);
 	for (size_t i = 0; i < n; i++) {
 		if (r == 0)

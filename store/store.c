@@ -59,13 +59,84 @@ int store_fail(struct store *st, int rc, const char *what)
 	return store_errno(rc) ? store_errno(rc) : -EIO;
 }
 
+/*
+ * The statement cache: keyed by connection and by the address of the SQL
+ * text (every statement is a string literal), each entry in use by at most one
+ * caller at a time; a statement asked for while its entry is in use is
+ * prepared afresh and finalized on release. Guarded by its own mutex, as
+ * several stores may live in one process (tests).
+ */
+#define STMT_CACHE 96
+
+static struct {
+	sqlite3 *db;
+	const char *sql;
+	sqlite3_stmt *stmt;
+	bool busy;
+} stmt_cache[STMT_CACHE];
+static pthread_mutex_t stmt_cache_lock = PTHREAD_MUTEX_INITIALIZER;
+
 int store_prepare(struct store *st, const char *sql, sqlite3_stmt **ret)
 {
-	int rc = sqlite3_prepare_v2(st->db, sql, -1, ret, NULL);
+	int rc, free_slot = -1;
 
+	pthread_mutex_lock(&stmt_cache_lock);
+	for (int i = 0; i < STMT_CACHE; i++) {
+		if (stmt_cache[i].db == st->db && stmt_cache[i].sql == sql && !stmt_cache[i].busy) {
+			stmt_cache[i].busy = true;
+			*ret = stmt_cache[i].stmt;
+			pthread_mutex_unlock(&stmt_cache_lock);
+			return 0;
+		}
+		if (!stmt_cache[i].db && free_slot < 0)
+			free_slot = i;
+	}
+	pthread_mutex_unlock(&stmt_cache_lock);
+	rc = sqlite3_prepare_v3(st->db, sql, -1, free_slot >= 0 ? SQLITE_PREPARE_PERSISTENT : 0, ret, NULL);
 	if (rc != SQLITE_OK)
 		return store_fail(st, rc, "cannot prepare a statement");
+	if (free_slot >= 0) {
+		pthread_mutex_lock(&stmt_cache_lock);
+		if (!stmt_cache[free_slot].db) {
+			stmt_cache[free_slot].db = st->db;
+			stmt_cache[free_slot].sql = sql;
+			stmt_cache[free_slot].stmt = *ret;
+			stmt_cache[free_slot].busy = true;
+		}
+		pthread_mutex_unlock(&stmt_cache_lock);
+	}
 	return 0;
+}
+
+void store_stmt_release(sqlite3_stmt *stmt)
+{
+	if (!stmt)
+		return;
+	pthread_mutex_lock(&stmt_cache_lock);
+	for (int i = 0; i < STMT_CACHE; i++)
+		if (stmt_cache[i].stmt == stmt) {
+			sqlite3_reset(stmt);
+			sqlite3_clear_bindings(stmt);
+			stmt_cache[i].busy = false;
+			pthread_mutex_unlock(&stmt_cache_lock);
+			return;
+		}
+	pthread_mutex_unlock(&stmt_cache_lock);
+	sqlite3_finalize(stmt);
+}
+
+void store_stmt_cache_drop(sqlite3 *db)
+{
+	pthread_mutex_lock(&stmt_cache_lock);
+	for (int i = 0; i < STMT_CACHE; i++)
+		if (stmt_cache[i].db == db) {
+			sqlite3_finalize(stmt_cache[i].stmt);
+			stmt_cache[i].db = NULL;
+			stmt_cache[i].sql = NULL;
+			stmt_cache[i].stmt = NULL;
+			stmt_cache[i].busy = false;
+		}
+	pthread_mutex_unlock(&stmt_cache_lock);
 }
 
 int store_exec(struct store *st, const char *sql)
@@ -146,6 +217,7 @@ int store_open(const char *path, int flags, struct store **ret)
 	*ret = TAKE_PTR(st);
 	return 0;
 fail:
+	store_stmt_cache_drop(st->db);
 	sqlite3_close(st->db);
 	pthread_mutex_destroy(&st->lock);
 	return r;
@@ -160,6 +232,7 @@ void store_free(struct store *st)
 	/* Fold the WAL back so the store is one file at rest. */
 	if (!st->readonly)
 		sqlite3_exec(st->db, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL);
+	store_stmt_cache_drop(st->db);
 	if (sqlite3_close(st->db) != SQLITE_OK)
 		log_err("cannot close the store: %s", sqlite3_errmsg(st->db));
 	pthread_mutex_destroy(&st->lock);

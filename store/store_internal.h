@@ -23,9 +23,19 @@ struct store {
 	bool readonly;
 };
 
+/*
+ * Statements come from a cache (store.c): store_prepare() hands out a
+ * prepared statement for that SQL text, store_stmt_release() gives it back
+ * reset (or finalizes one that is not cached). Parsing SQL was a large part of
+ * the cost of a getattr.
+ */
+void store_stmt_release(sqlite3_stmt *stmt);
+/* Finalizes the cached statements of a connection (before closing it). */
+void store_stmt_cache_drop(sqlite3 *db);
+
 static inline void stmt_finalizep(sqlite3_stmt **p)
 {
-	sqlite3_finalize(*p);
+	store_stmt_release(*p);
 }
 #define _cleanup_stmt_ _cleanup_(stmt_finalizep)
 
