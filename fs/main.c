@@ -224,8 +224,11 @@ static int serve(struct fs *fs, struct fuse_args *args, const char *store_path, 
 	} else {
 		r = fuse_session_loop(se);
 	}
-	if (r != 0)
-		log_err("the FUSE loop ended with an error: %s", strerror(r < 0 ? -r : r));
+	/* A positive result is the signal that ended the loop (SIGTERM, SIGINT): a clean stop. */
+	if (r < 0)
+		log_err("the FUSE loop ended with an error: %s", strerror(-r));
+	else if (r > 0)
+		log_info("stopping on signal %d", r);
 	fuse_remove_signal_handlers(se);
 	fuse_session_unmount(se);
 	log_info("unmounted '%s'; the store is closed", mountpoint);
@@ -238,7 +241,7 @@ out_store:
 	fs->store = NULL;
 	bases_free(fs->bases);
 	fs->bases = NULL;
-	return r < 0 ? r : r > 0 ? -EIO : 0;
+	return r < 0 ? r : 0;
 }
 
 static int cmd_export(int argc, char **argv)

@@ -34,15 +34,20 @@ static int ws_query(struct store *st, const char *key, store_workspace_fn fn, vo
 		STORE_LOCK(st);
 		_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
 
-		r = store_prepare(st,
-			/* a Cline task id is its creation time in ms: the first activity */
-			"SELECT w.key, w.path, "
-			"  sum(t.trashed_ns IS NULL AND " LIVE_TASK "), min(CAST(t.id AS INTEGER)) * 1000000, "
-			"  (SELECT max(d.mtime_ns) FROM docs d JOIN tasks t2 ON t2.id = d.task_id "
-			"   WHERE t2.workspace_id = w.id AND d.present AND t2.trashed_ns IS NULL) "
-			"FROM workspaces w JOIN tasks t ON t.workspace_id = w.id "
-			"WHERE (" LIVE_TASK " OR t.trashed_ns IS NOT NULL) AND (?1 IS NULL OR w.key = ?1) "
-			"GROUP BY w.id ORDER BY w.path", &stmt);
+		/*
+		 * Two statements, so that the one for a key uses the key's index. A
+		 * Cline task id is its creation time in ms: the first activity.
+		 */
+#define WS_QUERY(where) \
+			"SELECT w.key, w.path, " \
+			"  sum(t.trashed_ns IS NULL AND " LIVE_TASK "), min(CAST(t.id AS INTEGER)) * 1000000, " \
+			"  (SELECT max(d.mtime_ns) FROM docs d JOIN tasks t2 ON t2.id = d.task_id " \
+			"   WHERE t2.workspace_id = w.id AND d.present AND t2.trashed_ns IS NULL) " \
+			"FROM workspaces w JOIN tasks t ON t.workspace_id = w.id " \
+			"WHERE (" LIVE_TASK " OR t.trashed_ns IS NOT NULL) " where " " \
+			"GROUP BY w.id ORDER BY w.path"
+		r = store_prepare(st, key ? WS_QUERY("AND w.key = ?1") : WS_QUERY(""), &stmt);
+#undef WS_QUERY
 		if (r < 0)
 			return r;
 		if (key)

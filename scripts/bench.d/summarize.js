@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// summarize.js RESULTS SIZES_JSON
+//
+// Reads scripts/bench's raw results (lines KEY <tab> plain|convfs <tab>
+// VALUE: milliseconds, or kB for the rss_* keys) and prints the markdown
+// table: workload | n | plain median | convfs median | convfs/plain | target.
+'use strict';
+
+const fs = require('fs');
+
+const [file, sizesArg] = process.argv.slice(2);
+const sz = JSON.parse(sizesArg);
+const data = {};
+for (const line of fs.readFileSync(file, 'utf8').split('\n')) {
+	if (!line || line.startsWith('#'))
+		continue;
+	const [key, side, value] = line.split('\t');
+	((data[key] ||= {})[side] ||= []).push(Number(value));
+}
+
+function median(a) {
+	if (!a || !a.length)
+		return undefined;
+	const s = [...a].sort((x, y) => x - y);
+	const m = s.length >> 1;
+	return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+function ms(v) {
+	if (v === undefined)
+		return '—';
+	if (v >= 10000)
+		return `${(v / 1000).toFixed(1)} s`;
+	if (v >= 1000)
+		return `${(v / 1000).toFixed(2)} s`;
+	if (v >= 100)
+		return `${v.toFixed(0)} ms`;
+	if (v >= 10)
+		return `${v.toFixed(1)} ms`;
+	return `${v.toFixed(2)} ms`;
+}
+const ratio = (r) => (r === undefined || !isFinite(r) ? '—' : r >= 10 ? `${r.toFixed(0)}×` : `${r.toFixed(2)}×`);
+const mb = (kb) => (kb === undefined ? '—' : `${(kb / 1024).toFixed(1)} MB`);
+const verdict = (v, max, unit) => (v === undefined ? `≤ ${max}${unit}` : `≤ ${max}${unit} ${v <= max ? 'met' : '**missed**'}`);
+
+const rows = [];
+function timeRow(key, title, target) {
+	const d = data[key];
+	if (!d)
+		return;
+	const p = median(d.plain), c = median(d.convfs);
+	const n = Math.max((d.plain || []).length, (d.convfs || []).length);
+	const r = p !== undefined && c !== undefined ? c / p : undefined;
+	rows.push([title, n, ms(p), ms(c), ratio(r), target ? verdict(r, target, '×') : '']);
+}
+
+const bigMB = `${sz.bigMB} MB`;
+const tasks = sz.tasks.toLocaleString('en-US');
+const longN = sz.long.toLocaleString('en-US');
+
+if (data.import)
+	rows.push([`import (first mount) of ${sz.dataMB} MB, ${tasks} tasks`, 1, '—', ms(median(data.import.convfs)), '—', '']);
+if (data.ready) {
+	const v = median(data.ready.convfs);
+	rows.push(['mount ready (start to usable root), warm cache', data.ready.convfs.length, '—', ms(v), '—', verdict(v, 200, ' ms')]);
+}
+if (data.ready_cold) {
+	const v = median(data.ready_cold.convfs);
+	rows.push(['mount ready, cold cache', data.ready_cold.convfs.length, '—', ms(v), '—', verdict(v, 200, ' ms')]);
+}
+timeRow('save_rename', `save ${bigMB} ui_messages.json, temp+rename`, 1.5);
+timeRow('save_inplace', `save ${bigMB} ui_messages.json, in place`, 1.5);
+timeRow('save_merged', `merged save ${bigMB} (other writer in between), temp+rename`);
+if (data.save_merged && data.save_rename) {
+	const rp = median(data.save_merged.plain) / median(data.save_rename.plain);
+	const rc = median(data.save_merged.convfs) / median(data.save_rename.convfs);
+	rows.push(['merged save / unmerged temp+rename save', '', ratio(rp), ratio(rc), '—', '']);
+}
+timeRow('append_small', 'append 1 message to 10 (temp+rename of the compat file)');
+timeRow('append_long', `append 1 message to ${longN} (temp+rename of the compat file)`);
+// The "append cost is flat" target is for >> to messages.jsonl; without
+// the view, for the compat file.
+const hasJsonl = data.jsonl_small && data.jsonl_long;
+function appendRatio(small, long, title, target) {
+	if (!data[small] || !data[long])
+		return;
+	const rp = median(data[long].plain) / median(data[small].plain);
+	const rc = median(data[long].convfs) / median(data[small].convfs);
+	rows.push([title, '', ratio(rp), ratio(rc), '—', target ? verdict(rc, 1.2, '×') : '']);
+}
+appendRatio('append_small', 'append_long', `append cost ${longN} / 10 messages (compat file)`, !hasJsonl);
+timeRow('jsonl_small', '>> 1 line to messages.jsonl of 10 messages (plain: a .jsonl file)');
+timeRow('jsonl_long', `>> 1 line to messages.jsonl of ${longN} messages`);
+appendRatio('jsonl_small', 'jsonl_long', `>> cost ${longN} / 10 messages`, true);
+timeRow('git_shadow', 'git add -A && commit, 100 files, shadow repo (.git in checkpoints/123)', 2);
+timeRow('git_inside', 'git add -A && commit, 100 files, repo and work tree in checkpoints/123', 2);
+timeRow('view_ls', `ls -lR of one workspace in the view (${sz.wsTasks} tasks; plain: their task folders)`);
+timeRow('view_grep', `grep -r in one workspace in the view (${sz.wsTasks} tasks; plain: their task folders)`);
+timeRow('ls', `ls -lR (${tasks} tasks)`);
+timeRow('find', `find (${tasks} tasks)`);
+timeRow('grep_warm', 'grep -r over all history, warm', 1.2);
+timeRow('grep_cold', 'grep -r over all history, cold (caches dropped)', 2);
+timeRow('rsync_first', 'rsync -a, first copy');
+timeRow('rsync_rerun', 'rsync -a, rerun with nothing changed', 1.5);
+if (data.rss_import)
+	rows.push(['daemon peak RSS (VmHWM), import', '', '—', mb(median(data.rss_import.convfs)), '—', '']);
+if (data.rss_peak) {
+	const v = median(data.rss_peak.convfs);
+	rows.push(['daemon peak RSS (VmHWM), all workloads', '', '—', mb(v), '—', verdict(v / 1024, 64, ' MB')]);
+}
+
+const head = ['workload', 'n', 'plain median', 'convfs median', 'convfs/plain', 'target'];
+const table = [head, head.map(() => '---'), ...rows.map((r) => r.map(String))];
+const w = head.map((_, i) => Math.max(...table.map((r) => [...r[i]].length)));
+for (const r of table)
+	process.stdout.write('| ' + r.map((c, i) => c === '---' ? '-'.repeat(w[i]) : c + ' '.repeat(w[i] - [...c].length)).join(' | ') + ' |\n');

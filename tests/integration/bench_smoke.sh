@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# bench_smoke.sh: scripts/bench --quick works. It runs the whole benchmark on
+# small data (a minute or two) against $CONVFS and passes if the script exits
+# 0 and prints its table with every workload in it. It checks that the
+# benchmark works, not that convfs meets the targets (docs/BENCHMARKS.md).
+#
+# Environment (set by tests/integration/meson.build): CONVFS, the binary.
+set -euo pipefail
+
+name=bench_smoke
+fail() { printf '%s: FAIL: %b\n' "$name" "$*" >&2; exit 1; }
+
+[[ -n ${CONVFS:-} && -x $CONVFS ]] || fail "CONVFS must name the convfs binary (got '${CONVFS:-}')"
+[[ -c /dev/fuse ]] || fail "/dev/fuse is missing: this test needs FUSE"
+bench=$(cd "$(dirname "$0")/../.." && pwd)/scripts/bench
+out=$(mktemp "${TMPDIR:-/tmp}/convfs-bench-smoke.XXXXXX")
+trap 'rm -f "$out"' EXIT
+
+# scripts/bench cleans up (unmounts, removes its temp dir) on SIGTERM.
+rc=0
+timeout -k 20 370 "$bench" --quick --convfs "$CONVFS" >"$out" || rc=$?
+cat "$out"
+((rc == 0)) || fail "scripts/bench --quick exited with status $rc"
+
+grep -q -E '^\| workload +\| n +\| plain median +\| convfs median +\| convfs/plain' "$out" ||
+	fail "no table header in the output"
+for row in 'import \(first mount\)' 'mount ready' 'save .* temp\+rename' 'save .* in place' 'merged save' \
+	'append 1 message to 10 ' 'append cost' 'git add -A' 'ls -lR' '^\| find' 'grep -r over all history, warm' \
+	'rsync -a, first copy' 'rsync -a, rerun' 'peak RSS'; do
+	grep -q -E -- "$row" "$out" || fail "no row matching /$row/ in the table"
+done
+# Every timed row has a number on both sides.
+missing=$(awk -F'|' '$2 ~ /^ (save|merged save|append 1|git|ls|find|grep|rsync)/ && ($4 ~ /—/ || $5 ~ /—/)' "$out")
+[[ -z $missing ]] || fail "workloads without a result:\n$missing"
+if grep -q 'WARNING' "$out"; then
+	fail "the benchmark reported a problem:\n$(grep WARNING "$out")"
+fi
+printf '%s: PASS\n' "$name" >&2
