@@ -47,8 +47,11 @@ cline_key()
 }
 
 # The work tree git is given ($WT): the fixture repo's core.worktree is a
-# path that does not exist here, and git refuses to run without it.
-WT=/tmp
+# path that does not exist here, and git refuses to run without it. An empty
+# folder of the test's own: git refuses to run from a current folder inside
+# the work tree that it does not track (the build folder may be under /tmp).
+WT=$T/empty-work-tree
+mkdir -p "$WT"
 
 # extract_commit GIT_DIR HASH DEST: `git archive HASH`, extracted into DEST.
 extract_commit()
