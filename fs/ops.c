@@ -31,6 +31,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <malloc.h>
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -566,6 +567,18 @@ int op_rmdir(const char *path)
 	return res;
 }
 
+/*
+ * After a commit of a big file, give the memory it took back to the system:
+ * merging or comparing a long conversation allocates in proportion to it, and
+ * glibc keeps freed memory in its arenas (promise 8: the daemon's memory must
+ * not grow with the size of one conversation).
+ */
+static void trim_after(size_t committed)
+{
+	if (committed >= ((size_t)4 << 20))
+		malloc_trim(0);
+}
+
 /* ---- doc handles ---------------------------------------------------------------- */
 
 static void file_free(struct fs_file *f)
@@ -693,6 +706,7 @@ static int stage_commit(struct fs *fs, struct fs_file *f, const char *kind)
 	bases_put(fs->bases, &proc, f->path, nb);
 	if (data)
 		munmap(data, (size_t)st.st_size);
+	trim_after((size_t)st.st_size);
 	if (r < 0) {
 		if (r != -EINVAL) /* EINVAL was logged with its reason by the store */
 			log_err("cannot commit '%s': %s; the previous version stays", f->path, strerror(-r));
@@ -1449,6 +1463,7 @@ static int rename_in(struct fs *fs, const char *from, const char *to, unsigned i
 	bases_put(fs->bases, &proc, to, nb);
 	if (data)
 		munmap(data, (size_t)st.st_size);
+	trim_after((size_t)st.st_size);
 	if (r < 0) {
 		if (r != -EINVAL)
 			log_err("cannot commit '%s' as '%s': %s; the previous version stays", from, to, strerror(-r));
