@@ -354,6 +354,23 @@ static int doc_update(struct store *st, int64_t doc_id, int format, int64_t size
 	return rc == SQLITE_DONE ? 0 : store_fail(st, rc, "cannot update a doc");
 }
 
+/* Marks doc id present or not as of revision rev (its rows are the caller's business). */
+static int doc_set_present(struct store *st, int64_t id, bool present, int64_t rev, int64_t now)
+{
+	_cleanup_stmt_ sqlite3_stmt *upd = NULL;
+	int r, rc;
+
+	r = store_prepare(st, "UPDATE docs SET present = ?4, rev = ?2, ctime_ns = ?3 WHERE id = ?1", &upd);
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(upd, 1, id);
+	sqlite3_bind_int64(upd, 2, rev);
+	sqlite3_bind_int64(upd, 3, now);
+	sqlite3_bind_int(upd, 4, present);
+	rc = sqlite3_step(upd);
+	return rc == SQLITE_DONE ? 0 : store_fail(st, rc, present ? "cannot bring a doc back" : "cannot remove a doc");
+}
+
 /* ---- array docs --------------------------------------------------------- */
 
 struct span {
@@ -1257,21 +1274,13 @@ static int trash_locked(struct store *st, const char *task_id, const char *tpath
 		return r;
 	sqlite3_bind_text(docs, 1, task_id, -1, SQLITE_STATIC);
 	while ((rc = sqlite3_step(docs)) == SQLITE_ROW) {
-		_cleanup_stmt_ sqlite3_stmt *upd = NULL;
 		struct doc_row d = { 0 };
 
 		r = doc_lookup(st, (const char *)sqlite3_column_text(docs, 0), &d);
 		if (r == 0 && d.format == DOC_ARRAY)
 			r = elems_close(st, d.id, 0, rev);
 		if (r == 0)
-			r = store_prepare(st, "UPDATE docs SET present = 0, rev = ?2, ctime_ns = ?3 WHERE id = ?1", &upd);
-		if (r == 0) {
-			sqlite3_bind_int64(upd, 1, d.id);
-			sqlite3_bind_int64(upd, 2, rev);
-			sqlite3_bind_int64(upd, 3, now);
-			if ((rc = sqlite3_step(upd)) != SQLITE_DONE)
-				r = store_fail(st, rc, "cannot move a doc to the trash");
-		}
+			r = doc_set_present(st, d.id, false, rev, now);
 		doc_row_release(&d);
 		if (r < 0)
 			return r;
@@ -1353,7 +1362,7 @@ static int restore_locked(struct store *st, const char *task_id, const char *tpa
 		return r;
 	sqlite3_bind_text(docs, 1, task_id, -1, SQLITE_STATIC);
 	while ((rc = sqlite3_step(docs)) == SQLITE_ROW) {
-		_cleanup_stmt_ sqlite3_stmt *copy = NULL, *upd = NULL;
+		_cleanup_stmt_ sqlite3_stmt *copy = NULL;
 		struct doc_row d = { 0 };
 
 		r = doc_lookup(st, (const char *)sqlite3_column_text(docs, 0), &d);
@@ -1371,14 +1380,7 @@ static int restore_locked(struct store *st, const char *task_id, const char *tpa
 			}
 		}
 		if (r == 0)
-			r = store_prepare(st, "UPDATE docs SET present = 1, rev = ?2, ctime_ns = ?3 WHERE id = ?1", &upd);
-		if (r == 0) {
-			sqlite3_bind_int64(upd, 1, d.id);
-			sqlite3_bind_int64(upd, 2, rev);
-			sqlite3_bind_int64(upd, 3, now);
-			if ((rc = sqlite3_step(upd)) != SQLITE_DONE)
-				r = store_fail(st, rc, "cannot bring a doc back");
-		}
+			r = doc_set_present(st, d.id, true, rev, now);
 		doc_row_release(&d);
 		if (r < 0)
 			return r;
@@ -1714,10 +1716,9 @@ unlock:
 int store_doc_remove(struct store *st, const char *path, const struct store_who *who, const char *kind)
 {
 	STORE_LOCK(st);
-	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
 	struct doc_row d = { 0 };
 	int64_t now = now_ns(), rev;
-	int r, rc;
+	int r;
 
 	if (st->readonly)
 		return -EROFS;
@@ -1737,17 +1738,9 @@ int store_doc_remove(struct store *st, const char *path, const struct store_who 
 	if (d.format == DOC_ARRAY && (r = elems_close(st, d.id, 0, rev)) < 0)
 		goto rollback;
 	/* size, head, tail, nelems, lsize stay: they describe the closed rows, for a revival. */
-	r = store_prepare(st, "UPDATE docs SET present = 0, rev = ?2, ctime_ns = ?3 WHERE id = ?1", &stmt);
+	r = doc_set_present(st, d.id, false, rev, now);
 	if (r < 0)
 		goto rollback;
-	sqlite3_bind_int64(stmt, 1, d.id);
-	sqlite3_bind_int64(stmt, 2, rev);
-	sqlite3_bind_int64(stmt, 3, now);
-	rc = sqlite3_step(stmt);
-	if (rc != SQLITE_DONE) {
-		r = store_fail(st, rc, "cannot remove a doc");
-		goto rollback;
-	}
 	if ((r = revision_detail(st, rev, d.id, NULL)) < 0 || (r = tx_commit(st)) < 0)
 		goto rollback;
 	goto unlock;
