@@ -13,6 +13,7 @@
  */
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <math.h>
 #include <string.h>
 
 #include "store/merge.h"
@@ -77,11 +78,13 @@ struct map {
 	size_t cap;
 };
 
+/* Leaves an empty map: map_init() releases what it got on failure, and its callers release again. */
 static void map_release(struct map *m)
 {
 	free(m->keys);
 	free(m->vals);
 	free(m->used);
+	*m = (struct map){ 0 };
 }
 
 static int map_init(struct map *m, size_t n)
@@ -129,6 +132,73 @@ static bool map_get(const struct map *m, uint64_t key, size_t *ret)
 	return false;
 }
 
+/* The value of key, or NULL; with add, a new entry (valued SIZE_MAX) for a missing key. */
+static size_t *map_at(struct map *m, uint64_t key, bool add)
+{
+	size_t i = (size_t)(key * 0x9e3779b97f4a7c15ULL) & (m->cap - 1);
+
+	while (m->used[i]) {
+		if (m->keys[i] == key)
+			return &m->vals[i];
+		i = (i + 1) & (m->cap - 1);
+	}
+	if (!add)
+		return NULL;
+	m->used[i] = true;
+	m->keys[i] = key;
+	m->vals[i] = SIZE_MAX;
+	return &m->vals[i];
+}
+
+/*
+ * The elements of a list that share a key (or a hash), in order, for taking
+ * them one at a time: first maps each key to the first element not taken
+ * yet, next links each element to the following one with its key. Taken
+ * elements are skipped once for all, so taking everything costs O(n).
+ */
+struct chain {
+	struct map first;
+	size_t *next;
+};
+
+static void chain_release(struct chain *c)
+{
+	map_release(&c->first);
+	free(c->next);
+}
+
+static int chain_init(struct chain *c, const struct merge_list *l, bool by_hash)
+{
+	int r = map_init(&c->first, l->n);
+
+	if (r < 0)
+		return r;
+	c->next = malloc((l->n ? l->n : 1) * sizeof(*c->next));
+	if (!c->next) {
+		map_release(&c->first);
+		return -ENOMEM;
+	}
+	for (size_t i = l->n; i-- > 0;) {
+		size_t *first = map_at(&c->first, by_hash ? l->v[i].hash : l->v[i].key, true);
+
+		c->next[i] = *first;
+		*first = i;
+	}
+	return 0;
+}
+
+/* The first element of l with key that is still MERGE_FROM_HEAD (not taken), or SIZE_MAX. */
+static size_t chain_find(struct chain *c, const struct merge_list *l, uint64_t key)
+{
+	size_t *at = map_at(&c->first, key, false);
+
+	if (!at)
+		return SIZE_MAX;
+	while (*at != SIZE_MAX && l->v[*at].origin != MERGE_FROM_HEAD)
+		*at = c->next[*at];
+	return *at;
+}
+
 static int build_map(struct map *m, const struct merge_list *l, size_t from, bool by_hash)
 {
 	int r = map_init(m, l->n - from);
@@ -163,7 +233,8 @@ static size_t common_prefix(const struct merge_list *a, const struct merge_list 
 static int merge_messages(const struct merge_list *base, const struct merge_list *head, const struct merge_list *new,
 			  struct merge_list *ret, struct merge_stats *st)
 {
-	struct map base_hashes = { 0 }, new_keys = { 0 }, head_keys = { 0 };
+	struct map base_hashes = { 0 }, new_keys = { 0 };
+	struct chain head_hashes = { 0 }, head_keys = { 0 };
 	struct merge_list tail = { 0 }, mine = { 0 };
 	size_t p, k, P, i, j;
 	int r;
@@ -196,8 +267,14 @@ static int merge_messages(const struct merge_list *base, const struct merge_list
 		if ((r = push_as(&tail, h, MERGE_FROM_HEAD)) < 0)
 			goto out;
 	}
-	/* The writer's new or changed elements replace others' with the same identity. */
-	if ((r = build_map(&head_keys, &tail, 0, false)) < 0)
+	/*
+	 * The writer's new or changed elements replace others' with the same
+	 * identity, one for one: an identity can repeat (two messages of one
+	 * millisecond, two equal messages without ts), and each of the writer's
+	 * stands for one of head's. The one with the same bytes first, else the
+	 * first one not replaced yet.
+	 */
+	if ((r = chain_init(&head_hashes, &tail, true)) < 0 || (r = chain_init(&head_keys, &tail, false)) < 0)
 		goto out;
 	for (i = P; i < new->n; i++) {
 		const struct merge_elem *w = &new->v[i];
@@ -205,7 +282,10 @@ static int merge_messages(const struct merge_list *base, const struct merge_list
 
 		if (map_get(&base_hashes, w->hash, NULL))
 			continue; /* unchanged since the base: head has it, or someone removed it */
-		if (map_get(&head_keys, w->key, &at) && tail.v[at].origin == MERGE_FROM_HEAD) {
+		at = chain_find(&head_hashes, &tail, w->hash);
+		if (at == SIZE_MAX || tail.v[at].key != w->key)
+			at = chain_find(&head_keys, &tail, w->key);
+		if (at != SIZE_MAX) {
 			if (tail.v[at].hash != w->hash) {
 				tail.v[at] = *w;
 				tail.v[at].origin = MERGE_FROM_NEW;
@@ -240,7 +320,8 @@ static int merge_messages(const struct merge_list *base, const struct merge_list
 out:
 	map_release(&base_hashes);
 	map_release(&new_keys);
-	map_release(&head_keys);
+	chain_release(&head_hashes);
+	chain_release(&head_keys);
 	free(tail.v);
 	free(mine.v);
 	return r;
@@ -254,12 +335,61 @@ static void cjson_deletep(cJSON **p)
 }
 #define _cleanup_cjson_ _cleanup_(cjson_deletep)
 
-/* Parses s[0, n) as one JSON value with nothing after it but white space. */
+static int cmp_names(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/*
+ * True if cJSON cannot merge v faithfully: v holds a number beyond a double's
+ * range (1e400 is valid JSON; cJSON reads inf, finds it unequal to itself,
+ * and writes null), or an object with two members of one name (JSON.parse
+ * keeps the last, cJSON finds the first, and cJSON_Compare() finds such an
+ * object unequal to itself). Also true if memory runs out: not merging is
+ * always safe.
+ */
+static bool unmergeable(const cJSON *v)
+{
+	const cJSON *c;
+	bool bad = false;
+
+	if (cJSON_IsNumber(v))
+		return !isfinite(v->valuedouble);
+	if (cJSON_IsObject(v) && v->child && v->child->next) {
+		size_t n = 0, k = 0;
+		const char **names;
+
+		cJSON_ArrayForEach(c, v)
+			n++;
+		names = malloc(n * sizeof(*names));
+		if (!names)
+			return true;
+		cJSON_ArrayForEach(c, v)
+			names[k++] = c->string;
+		qsort(names, n, sizeof(*names), cmp_names);
+		for (k = 1; k < n && !bad; k++)
+			bad = strcmp(names[k - 1], names[k]) == 0;
+		free(names);
+	}
+	cJSON_ArrayForEach(c, v)
+		if (!bad)
+			bad = unmergeable(c);
+	return bad;
+}
+
+/*
+ * Parses s[0, n) as one JSON value with nothing after it but white space,
+ * that cJSON can merge faithfully (see unmergeable(); and no \u0000 in a
+ * string): what it cannot is not merged, but kept as written.
+ */
 static cJSON *parse_exact(const char *s, size_t n)
 {
 	const char *end = NULL;
-	cJSON *v = cJSON_ParseWithLengthOpts(s, n, &end, false);
+	cJSON *v;
 
+	if (memmem(s, n, "\\u0000", 6))
+		return NULL; /* cJSON ends a string at its \u0000: the rest would be lost */
+	v = cJSON_ParseWithLengthOpts(s, n, &end, false);
 	if (!v)
 		return NULL;
 	for (; end && end < s + n; end++)
@@ -267,6 +397,10 @@ static cJSON *parse_exact(const char *s, size_t n)
 			cJSON_Delete(v);
 			return NULL;
 		}
+	if (unmergeable(v)) {
+		cJSON_Delete(v);
+		return NULL;
+	}
 	return v;
 }
 

@@ -77,7 +77,9 @@ int merge_lists(enum merge_kind kind, const struct merge_list *base, bool base_r
  * environment_history) are append logs; other members follow the writer
  * where it changed them. base may be NULL. Returns 0 and sets *ret_json
  * (pretty-printed as JSON.stringify(x, null, 2) does; free()), or -EINVAL if
- * one of the three does not parse as an object, or -ENOMEM.
+ * one of the three does not parse as an object (or holds what cJSON cannot
+ * merge faithfully: a number beyond a double's range, two members of one
+ * name, a \u0000 in a string), or -ENOMEM.
  */
 int merge_metadata(const char *base, size_t base_len, const char *head, size_t head_len, const char *new,
 		   size_t new_len, char **ret_json, size_t *ret_len);

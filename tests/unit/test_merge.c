@@ -635,6 +635,109 @@ static void test_messages_remove_middle(void **state)
 	assert_int_equal(f->st.from_new, 0);
 }
 
+/*
+ * Identities that repeat (found by tests/fuzz/fuzz_merge): two messages of one
+ * millisecond, or two equal messages without ts. Each of the writer's stands
+ * for one of head's: the second one used to match the first again, and was
+ * added besides (or replaced a message the writer had never seen).
+ */
+#define M5A "{\"ts\":5,\"type\":\"say\",\"say\":\"text\",\"text\":\"five a\"}"
+#define M5B "{\"ts\":5,\"type\":\"say\",\"say\":\"text\",\"text\":\"five b\"}"
+
+/* Both wrote the same two messages of one ts: each once. */
+static void test_messages_same_ts_from_both(void **state)
+{
+	struct fx *f = *state;
+
+	BASE(f, MERGE_MESSAGES, M1);
+	HEAD(f, MERGE_MESSAGES, M1, M5A, M5B);
+	NEW(f, MERGE_MESSAGES, M1, M5A, M5B);
+	run(f, MERGE_MESSAGES, true, true);
+	EXPECT(f, M1, M5A, M5B);
+	expect_origins(f, "HNN");
+	expect_stats(f, 1, 2, 0, 0, 0);
+}
+
+/* Both wrote the same equal messages without ts: as many as each wrote, not one more. */
+static void test_messages_equal_without_ts_from_both(void **state)
+{
+	struct fx *f = *state;
+
+	BASE(f, MERGE_MESSAGES, AA);
+	HEAD(f, MERGE_MESSAGES, AA, AC, AB, AC);
+	NEW(f, MERGE_MESSAGES, AA, AC, AB, AC);
+	run(f, MERGE_MESSAGES, true, true);
+	EXPECT(f, AA, AC, AB, AC);
+	expect_origins(f, "HNNN");
+	expect_stats(f, 1, 3, 0, 0, 0);
+}
+
+/* The writer has the second of two messages of one ts: it stands for that one, not the first. */
+static void test_messages_same_ts_matches_bytes(void **state)
+{
+	struct fx *f = *state;
+
+	BASE(f, MERGE_MESSAGES, M1);
+	HEAD(f, MERGE_MESSAGES, M1, M5A, M5B);
+	NEW(f, MERGE_MESSAGES, M1, M5B);
+	run(f, MERGE_MESSAGES, true, true);
+	EXPECT(f, M1, M5A, M5B);
+	expect_origins(f, "HHN");
+	expect_stats(f, 2, 1, 0, 0, 1);
+}
+
+/* A history item both changed, holding a number cJSON cannot hold: the writer's, as written, not merged. */
+static void test_history_fields_number_out_of_range(void **state)
+{
+	struct fx *f = *state;
+	static const char b[] = "{\"id\":\"a\",\"size\":1e400,\"x\":1,\"y\":1}";
+	static const char h[] = "{\"id\":\"a\",\"size\":1e400,\"x\":2,\"y\":1}";
+	static const char n[] = "{\"id\":\"a\",\"size\":1e400,\"x\":1,\"y\":2}";
+
+	BASE(f, MERGE_HISTORY, b);
+	HEAD(f, MERGE_HISTORY, h);
+	NEW(f, MERGE_HISTORY, n);
+	run(f, MERGE_HISTORY, true, true);
+	EXPECT(f, n);
+	expect_origins(f, "N");
+}
+
+/*
+ * A history item both changed whose new version has two "id" members (found by
+ * tests/fuzz/fuzz_merge): the field merge took the second id into the first's
+ * place, so the merged item became another task's. Not merged: the writer's.
+ */
+static void test_history_fields_duplicate_names(void **state)
+{
+	struct fx *f = *state;
+	static const char b[] = "{\"id\":\"a\",\"x\":1}";
+	static const char h[] = "{\"id\":\"a\",\"x\":2}";
+	static const char n[] = "{\"id\":\"a\",\"x\":1,\"id\":\"b\"}";
+
+	BASE(f, MERGE_HISTORY, b);
+	HEAD(f, MERGE_HISTORY, h);
+	NEW(f, MERGE_HISTORY, n);
+	run(f, MERGE_HISTORY, true, true);
+	EXPECT(f, n);
+	expect_origins(f, "N");
+}
+
+/* A \u0000 in a string: cJSON would cut the string there. Not merged: the writer's, whole. */
+static void test_history_fields_nul_escape(void **state)
+{
+	struct fx *f = *state;
+	static const char b[] = "{\"id\":\"a\",\"task\":\"x\\u0000y\",\"x\":1,\"y\":1}";
+	static const char h[] = "{\"id\":\"a\",\"task\":\"x\\u0000y\",\"x\":2,\"y\":1}";
+	static const char n[] = "{\"id\":\"a\",\"task\":\"x\\u0000y\",\"x\":1,\"y\":2}";
+
+	BASE(f, MERGE_HISTORY, b);
+	HEAD(f, MERGE_HISTORY, h);
+	NEW(f, MERGE_HISTORY, n);
+	run(f, MERGE_HISTORY, true, true);
+	EXPECT(f, n);
+	expect_origins(f, "N");
+}
+
 /* 16. 10,000 messages, the writer appends one: the stored ones are referenced. */
 static void test_messages_large(void **state)
 {
@@ -851,6 +954,43 @@ static void test_metadata_trailing_garbage(void **state)
 	}
 }
 
+/*
+ * A number beyond a double's range (found by tests/fuzz/fuzz_merge): cJSON
+ * reads 1e400 as inf, which it finds unequal to itself, so an append log took
+ * the same entry again at every merge, and writes it back as null. Such a file
+ * is not merged (the store keeps the writer's version as written).
+ */
+static void test_metadata_number_out_of_range(void **state)
+{
+	static const char big[] = "{\"files_in_context\":[{\"path\":\"a\",\"size\":1e400}]}";
+	static const char ok[] = "{\"files_in_context\":[{\"path\":\"a\",\"size\":1e300}]}";
+
+	(void)state;
+	assert_int_equal(meta_rc(NULL, 0, big, strlen(big), big, strlen(big)), -EINVAL);
+	assert_int_equal(meta_rc(ok, strlen(ok), ok, strlen(ok), big, strlen(big)), -EINVAL);
+	assert_int_equal(meta_rc(big, strlen(big), ok, strlen(ok), ok, strlen(ok)), -EINVAL);
+	assert_int_equal(meta_rc(NULL, 0, ok, strlen(ok), ok, strlen(ok)), 0);
+}
+
+/*
+ * Two members of one name, at any depth (found by tests/fuzz/fuzz_merge):
+ * cJSON_Compare() finds such an entry unequal to itself, so an append log took
+ * it again at every merge. A \u0000 would cut a string short. Not merged.
+ */
+static void test_metadata_unmergeable(void **state)
+{
+	static const char dup[] = "{\"model_usage\":[{\"ts\":1,\"ts\":2}]}";
+	static const char top[] = "{\"a\":1,\"a\":2}";
+	static const char nul[] = "{\"model_usage\":[],\"a\":\"x\\u0000y\"}";
+	static const char ok[] = "{\"model_usage\":[{\"ts\":1}],\"a\":\"x\\u0001y\"}";
+
+	(void)state;
+	assert_int_equal(meta_rc(NULL, 0, dup, strlen(dup), dup, strlen(dup)), -EINVAL);
+	assert_int_equal(meta_rc(ok, strlen(ok), ok, strlen(ok), top, strlen(top)), -EINVAL);
+	assert_int_equal(meta_rc(ok, strlen(ok), nul, strlen(nul), ok, strlen(ok)), -EINVAL);
+	assert_int_equal(meta_rc(ok, strlen(ok), ok, strlen(ok), ok, strlen(ok)), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -879,6 +1019,12 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_messages_without_ts, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_messages_stale_rewrite, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_messages_remove_middle, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_messages_same_ts_from_both, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_messages_equal_without_ts_from_both, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_messages_same_ts_matches_bytes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_history_fields_number_out_of_range, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_history_fields_duplicate_names, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_history_fields_nul_escape, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_messages_large, setup, teardown),
 		cmocka_unit_test(test_metadata),
 		cmocka_unit_test(test_metadata_pretty_small),
@@ -887,6 +1033,8 @@ int main(void)
 		cmocka_unit_test(test_pretty),
 		cmocka_unit_test(test_metadata_invalid),
 		cmocka_unit_test(test_metadata_trailing_garbage),
+		cmocka_unit_test(test_metadata_number_out_of_range),
+		cmocka_unit_test(test_metadata_unmergeable),
 	};
 
 	return cmocka_run_group_tests_name("merge", tests, NULL, NULL);
