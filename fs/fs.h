@@ -52,7 +52,11 @@ int plain_open_parent(const struct fs *fs, const char *rel, const char **ret_lea
 /* mkdir -p of rel in the backing tree, mode 0700. Returns 0 or -errno. */
 int plain_mkdirs(const struct fs *fs, const char *rel);
 
-/* Opens (creating, 0700) the backing tree of the store at store_path. */
+/*
+ * Opens (creating, 0700) the backing tree of the store at store_path. Called
+ * once at startup: CONVFS_NO_OPENAT2=1 in the environment then makes every
+ * later plain_open() walk paths by hand, as when openat2 is missing.
+ */
 int plain_open_root(const char *store_path, char **ret_backing_path, int *ret_fd);
 
 /* ---- bases.c: what each writing process last saw of each doc ------------- */

@@ -49,6 +49,8 @@ struct node {
 
 struct fs *fs_current;
 __thread pid_t fs_caller_pid;
+__thread uid_t fs_caller_uid;
+__thread gid_t fs_caller_gid;
 
 static struct node root = { .hashed = true, .nlookup = 1 };
 static struct node *buckets[HASH_BUCKETS];
@@ -181,7 +183,11 @@ static int path_of(fuse_ino_t ino, const char *name, struct sb *out, bool *ret_r
 
 static void begin(fuse_req_t req)
 {
-	fs_caller_pid = fuse_req_ctx(req)->pid;
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+
+	fs_caller_pid = ctx->pid;
+	fs_caller_uid = ctx->uid;
+	fs_caller_gid = ctx->gid;
 }
 
 void ll_invalidate(struct fs *fs, const char *rel)
@@ -218,6 +224,22 @@ static bool is_view_path(const char *path)
 	       !strstr(path, "/checkpoints/");
 }
 
+/*
+ * How long the kernel may keep attributes it got with st. Each name of a file
+ * is a node of its own here (a node is a path), so each name of a hard-linked
+ * file is an inode of its own in the kernel too, and what changes through one
+ * name (its link count, mode, size, bytes) would not show under another. So a
+ * plain file with more than one name is never cached: every stat asks, and
+ * every read first checks its attributes and drops its pages if the file
+ * changed (libfuse turns on auto_inval_data).
+ */
+static double attr_timeout(const struct stat *st, double timeout)
+{
+	if (S_ISDIR(st->st_mode))
+		return TIMEOUT;
+	return S_ISREG(st->st_mode) && st->st_nlink > 1 ? 0 : timeout;
+}
+
 /* Replies with the entry parent/name, whose path is path, counting a lookup. */
 static void reply_entry_at(fuse_req_t req, fuse_ino_t parent, const char *name, const char *path,
 			   struct fuse_file_info *fi)
@@ -229,6 +251,7 @@ static void reply_entry_at(fuse_req_t req, fuse_ino_t parent, const char *name, 
 	r = op_getattr(path, &e.attr, fi);
 	if ((is_doc_path(path) || is_view_path(path)) && !S_ISDIR(e.attr.st_mode))
 		e.attr_timeout = 0;
+	e.attr_timeout = attr_timeout(&e.attr, e.attr_timeout);
 	if (r < 0) {
 		if (fi)
 			op_release(path, fi);
@@ -375,25 +398,21 @@ static void ll_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	if (r < 0)
 		fuse_reply_err(req, -r);
 	else
-		fuse_reply_attr(req, &st, S_ISDIR(st.st_mode) ? TIMEOUT : timeout);
+		fuse_reply_attr(req, &st, attr_timeout(&st, timeout));
 }
 
-static void ll_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, struct fuse_file_info *fi)
+/* Applies the attributes to_set names, from attr, to path (or to the open file fi). */
+static int setattr_path(const char *path, struct stat *attr, int to_set, struct fuse_file_info *fi)
 {
-	_cleanup_sb_ struct sb path = SB_INIT;
-	struct stat st;
-	double timeout;
-	int r;
+	int r = 0;
 
-	begin(req);
-	r = path_of(ino, NULL, &path, NULL);
-	if (r == 0 && (to_set & FUSE_SET_ATTR_MODE))
-		r = op_chmod(path.buf, attr->st_mode, fi);
+	if (to_set & FUSE_SET_ATTR_MODE)
+		r = op_chmod(path, attr->st_mode, fi);
 	if (r == 0 && (to_set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)))
-		r = op_chown(path.buf, (to_set & FUSE_SET_ATTR_UID) ? attr->st_uid : (uid_t)-1,
+		r = op_chown(path, (to_set & FUSE_SET_ATTR_UID) ? attr->st_uid : (uid_t)-1,
 			     (to_set & FUSE_SET_ATTR_GID) ? attr->st_gid : (gid_t)-1, fi);
 	if (r == 0 && (to_set & FUSE_SET_ATTR_SIZE))
-		r = op_truncate(path.buf, attr->st_size, fi);
+		r = op_truncate(path, attr->st_size, fi);
 	if (r == 0 && (to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME))) {
 		struct timespec tv[2] = { { .tv_nsec = UTIME_OMIT }, { .tv_nsec = UTIME_OMIT } };
 
@@ -405,14 +424,47 @@ static void ll_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 			tv[1].tv_nsec = UTIME_NOW;
 		else if (to_set & FUSE_SET_ATTR_MTIME)
 			tv[1] = attr->st_mtim;
-		r = op_utimens(path.buf, tv, fi);
+		r = op_utimens(path, tv, fi);
+	}
+	return r;
+}
+
+static void ll_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, struct fuse_file_info *fi)
+{
+	_cleanup_sb_ struct sb path = SB_INIT;
+	struct stat st;
+	double timeout;
+	bool removed;
+	int r;
+
+	begin(req);
+	r = path_of(ino, NULL, &path, &removed);
+	if (r == 0 && removed && !fi && !is_doc_path(path.buf)) {
+		/*
+		 * A removed plain file (fchmod of an unlinked open file): its path
+		 * names another file now, or none. Through one of its open handles,
+		 * under the table lock so that the handle cannot be released meanwhile.
+		 */
+		struct fuse_file_info any = { 0 };
+		struct node *n = ino_node(ino);
+
+		pthread_mutex_lock(&table_lock);
+		if (n->opens) {
+			any.fh = n->opens->fh;
+			r = setattr_path(path.buf, attr, to_set, &any);
+		} else {
+			r = -ESTALE;
+		}
+		pthread_mutex_unlock(&table_lock);
+	} else if (r == 0) {
+		r = setattr_path(path.buf, attr, to_set, fi);
 	}
 	if (r == 0)
 		r = getattr_node(ino, fi, &st, &timeout);
 	if (r < 0)
 		fuse_reply_err(req, -r);
 	else
-		fuse_reply_attr(req, &st, S_ISDIR(st.st_mode) ? TIMEOUT : timeout);
+		fuse_reply_attr(req, &st, attr_timeout(&st, timeout));
 }
 
 /* ---- names -------------------------------------------------------------------- */
@@ -489,10 +541,18 @@ static void ll_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent, const cha
 		r = path_of(parent, name, &to, NULL);
 	if (r == 0)
 		r = op_link(from.buf, to.buf);
-	if (r < 0)
+	if (r < 0) {
 		fuse_reply_err(req, -r);
-	else
-		reply_entry_at(req, parent, name, to.buf, NULL);
+		return;
+	}
+	/*
+	 * The new name is a new node (attr_timeout()): the kernel's attributes
+	 * of the old one (its link count, its ctime) are stale now. Dropped
+	 * before the reply, so that a stat after link() returns asks afresh.
+	 */
+	if (session)
+		fuse_lowlevel_notify_inval_inode(session, ino, -1, 0);
+	reply_entry_at(req, parent, name, to.buf, NULL);
 }
 
 /* The name parent/name is gone: its node keeps its last path until forgotten. */
@@ -742,7 +802,40 @@ struct dir_entry {
 struct dir_handle {
 	struct dir_entry *v;
 	size_t n, alloc;
+	struct dir_handle *prev, *next; /* on open_dirs until released */
 };
+
+/*
+ * Every dir handle given to the kernel and not yet released. A RELEASEDIR
+ * still queued when the file system is unmounted is dropped by the kernel,
+ * so ll_destroy() frees what is left here.
+ */
+static struct dir_handle *open_dirs;
+static pthread_mutex_t dirs_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void dir_track(struct dir_handle *d)
+{
+	pthread_mutex_lock(&dirs_lock);
+	d->prev = NULL;
+	d->next = open_dirs;
+	if (open_dirs)
+		open_dirs->prev = d;
+	open_dirs = d;
+	pthread_mutex_unlock(&dirs_lock);
+}
+
+static void dir_untrack(struct dir_handle *d)
+{
+	pthread_mutex_lock(&dirs_lock);
+	if (d->prev)
+		d->prev->next = d->next;
+	else
+		open_dirs = d->next;
+	if (d->next)
+		d->next->prev = d->prev;
+	d->prev = d->next = NULL;
+	pthread_mutex_unlock(&dirs_lock);
+}
 
 static void dir_free(struct dir_handle *d)
 {
@@ -794,8 +887,11 @@ static void ll_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		return;
 	}
 	fi->fh = (uintptr_t)d;
-	if (fuse_reply_open(req, fi) == -ENOENT)
+	dir_track(d);
+	if (fuse_reply_open(req, fi) == -ENOENT) {
+		dir_untrack(d);
 		dir_free(d);
+	}
 }
 
 static void ll_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
@@ -821,8 +917,29 @@ static void ll_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, s
 
 static void ll_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	dir_free((struct dir_handle *)(uintptr_t)fi->fh);
+	struct dir_handle *d = (struct dir_handle *)(uintptr_t)fi->fh;
+
+	dir_untrack(d);
+	dir_free(d);
 	fuse_reply_err(req, 0);
+}
+
+/* The session ends (no request runs any more): frees the handles never released. */
+static void ll_destroy(void *userdata)
+{
+	unsigned n = 0;
+
+	pthread_mutex_lock(&dirs_lock);
+	while (open_dirs) {
+		struct dir_handle *d = open_dirs;
+
+		open_dirs = d->next;
+		dir_free(d);
+		n++;
+	}
+	pthread_mutex_unlock(&dirs_lock);
+	if (n)
+		log_debug("freed %u directory handles the kernel did not release", n);
 }
 
 static void ll_init(void *userdata, struct fuse_conn_info *conn)
@@ -834,6 +951,7 @@ static void ll_init(void *userdata, struct fuse_conn_info *conn)
 
 static const struct fuse_lowlevel_ops ll_ops = {
 	.init = ll_init,
+	.destroy = ll_destroy,
 	.lookup = ll_lookup,
 	.forget = ll_forget,
 	.forget_multi = ll_forget_multi,

@@ -118,12 +118,18 @@ static int default_store_path(const char *mountpoint, char **ret)
 
 static bool dir_is_empty(int fd)
 {
-	DIR *d = fdopendir(dup(fd));
+	int dfd = dup(fd);
+	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
 	struct dirent *de;
 	bool empty = true;
 
-	if (!d)
-		return true;
+	/* Not known to be empty: the import reads the folder and reports what fails. */
+	if (!d) {
+		log_warn("cannot list the mount point: %s", strerror(errno));
+		if (dfd >= 0)
+			close(dfd);
+		return false;
+	}
 	while ((de = readdir(d)))
 		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
 			empty = false;
@@ -273,7 +279,8 @@ int main(int argc, char **argv)
 		return cmd_export(argc, argv);
 	if (fuse_opt_parse(&args, &opts, option_spec, NULL) != 0 || fuse_parse_cmdline(&args, &cmd) != 0) {
 		usage(stderr, argv[0]);
-		return 2;
+		status = 2;
+		goto out; /* what either parsed so far is freed there */
 	}
 	if (cmd.show_help) {
 		usage(stdout, argv[0]);

@@ -28,6 +28,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fuse_lowlevel.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -36,6 +37,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/uio.h>
 
 #include "fs/fs.h"
 #include "fs/ops.h"
@@ -61,6 +63,7 @@ struct fs_file {
 	bool dirty;             /* staged bytes not yet committed */
 	bool written;           /* written or truncated since open (not only O_TRUNC) */
 	bool commit_failed;
+	int write_err;          /* doc: a staged write failed (-errno); nothing is committed */
 	const char *require;    /* jsonl: member each line must have */
 	struct sb pending;      /* jsonl: an appended line still without its newline */
 	struct sb text;         /* text: the content */
@@ -130,6 +133,163 @@ static int plain_fail(const char *what, const char *r, int err)
 	    err != ELOOP && err != EACCES && err != EPERM && err != ENODATA && err != EAGAIN)
 		log_warn("cannot %s '%s': %s", what, r, strerror(err));
 	return -err;
+}
+
+/*
+ * mkdir -p of dir (relative, from the store: no "..") in the backing tree,
+ * one component at a time and never through a symlink.
+ */
+static int backing_mkdirs(struct fs *fs, const char *dir, size_t len)
+{
+	char comp[NAME_MAX + 1];
+	int dfd, fd;
+
+	dfd = dup(fs->root_fd);
+	if (dfd < 0)
+		return -errno;
+	for (size_t i = 0; i < len;) {
+		size_t n = strcspn(dir + i, "/");
+
+		if (n > len - i)
+			n = len - i;
+		if (n == 0 || n > NAME_MAX) {
+			close(dfd);
+			return -EINVAL;
+		}
+		memcpy(comp, dir + i, n);
+		comp[n] = '\0';
+		if (mkdirat(dfd, comp, 0700) < 0 && errno != EEXIST) {
+			int r = -errno;
+
+			close(dfd);
+			return r;
+		}
+		fd = openat(dfd, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		close(dfd);
+		if (fd < 0)
+			return errno == ENOTDIR ? -ELOOP : -errno;
+		dfd = fd;
+		i += n + 1;
+	}
+	close(dfd);
+	return 0;
+}
+
+/* store_doc_list: counts docs. */
+static int count_doc(void *ctx, const char *name, const struct store_stat *s)
+{
+	(*(int *)ctx)++;
+	return 0;
+}
+
+/* store_doc_foreach: makes the folders of one doc again. */
+static int heal_doc(void *ctx, const char *path, const struct store_stat *stat)
+{
+	struct fs *fs = ctx;
+	const char *slash = strrchr(path, '/');
+	int r;
+
+	(void)stat;
+	if (!slash)
+		return 0;
+	r = backing_mkdirs(fs, path, (size_t)(slash - path));
+	if (r < 0)
+		log_err("cannot make the folder of '%s' again in the backing tree: %s", path, strerror(-r));
+	return 0;
+}
+
+/*
+ * A folder of the compat tree (tasks/, tasks/<id>/, state/) lives in the
+ * backing tree; its conversations live in the store. If the folder was
+ * removed behind the daemon's back, its conversations would be out of reach:
+ * make the folders of every doc again. Returns 0 if it tried.
+ */
+static int backing_heal(struct fs *fs, const char *r)
+{
+	enum store_path_kind kind = store_path_kind(r);
+	int n = 0, res;
+
+	if (kind == STORE_PATH_DOC_DIR) {
+		res = store_doc_list(fs->store, r, count_doc, &n);
+		if (res < 0 || n == 0)
+			return -ENOENT;
+	} else if (kind != STORE_PATH_TASKS_DIR) {
+		return -ENOENT;
+	}
+	return store_doc_foreach(fs->store, heal_doc, fs);
+}
+
+/*
+ * The backing folder itself removed under the daemon (rm -rf <store>.files):
+ * every create in it, and every staged write, would fail with ENOENT. Before
+ * each of those, a look at root_fd (one fstat); if its folder is gone, it is
+ * made again and root_fd pointed at the new one with dup2(), atomically for
+ * the threads using it. The plain files that were in it are gone; the
+ * conversations, in the store, are not.
+ */
+static void backing_check(struct fs *fs)
+{
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	struct stat st;
+	int fd;
+
+	if (fstat(fs->root_fd, &st) == 0 && st.st_nlink > 0)
+		return;
+	pthread_mutex_lock(&lock);
+	if (fstat(fs->root_fd, &st) < 0) {
+		log_err("cannot stat the backing folder '%s': %s", fs->backing_path, strerror(errno));
+		goto out;
+	}
+	if (st.st_nlink > 0)
+		goto out; /* another thread made it again */
+	if (mkdir(fs->backing_path, 0700) < 0 && errno != EEXIST) {
+		log_err("the backing folder '%s' was removed, and cannot be made again: %s", fs->backing_path,
+			strerror(errno));
+		goto out;
+	}
+	fd = open(fs->backing_path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		log_err("the backing folder '%s' was removed, and cannot be opened again: %s", fs->backing_path,
+			strerror(errno));
+		goto out;
+	}
+	if (dup2(fd, fs->root_fd) < 0)
+		log_err("the backing folder '%s' was removed, and cannot be used again: %s", fs->backing_path,
+			strerror(errno));
+	else
+		log_warn("the backing folder '%s' was removed under the daemon: made it again; the plain files that were in it are gone",
+			 fs->backing_path);
+	close(fd);
+	if (store_doc_foreach(fs->store, heal_doc, fs) < 0)
+		log_err("cannot make the folders of the conversations again in '%s'", fs->backing_path);
+out:
+	pthread_mutex_unlock(&lock);
+}
+
+/*
+ * Creating r (what: "file", "folder", ...) in a folder of the workspaces view,
+ * which holds only its own files: -EPERM, or -EINVAL for a folder in a
+ * workspace's tasks/ whose name is not a task id; 0 if r is outside the view
+ * (the client's own workspaces/<hash>/ included).
+ */
+static int view_refuses_create(struct fs *fs, const char *r, const char *what)
+{
+	struct view_path vp;
+	char parent[4096];
+	const char *slash = strrchr(r, '/');
+
+	if (strncmp(r, "workspaces/", 11) != 0 || !slash || (size_t)(slash - r) >= sizeof(parent))
+		return 0;
+	memcpy(parent, r, (size_t)(slash - r));
+	parent[slash - r] = '\0';
+	if (view_parse(fs, parent, &vp) < 0 || vp.kind == VIEW_NONE)
+		return 0;
+	if (vp.kind == VIEW_TASKS && strcmp(what, "folder") == 0) {
+		log_warn("refusing to make the task '%s': '%s' is not a task id (digits)", r, slash + 1);
+		return -EINVAL;
+	}
+	log_warn("refusing to create the %s '%s': the workspaces view holds only its own files", what, r);
+	return -EPERM;
 }
 
 /* True if rel is in a read-only part of the view (a checkpoint), or would be created in one. */
@@ -238,6 +398,16 @@ int op_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 		return dfd;
 	r = fstatat(dfd, leaf, st, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
 	close(dfd);
+	if (r == -ENOENT && backing_heal(fs, path) == 0) {
+		dfd = plain_open_parent(fs, path, &leaf);
+		if (dfd < 0)
+			return dfd;
+		r = fstatat(dfd, leaf, st, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
+		close(dfd);
+		if (r == 0)
+			log_warn("the folder '%s' was missing from the backing tree: made it again for its conversations",
+				 path);
+	}
 	return r;
 }
 
@@ -245,6 +415,59 @@ int op_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 static mode_t private_mode(const struct fs *fs, mode_t mode)
 {
 	return fs->shared ? mode : (mode & ~(mode_t)077);
+}
+
+/*
+ * The flags of a client's open that the backing file gets. The kernel passes
+ * bits of its own too (__FMODE_EXEC for execve, which openat2 refuses with
+ * EINVAL). O_DIRECT stays with the client's file: the kernel already keeps
+ * its pages out of the cache, and the daemon's buffers are not aligned as
+ * the backing filesystem would require. O_APPEND is applied write by write
+ * (op_write), since fcntl(F_SETFL) can turn it on and off after the open.
+ */
+#define PLAIN_OPEN_FLAGS (O_ACCMODE | O_TRUNC | O_NONBLOCK | O_SYNC | O_DSYNC | O_NOATIME | O_NOFOLLOW | O_DIRECTORY)
+
+/*
+ * A daemon run by root makes every backing entry as root. On a shared mount
+ * (-o allow_other) what another user makes must be that user's, as on any
+ * filesystem: default_permissions judges by the owner, so a 0600 file would
+ * otherwise be closed to the user who made it. The group is the caller's,
+ * unless the folder is setgid (the backing filesystem gave the entry the
+ * folder's group). chown clears setuid and setgid, so a new file's own are
+ * set again. The new entry (made here, never one that existed) is leaf in
+ * dfd, or with dfd -1 the file open as fd at r.
+ */
+static int give_to_caller(const struct fs *fs, const char *r, int dfd, const char *leaf, int fd, mode_t mode)
+{
+	gid_t gid = fs_caller_gid;
+	int own_dfd = -1, res = 0;
+	struct stat dst;
+
+	if (fs->uid != 0 || (fs_caller_uid == fs->uid && fs_caller_gid == fs->gid))
+		return 0;
+	if (dfd < 0) {
+		own_dfd = dfd = plain_open_parent(fs, r, &leaf);
+		if (dfd < 0)
+			return dfd;
+	}
+	if (fstat(dfd, &dst) < 0)
+		res = -errno;
+	else if (dst.st_mode & S_ISGID)
+		gid = (gid_t)-1;
+	if (res == 0 && fd >= 0) {
+		mode_t special = mode & (S_ISUID | (gid == (gid_t)-1 ? 0 : S_ISGID));
+
+		if (fchown(fd, fs_caller_uid, gid) < 0 ||
+		    (special && fchmod(fd, (mode & 01777) | special) < 0))
+			res = -errno;
+	} else if (res == 0 && fchownat(dfd, leaf, fs_caller_uid, gid, AT_SYMLINK_NOFOLLOW) < 0) {
+		res = -errno;
+	}
+	if (res < 0)
+		log_warn("cannot give '%s' to uid %u: %s; it is not made", r, (unsigned)fs_caller_uid, strerror(-res));
+	if (own_dfd >= 0)
+		close(own_dfd);
+	return res;
 }
 
 int op_getattr_if_owner(uint64_t fh, pid_t tgid, struct stat *st)
@@ -440,6 +663,7 @@ int op_mkdir(const char *path, mode_t mode)
 	struct view_path vp;
 	int dfd, res;
 
+	backing_check(fs);
 	if (in_readonly_view(fs, r))
 		return -EROFS;
 	if (is_doc(r))
@@ -464,18 +688,17 @@ int op_mkdir(const char *path, mode_t mode)
 	}
 	if (res < 0 && vp.kind != VIEW_NONE)
 		return vp.kind == VIEW_TASK ? -EEXIST : -EPERM; /* only tasks are made in the view */
+	res = view_refuses_create(fs, r, "folder");
+	if (res < 0)
+		return res;
 	dfd = plain_open_parent(fs, r, &leaf);
 	if (dfd < 0)
 		return dfd;
 	res = mkdirat(dfd, leaf, private_mode(fs, mode)) < 0 ? plain_fail("create directory", r, errno) : 0;
+	if (res == 0 && (res = give_to_caller(fs, r, dfd, leaf, -1, 0)) < 0)
+		unlinkat(dfd, leaf, AT_REMOVEDIR);
 	close(dfd);
 	return res;
-}
-
-static int count_doc(void *ctx, const char *name, const struct store_stat *s)
-{
-	(*(int *)ctx)++;
-	return 0;
 }
 
 /*
@@ -614,9 +837,12 @@ static struct fs_file *file_new(enum file_kind kind, int fd, const char *path)
 }
 
 /* An anonymous file in the backing tree's filesystem for staged writes. */
-static int stage_open(const struct fs *fs)
+static int stage_open(struct fs *fs)
 {
-	int fd = plain_open(fs, "", O_TMPFILE | O_RDWR, 0600);
+	int fd;
+
+	backing_check(fs);
+	fd = plain_open(fs, "", O_TMPFILE | O_RDWR, 0600);
 
 	if (fd == -EOPNOTSUPP || fd == -EISDIR) {
 		char name[64];
@@ -827,8 +1053,10 @@ static int text_open(struct fs *fs, const char *r, const struct view_path *vp, s
 	int64_t mtime, rev = 0;
 	int res;
 
-	if (writable && vp->kind != VIEW_WS_HISTORY)
+	if (writable && vp->kind != VIEW_WS_HISTORY) {
+		log_warn("refusing to open '%s' for writing: the view makes it from the store", r);
 		return -EACCES;
+	}
 	f = file_new(FILE_TEXT, -1, r);
 	if (!f)
 		return -ENOMEM;
@@ -980,10 +1208,10 @@ static int jsonl_append(struct fs *fs, struct fs_file *f, const char *buf, size_
 	r = sb_add(&f->pending, buf, size);
 	if (r < 0)
 		return r;
+	if (!memchr(buf, '\n', size))
+		return (int)size; /* a line still without its newline: it waits */
 	for (size_t i = 0; i < f->pending.len; i++)
 		n += f->pending.buf[i] == '\n';
-	if (n == 0)
-		return (int)size; /* a line still without its newline: it waits */
 	lines = calloc(n, sizeof(*lines));
 	if (!lines) {
 		f->pending.len = old;
@@ -1001,9 +1229,18 @@ static int jsonl_append(struct fs *fs, struct fs_file *f, const char *buf, size_
 		}
 	caller(&proc, &who);
 	r = store_doc_append(fs->store, f->path, lines, n, f->require, &who);
-	if (r < 0) {
+	if (r == -EINVAL) {
 		f->pending.len = old; /* none of this write is kept */
 		f->pending.buf[old] = '\0';
+		return r;
+	}
+	if (r < 0) {
+		/* The store failed (ENOSPC, EBUSY, EROFS): the line's start goes too. */
+		log_err("cannot append to '%s': %s; nothing of this open file's last line is stored", f->path,
+			strerror(-r));
+		f->pending.len = 0;
+		f->pending.buf[0] = '\0';
+		f->write_err = r;
 		return r;
 	}
 	memmove(f->pending.buf, f->pending.buf + done, f->pending.len - done);
@@ -1093,10 +1330,10 @@ int op_open(const char *path, struct fuse_file_info *fi)
 		if (vp.kind != VIEW_NONE)
 			return view_open(fs, r, &vp, fi);
 	}
-	fd = plain_open(fs, r, fi->flags & ~(O_CREAT | O_EXCL | O_NOCTTY), 0);
+	fd = plain_open(fs, r, fi->flags & PLAIN_OPEN_FLAGS, 0);
 	if (fd < 0)
 		return plain_fail("open", r, -fd);
-	f = file_new(FILE_PLAIN, fd, NULL);
+	f = file_new(FILE_PLAIN, fd, r);
 	if (!f) {
 		close(fd);
 		return -ENOMEM;
@@ -1113,6 +1350,7 @@ int op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 	struct fs_file *f;
 	int fd, res;
 
+	backing_check(fs);
 	if (in_readonly_view(fs, r))
 		return -EROFS;
 	if (is_doc(r)) {
@@ -1148,10 +1386,31 @@ int op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 		if (res < 0 && vp.kind != VIEW_NONE)
 			return vp.kind == VIEW_TASK ? -ENOENT : -EACCES;
 	}
-	fd = plain_open(fs, r, (fi->flags & ~O_NOCTTY) | O_CREAT, private_mode(fs, mode));
+	res = view_refuses_create(fs, r, "file");
+	if (res < 0)
+		return res;
+	/*
+	 * O_EXCL even when the caller did not ask for it: a file that appeared
+	 * since the kernel's lookup is opened as it is, and only a file made
+	 * here is given to the user who made it.
+	 */
+	fd = plain_open(fs, r, (fi->flags & PLAIN_OPEN_FLAGS) | O_CREAT | O_EXCL, private_mode(fs, mode));
+	if (fd == -EEXIST && !(fi->flags & O_EXCL)) {
+		fd = plain_open(fs, r, fi->flags & PLAIN_OPEN_FLAGS, 0);
+	} else if (fd >= 0 && (res = give_to_caller(fs, r, -1, NULL, fd, private_mode(fs, mode))) < 0) {
+		const char *leaf;
+		int dfd = plain_open_parent(fs, r, &leaf);
+
+		close(fd);
+		if (dfd >= 0) {
+			unlinkat(dfd, leaf, 0);
+			close(dfd);
+		}
+		return res;
+	}
 	if (fd < 0)
 		return plain_fail("create", r, -fd);
-	f = file_new(FILE_PLAIN, fd, NULL);
+	f = file_new(FILE_PLAIN, fd, r);
 	if (!f) {
 		close(fd);
 		return -ENOMEM;
@@ -1206,12 +1465,31 @@ int op_write(const char *path, const char *buf, size_t size, off_t off, struct f
 	int r;
 
 	if (f->kind == FILE_PLAIN) {
-		n = pwrite(f->fd, buf, size, off);
-		return n < 0 ? plain_fail("write", "(open file)", errno) : (int)n;
+		/* O_APPEND as the client's file has it now (fi->flags of a write are its current flags) */
+		if (fi->flags & O_APPEND) {
+			struct iovec iov = { .iov_base = (void *)buf, .iov_len = size };
+			struct stat st;
+
+			n = pwritev2(f->fd, &iov, 1, -1, RWF_APPEND);
+			if (n < 0 && errno == EOPNOTSUPP && fstat(f->fd, &st) == 0) /* before Linux 4.16 */
+				n = pwrite(f->fd, buf, size, st.st_size);
+		} else {
+			n = pwrite(f->fd, buf, size, off);
+		}
+		return n < 0 ? plain_fail("write", f->path, errno) : (int)n;
 	}
 	if ((f->kind == FILE_TEXT && f->fd < 0) || f->kind == FILE_SNAP || f->fixed)
 		return -EBADF;
 	pthread_mutex_lock(&f->lock);
+	if (f->write_err) {
+		/*
+		 * A write failed: the kernel may have told the client only of a
+		 * short count, and it writes the rest. That rest is not whole.
+		 */
+		r = f->write_err;
+		pthread_mutex_unlock(&f->lock);
+		return r;
+	}
 	if (f->kind == FILE_JSONL && f->fd < 0 &&
 	    (f->append || off == store_snap_size(f->snap) + (off_t)f->pending.len)) {
 		r = jsonl_append(fs_get(), f, buf, size);
@@ -1219,6 +1497,7 @@ int op_write(const char *path, const char *buf, size_t size, off_t off, struct f
 		return r;
 	}
 	if (f->fd < 0 && (r = stage_begin(fs_get(), f, false)) < 0) {
+		f->write_err = r; /* stage_begin logged it */
 		pthread_mutex_unlock(&f->lock);
 		return r;
 	}
@@ -1239,12 +1518,13 @@ int op_write(const char *path, const char *buf, size_t size, off_t off, struct f
 	}
 	n = pwrite(f->fd, buf, size, off);
 	if (n < 0)
-		n = -errno;
+		n = f->write_err = -errno;
 	else
 		f->dirty = f->written = true;
 	pthread_mutex_unlock(&f->lock);
 	if (n < 0)
-		log_err("cannot stage a write to '%s': %s", f->path, strerror((int)-n));
+		log_err("cannot stage a write to '%s': %s; this open file will commit nothing, the previous version stays",
+			f->path, strerror((int)-n));
 	return (int)n;
 }
 
@@ -1258,6 +1538,18 @@ int op_flush(const char *path, struct fuse_file_info *fi)
 	if (f->kind == FILE_PLAIN || f->kind == FILE_SNAP || (f->kind == FILE_TEXT && f->fd < 0))
 		return 0;
 	pthread_mutex_lock(&f->lock);
+	if (f->write_err) {
+		/*
+		 * A write the client was told failed (ENOSPC, most often): what is
+		 * staged is not what it meant to write. Nothing is committed, and
+		 * every close says why, not "invalid JSON".
+		 */
+		f->dirty = false;
+		f->commit_failed = true;
+		r = f->write_err;
+		pthread_mutex_unlock(&f->lock);
+		return r;
+	}
 	if (f->dirty && !f->written) {
 		/*
 		 * Opened with O_TRUNC and not written: empty, which is not JSON. A
@@ -1322,7 +1614,7 @@ int op_fsync(const char *path, int datasync, struct fuse_file_info *fi)
 	if (f->kind != FILE_PLAIN)
 		return 0;
 	if ((datasync ? fdatasync(f->fd) : fsync(f->fd)) < 0)
-		return plain_fail("sync", "(open file)", errno);
+		return plain_fail("sync", f->path, errno);
 	return 0;
 }
 
@@ -1585,6 +1877,7 @@ int op_rename(const char *from, const char *to, unsigned int flags)
 	const char *lf, *lt;
 	int df, dt, r;
 
+	backing_check(fs);
 	from = rel(from);
 	to = rel(to);
 	if (in_readonly_view(fs, from) || in_readonly_view(fs, to))
@@ -1642,12 +1935,16 @@ int op_link(const char *from, const char *to)
 	const char *lf, *lt;
 	int df, dt, r;
 
+	backing_check(fs);
 	from = rel(from);
 	to = rel(to);
 	if (in_readonly_view(fs, from) || in_readonly_view(fs, to))
 		return -EROFS;
 	if (is_doc(from) || is_doc(to))
 		return -EPERM; /* a doc has exactly one name */
+	r = view_refuses_create(fs, to, "link");
+	if (r < 0)
+		return r;
 	df = plain_open_parent(fs, from, &lf);
 	if (df < 0)
 		return df;
@@ -1668,14 +1965,20 @@ int op_symlink(const char *target, const char *path)
 	const char *r = rel(path), *leaf;
 	int dfd, res;
 
+	backing_check(fs);
 	if (in_readonly_view(fs, r))
 		return -EROFS;
 	if (is_doc(r))
 		return -EPERM;
+	res = view_refuses_create(fs, r, "symlink");
+	if (res < 0)
+		return res;
 	dfd = plain_open_parent(fs, r, &leaf);
 	if (dfd < 0)
 		return dfd;
 	res = symlinkat(target, dfd, leaf) < 0 ? plain_fail("create symlink", r, errno) : 0;
+	if (res == 0 && (res = give_to_caller(fs, r, dfd, leaf, -1, 0)) < 0)
+		unlinkat(dfd, leaf, 0);
 	close(dfd);
 	return res;
 }
@@ -1712,16 +2015,22 @@ int op_mknod(const char *path, mode_t mode, dev_t rdev)
 	const char *r = rel(path), *leaf;
 	int dfd, res;
 
+	backing_check(fs);
 	if (in_readonly_view(fs, r))
 		return -EROFS;
 	if (is_doc(r))
 		return -EPERM;
 	if (!S_ISREG(mode) && !S_ISFIFO(mode) && !S_ISSOCK(mode))
 		return -EPERM; /* no device nodes in a history folder */
+	res = view_refuses_create(fs, r, "special file");
+	if (res < 0)
+		return res;
 	dfd = plain_open_parent(fs, r, &leaf);
 	if (dfd < 0)
 		return dfd;
 	res = mknodat(dfd, leaf, (mode & S_IFMT) | private_mode(fs, mode & 07777), 0) < 0 ? plain_fail("create", r, errno) : 0;
+	if (res == 0 && (res = give_to_caller(fs, r, dfd, leaf, -1, 0)) < 0)
+		unlinkat(dfd, leaf, 0);
 	close(dfd);
 	return res;
 }

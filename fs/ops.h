@@ -14,9 +14,11 @@
 
 #include "fs/fs.h"
 
-/* The mounted filesystem, and the process of the request this thread serves. */
+/* The mounted filesystem, and the process (and its user) of the request this thread serves. */
 extern struct fs *fs_current;
 extern __thread pid_t fs_caller_pid;
+extern __thread uid_t fs_caller_uid;
+extern __thread gid_t fs_caller_gid;
 
 /* Drops the kernel's cached pages and attributes of the file at rel (lowlevel.c). */
 void ll_invalidate(struct fs *fs, const char *rel);

@@ -7,10 +7,19 @@
  * returned by readlink, never followed by the daemon. Every path is resolved
  * with openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS), and leaves are touched
  * with the *at() calls and AT_SYMLINK_NOFOLLOW / O_NOFOLLOW.
+ *
+ * Where openat2 answers ENOSYS (kernels before 5.6, and Debian 12's valgrind
+ * 3.19, which does not know the call), the same walk is done by hand: one
+ * openat() per component, each relative to the last and with O_NOFOLLOW,
+ * refusing "..", "." and empty components, so the guarantee is the same. The
+ * choice is made once per process; CONVFS_NO_OPENAT2=1 in the environment at
+ * startup forces the walk, for the tests.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/openat2.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -18,18 +27,128 @@
 #include "fs/fs.h"
 #include "store/util.h"
 
+/*
+ * no_openat2 is set once openat2 is known to be missing, or at the first open
+ * after CONVFS_NO_OPENAT2=1 asked for the walk (then, and not at startup, the
+ * info line is logged: a daemon logs to syslog once detached); never cleared.
+ */
+static bool no_openat2;
+static bool walk_asked;
+
+static void use_walk(const char *why)
+{
+	if (!__atomic_exchange_n(&no_openat2, true, __ATOMIC_RELAXED))
+		log_info("%s: resolving paths in the backing tree one component at a time", why);
+}
+
+static bool creates(int flags)
+{
+	return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE;
+}
+
+/*
+ * The errno of a failed openat() of name in dirfd: a symlink met where a
+ * folder was wanted (O_DIRECTORY | O_NOFOLLOW gives ENOTDIR) is ELOOP, as
+ * openat2 with RESOLVE_NO_SYMLINKS says.
+ */
+static int walk_errno(int err, int dirfd, const char *name)
+{
+	struct stat st;
+
+	if (err == ENOTDIR && fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+		return -ELOOP;
+	return -err;
+}
+
+/* Opens the last component, name, in dirfd: never a symlink. Returns an fd or -errno. */
+static int walk_last(int dirfd, const char *name, int flags, mode_t mode)
+{
+	struct stat st;
+	int fd, r;
+
+	fd = openat(dirfd, name, flags | O_NOFOLLOW | O_CLOEXEC, creates(flags) ? (mode & 07777) : 0);
+	if (fd < 0)
+		return walk_errno(errno, dirfd, name);
+	/* O_PATH | O_NOFOLLOW opens a symlink itself; openat2 gives it only if asked. */
+	if ((flags & O_PATH) && !(flags & O_NOFOLLOW)) {
+		if (fstat(fd, &st) < 0) {
+			r = -errno;
+			log_err("cannot stat '%s' in the backing tree: %s", name, strerror(errno));
+			close(fd);
+			return r;
+		}
+		if (S_ISLNK(st.st_mode)) {
+			close(fd);
+			return -ELOOP;
+		}
+	}
+	return fd;
+}
+
+/*
+ * openat2_beneath() by hand: rel is walked one component at a time, each
+ * opened O_PATH | O_DIRECTORY | O_NOFOLLOW relative to the one before, so no
+ * symlink is followed and the walk cannot climb out. "." alone is dirfd
+ * itself; otherwise "..", "." and empty components are refused (the FUSE
+ * layer never makes them), an absolute path too.
+ */
+static int walk_beneath(int dirfd, const char *rel, int flags, mode_t mode)
+{
+	_cleanup_close_ int cur = -1;
+	char name[NAME_MAX + 1];
+	const char *p = rel;
+
+	if (strcmp(rel, ".") == 0)
+		return walk_last(dirfd, ".", flags, mode);
+	if (*rel == '/')
+		return -EXDEV;
+	for (;;) {
+		const char *slash = strchr(p, '/');
+		size_t n = slash ? (size_t)(slash - p) : strlen(p);
+		int at = cur >= 0 ? cur : dirfd, fd;
+
+		if (n == 0 || (n == 1 && p[0] == '.'))
+			return -EINVAL;
+		if (n == 2 && p[0] == '.' && p[1] == '.')
+			return -EXDEV;
+		if (n > NAME_MAX)
+			return -ENAMETOOLONG;
+		memcpy(name, p, n);
+		name[n] = '\0';
+		if (!slash)
+			return walk_last(at, name, flags, mode);
+		fd = openat(at, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			return walk_errno(errno, at, name);
+		if (cur >= 0)
+			close(cur);
+		cur = fd;
+		p = slash + 1;
+	}
+}
+
 static int openat2_beneath(int dirfd, const char *rel, int flags, mode_t mode)
 {
 	struct open_how how = {
 		.flags = (uint64_t)flags | O_CLOEXEC,
-		.mode = (flags & (O_CREAT | O_TMPFILE)) ? (mode & 07777) : 0,
+		.mode = creates(flags) ? (mode & 07777) : 0,
 		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
 	};
 	int fd;
 
+	if (__atomic_load_n(&no_openat2, __ATOMIC_RELAXED))
+		return walk_beneath(dirfd, rel, flags, mode);
+	if (walk_asked) {
+		use_walk("CONVFS_NO_OPENAT2=1");
+		return walk_beneath(dirfd, rel, flags, mode);
+	}
 	do
 		fd = (int)syscall(SYS_openat2, dirfd, rel, &how, sizeof(how));
 	while (fd < 0 && errno == EAGAIN);
+	if (fd < 0 && errno == ENOSYS) {
+		use_walk("openat2 is not available");
+		return walk_beneath(dirfd, rel, flags, mode);
+	}
 	return fd < 0 ? -errno : fd;
 }
 
@@ -92,8 +211,11 @@ int plain_mkdirs(const struct fs *fs, const char *rel)
 int plain_open_root(const char *store_path, char **ret_backing_path, int *ret_fd)
 {
 	_cleanup_sb_ struct sb path = SB_INIT;
+	const char *no = getenv("CONVFS_NO_OPENAT2");
 	int fd, r;
 
+	if (no && strcmp(no, "1") == 0)
+		walk_asked = true;
 	r = sb_addf(&path, "%s.files", store_path);
 	if (r < 0)
 		return r;

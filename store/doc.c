@@ -63,6 +63,7 @@ struct store_snap {
 
 static int tx_begin(struct store *st)
 {
+	store_blob_drop(st);
 	return store_exec(st, st->batch_depth ? "SAVEPOINT doc" : "BEGIN IMMEDIATE");
 }
 
@@ -1987,19 +1988,29 @@ static size_t copy_part(char *buf, off_t buf_off, const char *src, off_t at, siz
 static int blob_read(struct store *st, const char *table, const char *column, int64_t rowid, char *dst, size_t n,
 		     int64_t at)
 {
-	sqlite3_blob *b = NULL;
-	int rc;
+	int rc = SQLITE_ERROR;
 
-	rc = sqlite3_blob_open(st->db, "main", table, column, rowid, 0, &b);
-	if (rc == SQLITE_OK)
-		rc = sqlite3_blob_read(b, dst, (int)n, (int)at);
-	if (rc != SQLITE_OK) {
-		int r = store_fail(st, rc, "cannot read stored content");
-
-		sqlite3_blob_close(b);
-		return r;
+	if (st->blob && st->blob_table == table && st->blob_column == column) {
+		rc = st->blob_rowid == rowid ? SQLITE_OK : sqlite3_blob_reopen(st->blob, rowid);
+		if (rc == SQLITE_OK)
+			rc = sqlite3_blob_read(st->blob, dst, (int)n, (int)at);
+		/* Any failure (a handle expired by a change, most likely): afresh. */
 	}
-	sqlite3_blob_close(b);
+	if (rc != SQLITE_OK) {
+		store_blob_drop(st);
+		rc = sqlite3_blob_open(st->db, "main", table, column, rowid, 0, &st->blob);
+		if (rc == SQLITE_OK)
+			rc = sqlite3_blob_read(st->blob, dst, (int)n, (int)at);
+		if (rc != SQLITE_OK) {
+			int r = store_fail(st, rc, "cannot read stored content");
+
+			store_blob_drop(st);
+			return r;
+		}
+	}
+	st->blob_table = table;
+	st->blob_column = column;
+	st->blob_rowid = rowid;
 	return 0;
 }
 

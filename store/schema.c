@@ -153,6 +153,7 @@ int store_migrate_to(struct store *st, int target)
 			version, target);
 		return -EROFS;
 	}
+	store_blob_drop(st);
 	r = store_exec(st, "BEGIN IMMEDIATE");
 	if (r < 0)
 		return r;

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 
 #include "store/merge.h"
 #include "store/store_internal.h"
@@ -157,6 +158,30 @@ static void sql_hash(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 	sqlite3_result_int64(ctx, (sqlite3_int64)merge_hash(p ? p : "", (size_t)n));
 }
 
+/* True if path's filesystem is mounted read-only. */
+static bool on_readonly_fs(const char *path)
+{
+	struct statvfs sv;
+
+	return statvfs(path, &sv) == 0 && (sv.f_flag & ST_RDONLY);
+}
+
+/* Opens path read-only as an immutable file (a URI, with its path escaped). */
+static int open_immutable(const char *path, sqlite3 **db)
+{
+	_cleanup_sb_ struct sb uri = SB_INIT;
+	int r = sb_adds(&uri, "file:");
+
+	for (const char *p = path; r == 0 && *p; p++)
+		r = (*p == '%' || *p == '?' || *p == '#') ? sb_addf(&uri, "%%%02x", (unsigned char)*p)
+							  : sb_add(&uri, p, 1);
+	if (r == 0)
+		r = sb_adds(&uri, "?immutable=1");
+	if (r < 0)
+		return SQLITE_NOMEM;
+	return sqlite3_open_v2(uri.buf, db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, NULL);
+}
+
 int store_open(const char *path, int flags, struct store **ret)
 {
 	_cleanup_free_ struct store *st = NULL;
@@ -196,10 +221,39 @@ int store_open(const char *path, int flags, struct store **ret)
 	}
 	/* A file that is not an SQLite database fails on the first read. */
 	rc = sqlite3_exec(st->db, "SELECT count(*) FROM sqlite_master", NULL, NULL, NULL);
+	if ((rc & 0xff) == SQLITE_CANTOPEN && on_readonly_fs(path)) {
+		/*
+		 * A store in WAL mode on a read-only filesystem: SQLite cannot
+		 * make the -shm file it reads through. Nothing can change the file
+		 * there, so it may be read as immutable.
+		 */
+		store_stmt_cache_drop(st->db);
+		sqlite3_close(st->db);
+		st->db = NULL;
+		rc = open_immutable(path, &st->db);
+		if (rc == SQLITE_OK)
+			rc = sqlite3_create_function(st->db, "convfs_hash", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL,
+						     sql_hash, NULL, NULL);
+		if (rc == SQLITE_OK)
+			rc = sqlite3_exec(st->db, "SELECT count(*) FROM sqlite_master", NULL, NULL, NULL);
+		if (rc == SQLITE_OK && !st->readonly)
+			log_warn("the store '%s' is on a read-only filesystem: serving it read-only", path);
+		st->readonly = true;
+	}
 	if (rc != SQLITE_OK) {
 		log_err("cannot read the store '%s': %s", path, sqlite3_errmsg(st->db));
 		r = (rc & 0xff) == SQLITE_NOTADB ? -ENOTSUP : store_errno(rc);
 		goto fail;
+	}
+	/*
+	 * SQLite opens a file it may not write (a read-only filesystem, a
+	 * read-only file) read-only without a word: say so once, and refuse
+	 * writes up front with EROFS instead of failing each in the middle.
+	 */
+	if (!st->readonly && sqlite3_db_readonly(st->db, "main") == 1) {
+		log_warn("the store '%s' cannot be written (read-only file or filesystem): serving it read-only",
+			 path);
+		st->readonly = true;
 	}
 	/* Only a file known to be ours may be changed, WAL mode included. */
 	r = store_migrate(st);
@@ -227,6 +281,7 @@ void store_free(struct store *st)
 {
 	if (!st)
 		return;
+	store_blob_drop(st);
 	if (st->batch_depth > 0)
 		sqlite3_exec(st->db, "COMMIT", NULL, NULL, NULL);
 	/* Fold the WAL back so the store is one file at rest. */
@@ -288,12 +343,21 @@ out:
 	return r;
 }
 
+void store_blob_drop(struct store *st)
+{
+	if (st->blob) {
+		sqlite3_blob_close(st->blob);
+		st->blob = NULL;
+	}
+}
+
 int store_batch_begin(struct store *st)
 {
 	int r = 0;
 
 	pthread_mutex_lock(&st->lock);
 	if (st->batch_depth++ == 0) {
+		store_blob_drop(st);
 		r = store_exec(st, "BEGIN IMMEDIATE");
 		if (r < 0)
 			st->batch_depth--;

@@ -126,6 +126,14 @@ void log_msg(enum log_level level, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
+	/*
+	 * One message, one line: a control character in a name a client chose
+	 * (a newline, an escape sequence) must not forge a line or drive the
+	 * terminal. Shown as '?'.
+	 */
+	for (char *c = line; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = '?';
 	if (log_to_syslog) {
 		syslog((int)level, "%s", line);
 		return;

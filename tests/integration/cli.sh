@@ -30,24 +30,26 @@ mkdir -p "$M"
 
 say "help and version"
 rc=0
-"$CONVFS" --help >"$T/help" 2>&1 || rc=$?
+run_convfs --help >"$T/help" 2>&1 || rc=$?
 ((rc == 0)) || problem "--help exits with status $rc"
 for word in 'store=' allow_other export; do
 	grep -q -e "$word" "$T/help" || problem "--help does not mention '$word'"
 done
 rc=0
-"$CONVFS" --version >"$T/version" 2>&1 || rc=$?
+run_convfs --version >"$T/version" 2>&1 || rc=$?
 ((rc == 0)) || problem "--version exits with status $rc"
 grep -q -E '[0-9]+\.[0-9]+' "$T/version" || problem "--version prints no version: $(cat "$T/version")"
 
 say "usage errors"
 rc=0
-"$CONVFS" -f >"$T/out" 2>&1 || rc=$?
+run_convfs -f >"$T/out" 2>&1 || rc=$?
 ((rc != 0)) || problem "convfs without a mount point exits 0"
+no_valgrind_report "$T/out" "convfs without a mount point"
 grep -q -i -E 'mount ?point' "$T/out" || problem "convfs without a mount point does not say so: $(cat "$T/out")"
 rc=0
-"$CONVFS" -f -o "store=$T/nodir.db" "$T/does-not-exist" >"$T/out" 2>&1 || rc=$?
+run_convfs -f -o "store=$T/nodir.db" "$T/does-not-exist" >"$T/out" 2>&1 || rc=$?
 ((rc != 0)) || problem "convfs on a missing mount point exits 0"
+no_valgrind_report "$T/out" "convfs on a missing mount point"
 [[ -s $T/out ]] || problem "convfs on a missing mount point says nothing"
 ! mountpoint -q "$T/does-not-exist" 2>/dev/null || fail "a missing mount point got mounted"
 
@@ -60,21 +62,23 @@ refused_store()
 	local what=$1 store=$2 ere=$3 rc=0 before
 	cp "$store" "$T/store.orig"
 	before=$(ls -A "$(dirname "$store")" | tr '\n' ' ')
-	"$CONVFS" -f -o "store=$store" "$M" >"$T/out" 2>&1 || rc=$?
+	run_convfs -f -o "store=$store" "$M" >"$T/out" 2>&1 || rc=$?
 	if mountpoint -q "$M"; then
 		fusermount3 -u "$M"
 		fail "$what: convfs mounted it"
 	fi
 	((rc != 0)) || problem "$what: convfs exits 0"
+	no_valgrind_report "$T/out" "$what"
 	grep -q -E -e "$ere" "$T/out" || problem "$what: no clear message (want /$ere/): $(cat "$T/out")"
 	same "$store" "$T/store.orig" "$what: the store file after the refused mount"
 	[[ $(ls -A "$(dirname "$store")" | tr '\n' ' ') == "$before" ]] ||
 		problem "$what: the refused mount left files beside the store: $(ls -A "$(dirname "$store")" | tr '\n' ' ') (before: $before)"
-	# Daemon mode reports the failure on the terminal too.
+	# Daemon mode reports the failure on the terminal too (before it forks).
 	rc=0
-	"$CONVFS" -o "store=$store" "$M" >"$T/out" 2>&1 || rc=$?
+	run_convfs -o "store=$store" "$M" >"$T/out" 2>&1 || rc=$?
 	! mountpoint -q "$M" || { fusermount3 -u "$M"; fail "$what: convfs (daemon mode) mounted it"; }
 	((rc != 0)) || problem "$what: convfs (daemon mode) exits 0"
+	no_valgrind_report "$T/out" "$what (daemon mode)"
 	grep -q -E -e "$ere" "$T/out" || problem "$what: no clear message in daemon mode: $(cat "$T/out")"
 	same "$store" "$T/store.orig" "$what: the store file after the refused daemon-mode mount"
 }
@@ -121,6 +125,7 @@ unset XDG_DATA_HOME
 say "daemon mode"
 STORE=$T/store.db
 rc=0
+# Never under valgrind: the daemon is found below by its exact command line.
 timeout 20 "$CONVFS" -o "store=$STORE" "$M" >"$T/out" 2>&1 || rc=$?
 ((rc == 0)) || fail "convfs in daemon mode exits with status $rc: $(cat "$T/out")"
 mountpoint -q "$M" || fail "convfs in daemon mode returned before mounting"

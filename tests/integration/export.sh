@@ -21,7 +21,7 @@ for fx in 2.18.0 1.0.10 damaged; do
 	store=$T/$fx/store.db
 	mount_convfs "$mnt" "$store"
 	unmount_convfs "$mnt"
-	"$CONVFS" export "$store" "$T/$fx/out" 2>"$T/$fx/export.err" || fail "export of fixture $fx failed:\n$(cat "$T/$fx/export.err")"
+	run_convfs export "$store" "$T/$fx/out" 2>"$T/$fx/export.err" || fail "export of fixture $fx failed:\n$(cat "$T/$fx/export.err")"
 	diff -r "$pristine" "$T/$fx/out" >"$T/diff" 2>&1 || problem "fixture $fx: the export differs from the original:\n$(head -n 40 "$T/diff")"
 	check_log "$T/$fx/export.err"
 	if [[ $fx == damaged ]]; then
@@ -48,16 +48,17 @@ for dir in "$mnt" "$expected"; do
 	rm "$dir/workspaces/292fed87/workspaceState.json"
 done
 unmount_convfs "$mnt"
-"$CONVFS" export "$store" "$T/changed/out" 2>"$T/changed/export.err" || fail "export of the changed store failed:\n$(cat "$T/changed/export.err")"
+run_convfs export "$store" "$T/changed/out" 2>"$T/changed/export.err" || fail "export of the changed store failed:\n$(cat "$T/changed/export.err")"
 diff -r "$expected" "$T/changed/out" >"$T/diff" 2>&1 || problem "the export of the changed store differs:\n$(head -n 40 "$T/diff")"
 check_log "$T/changed/export.err"
 check_log "$store.log"
 
 say "export into a non-empty folder"
 rc=0
-"$CONVFS" export "$store" "$T/changed/out" 2>"$T/export.err" || rc=$?
+run_convfs export "$store" "$T/changed/out" 2>"$T/export.err" || rc=$?
 ((rc != 0)) || problem "an export into a non-empty folder succeeded"
 [[ -s $T/export.err ]] || problem "an export into a non-empty folder failed without a message"
+no_valgrind_report "$T/export.err" "the refused export"
 diff -r "$expected" "$T/changed/out" >/dev/null 2>&1 || problem "a refused export changed the folder it was refused for"
 
 pass

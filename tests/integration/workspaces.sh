@@ -18,7 +18,8 @@
 #     .jsonl file; `rsync -a` run twice transfers nothing the second time;
 #   - `rm -r` of a task (in the view or in tasks/) moves it to
 #     workspaces/.trash, history item included, and `mv` brings all of it back;
-#   - `mkdir` in a workspace's tasks/ makes a task and refuses a bad id;
+#   - `mkdir` in a workspace's tasks/ makes a task and refuses a bad id
+#     with EINVAL;
 #   - inode numbers, mtimes and sizes stay the same across a remount, and
 #     follow at once a change made through the compat files;
 #   - find, ls -lR and du work, and `tail -f messages.jsonl` sees a message
@@ -217,8 +218,10 @@ else
 	problem "mkdir workspaces/$WS_A/tasks/$NEW failed: $(cat "$T/mkdir.err")"
 fi
 for bad in not-a-number 1799000000000x; do
-	if mkdir "$W/$WS_A/tasks/$bad" 2>/dev/null; then
+	if out=$(mkdir "$W/$WS_A/tasks/$bad" 2>&1); then
 		problem "mkdir workspaces/$WS_A/tasks/$bad succeeded; a task id must be digits"
+	elif [[ $out != *"Invalid argument"* ]]; then
+		problem "mkdir workspaces/$WS_A/tasks/$bad failed, but not with EINVAL: $out"
 	fi
 	[[ ! -e $W/$WS_A/tasks/$bad && ! -e $mnt/tasks/$bad ]] || problem "the refused mkdir of '$bad' left something behind"
 done
@@ -375,7 +378,7 @@ wait "$tail_pid" 2>/dev/null || true
 
 unmount_convfs "$mnt"
 # The refusals this test provokes, and nothing else.
-check_log "$store.log" "^convfs: warning: refusing (to append to|the last line written to) 'tasks/$TA/(api_conversation_history|ui_messages)\.json'"
+check_log "$store.log" "^convfs: warning: refusing ((to append to|the last line written to) 'tasks/$TA/(api_conversation_history|ui_messages)\.json'|to make the task 'workspaces/$WS_A/tasks/(not-a-number|1799000000000x)')"
 
 # ---- 1.0.10: a folder with no workspaces/ of its own -------------------------
 say "fixture 1.0.10"

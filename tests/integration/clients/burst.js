@@ -15,18 +15,7 @@
 
 const fs = require('fs');
 const path = require('path');
-const { run, readBeforeWrite, uiMessage, apiMessage } = require('./common.js');
-
-async function atomicWriteFile(filePath, data) {
-	const tmpPath = `${filePath}.tmp.${Date.now()}.${Math.random().toString(36).slice(2)}.json`;
-	try {
-		await fs.promises.writeFile(tmpPath, data, 'utf8');
-		await fs.promises.rename(tmpPath, filePath);
-	} catch (error) {
-		await fs.promises.unlink(tmpPath).catch(() => {});
-		throw error;
-	}
-}
+const { run, readBeforeWrite, uiMessage, apiMessage, atomicWriteFile } = require('./common.js');
 
 run(async () => {
 	const [mount, task, seedArg, recordFile] = process.argv.slice(2);

@@ -131,4 +131,17 @@ function content(kind, count, seed, { pretty = false, size = 200 } = {}) {
 	return pretty ? JSON.stringify(value, null, 2) : JSON.stringify(value);
 }
 
-module.exports = { die, run, readBeforeWrite, prng, uiMessage, apiMessage, historyItem, taskMetadata, content };
+// Cline's atomicWriteFile (write pattern b): a unique temp file beside the
+// target, then rename over it; the temp file is removed if anything fails.
+async function atomicWriteFile(filePath, data) {
+	const tmpPath = `${filePath}.tmp.${Date.now()}.${Math.random().toString(36).slice(2)}.json`;
+	try {
+		await fs.promises.writeFile(tmpPath, data, 'utf8');
+		await fs.promises.rename(tmpPath, filePath);
+	} catch (error) {
+		await fs.promises.unlink(tmpPath).catch(() => {});
+		throw error;
+	}
+}
+
+module.exports = { die, run, readBeforeWrite, atomicWriteFile, prng, uiMessage, apiMessage, historyItem, taskMetadata, content };

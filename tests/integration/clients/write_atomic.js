@@ -8,18 +8,7 @@
 'use strict';
 
 const fs = require('fs');
-const { run, readBeforeWrite } = require('./common.js');
-
-async function atomicWriteFile(filePath, data) {
-	const tmpPath = `${filePath}.tmp.${Date.now()}.${Math.random().toString(36).slice(2)}.json`;
-	try {
-		await fs.promises.writeFile(tmpPath, data, 'utf8');
-		await fs.promises.rename(tmpPath, filePath);
-	} catch (error) {
-		await fs.promises.unlink(tmpPath).catch(() => {});
-		throw error;
-	}
-}
+const { run, readBeforeWrite, atomicWriteFile } = require('./common.js');
 
 run(async () => {
 	const [target, contentFile] = process.argv.slice(2);

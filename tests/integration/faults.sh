@@ -1,0 +1,211 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# faults.sh: a full disk, a busy database, a read-only store and a backing
+# tree removed under the daemon give the writer a clear error, keep the
+# previous version, and the daemon recovers once the fault is gone.
+#
+# The store lives on a tmpfs of its own (this test mounts one: it needs root,
+# as CI has). On a mount of the 2.18.0 fixture:
+#   - full disk: with the tmpfs filled up, an in-place rewrite of a
+#     conversation file, a temp + rename rewrite, a `>>` append to the
+#     workspaces view and a plain file each fail with ENOSPC, and every file
+#     reads back as before; once the filler is removed the same four writes
+#     succeed and read back;
+#   - busy database: another process holds SQLite's write lock (BEGIN
+#     IMMEDIATE in sqlite3). A rewrite waits, and gets EBUSY after about 5 s
+#     (the bound) with the previous version intact; held for 1 s only, the
+#     rewrite waits and succeeds;
+#   - read-only store: the store's folder bind-mounted read-only; the daemon
+#     says so once, serves the same files, and every kind of write (in place,
+#     rename, append, plain file, mkdir) gets EROFS;
+#   - backing tree removed: a plain folder removed under the daemon is gone
+#     (ENOENT); a task's folder removed: its conversations still read (the
+#     daemon makes the folder again); the whole backing folder removed: the
+#     daemon makes it again, and conversations read and write as before;
+#   - the store checks ok after each part, and the daemon logs nothing but
+#     the failures provoked here.
+
+. "$(dirname "$0")/lib.sh"
+
+SMALL=$T/small
+mkdir -p "$SMALL"
+mount -t tmpfs -o size=32m,mode=0700 convfs-test "$SMALL" ||
+	fail "cannot mount a tmpfs (this test needs root)"
+# (lib.sh's cleanup unmounts it, and the bind mount below, after the daemon.)
+
+M=$(fixture_extract 2.18.0 "$T/fx")
+STORE=$SMALL/store.db
+TASK=1795306269021
+UI=$M/tasks/$TASK/ui_messages.json
+VIEW=$M/workspaces/api-server-2325622928/tasks/1795306299870/ui_messages.jsonl
+
+# try MODE FILE BYTES: one write as a client makes it, by node; prints ok or
+# the error code. MODE: inplace (fs.writeFile, the fixture's messages plus
+# BYTES of new ones), atomic (temp + rename, the same content), append (one
+# line of BYTES, O_APPEND), plain (BYTES of text).
+try()
+{
+	node -e '
+		const fs = require("fs");
+		const [mode, file, bytes] = [process.argv[1], process.argv[2], Number(process.argv[3])];
+		const grow = () => {
+			const a = JSON.parse(fs.readFileSync(file, "utf8"));
+			a.push({ ts: 1795400000000 + a.length, type: "say", say: "text", text: "x".repeat(bytes) });
+			return JSON.stringify(a);
+		};
+		try {
+			if (mode === "inplace") {
+				fs.writeFileSync(file, grow());
+			} else if (mode === "atomic") {
+				const tmp = file + ".tmp." + process.pid + ".json";
+				try {
+					fs.writeFileSync(tmp, grow());
+					fs.renameSync(tmp, file);
+				} catch (e) {
+					try { fs.unlinkSync(tmp); } catch (e2) {}
+					throw e;
+				}
+			} else if (mode === "append") {
+				fs.appendFileSync(file, JSON.stringify({ ts: 1795500000000 + bytes, type: "say", say: "text",
+					text: "y".repeat(bytes) }) + "\n");
+			} else {
+				fs.writeFileSync(file, "z".repeat(bytes));
+			}
+			console.log("ok");
+		} catch (e) {
+			console.log(e.code);
+		}' "$@"
+}
+
+# expect WANT MODE FILE BYTES
+expect()
+{
+	local want=$1 got
+	shift
+	got=$(try "$@")
+	[[ $got == "$want" ]] || problem "$1 write of '${2#"$M"/}' ($3 bytes): got $got, expected $want"
+}
+
+snapshot() { cp "$UI" "$T/ui.$1"; cp "$VIEW" "$T/view.$1"; }
+unchanged()
+{
+	same "$UI" "$T/ui.$1" "$2: ui_messages.json"
+	same "$VIEW" "$T/view.$1" "$2: the view's ui_messages.jsonl"
+}
+store_ok()
+{
+	[[ $(sqlite3 "$STORE" 'PRAGMA integrity_check' 2>&1) == ok ]] || problem "$1: the store does not check ok"
+}
+
+# The daemon's log stays off the tmpfs, which fills up and goes read-only.
+LOG=$T/daemon.log
+mount_convfs_log "$M" "$LOG" -o "store=$STORE"
+
+say "full disk"
+snapshot full
+# Fills what is left; dd ends with ENOSPC, as meant.
+dd if=/dev/zero of="$SMALL/filler" bs=64k status=none 2>/dev/null || true
+(($(df --output=avail "$SMALL" | tail -1) < 128)) || fail "the tmpfs did not fill up"
+# Lines bigger than anything SQLite's WAL file can still hold from before.
+expect ENOSPC inplace "$UI" 3000000
+expect ENOSPC atomic "$UI" 3000000
+expect ENOSPC append "$VIEW" 3000000
+expect ENOSPC plain "$M/bigplain" 3000000
+unchanged full "full disk"
+ls "$M/tasks" >/dev/null || fail "the daemon does not answer on a full disk"
+rm -f "$SMALL/filler"
+expect ok inplace "$UI" 3000000
+expect ok atomic "$UI" 1000
+expect ok append "$VIEW" 3000000
+expect ok plain "$M/bigplain" 3000000
+[[ $(jq length "$UI") == $(($(jq length "$T/ui.full") + 2)) ]] || problem "after the disk was freed, the two rewrites are not both there"
+[[ $(tail -n 1 "$VIEW" | jq -r '.text | length') == 3000000 ]] || problem "after the disk was freed, the append is not there"
+[[ $(stat -c %s "$M/bigplain") == 3000000 ]] || problem "after the disk was freed, the plain file is not whole"
+log_has "$LOG" "cannot stage a write to 'tasks/$TASK/ui_messages.json': No space left on device" "an in-place write on a full disk"
+log_has "$LOG" "disk is full" "SQLite's full disk"
+store_ok "full disk"
+
+say "busy database"
+snapshot busy
+(
+	echo 'BEGIN IMMEDIATE; INSERT INTO meta SELECT * FROM meta WHERE 0;'
+	sleep 8
+	echo 'COMMIT;'
+) | sqlite3 "$STORE" &
+holder=$!
+sleep 0.5
+start=$(date +%s%N)
+expect EBUSY atomic "$UI" 100
+secs=$((($(date +%s%N) - start) / 1000000))
+((secs >= 4000 && secs <= 7500)) || problem "a write against a held lock took $secs ms, not the 5 s bound"
+unchanged busy "busy database"
+wait "$holder"
+expect ok atomic "$UI" 100
+# Held for a shorter time than the bound: the write waits and succeeds.
+(
+	echo 'BEGIN IMMEDIATE; INSERT INTO meta SELECT * FROM meta WHERE 0;'
+	sleep 1
+	echo 'COMMIT;'
+) | sqlite3 "$STORE" &
+holder=$!
+sleep 0.3
+expect ok inplace "$UI" 100
+wait "$holder"
+[[ $(jq length "$UI") == $(($(jq length "$T/ui.busy") + 2)) ]] || problem "the writes after the lock are not both there"
+log_has "$LOG" "database is locked" "the busy lock"
+store_ok "busy database"
+
+say "backing tree removed"
+rm -rf "$STORE.files/settings"
+[[ ! -e $M/settings ]] || problem "a plain folder removed behind the daemon is still there"
+if out=$(cat "$M/settings/cline_mcp_settings.json" 2>&1); then
+	problem "a plain file removed behind the daemon still reads: $out"
+fi
+mkdir "$M/settings"
+echo '{}' >"$M/settings/cline_mcp_settings.json"
+[[ $(cat "$M/settings/cline_mcp_settings.json") == '{}' ]] || problem "a plain file cannot be made again after its folder was removed"
+snapshot backing
+# A task's folder removed: its conversations stay, the folder comes back.
+rm -rf "$STORE.files/tasks/$TASK"
+sleep 1.1 # the kernel's entry for the folder times out
+ls "$M/tasks/$TASK" >"$T/ls.task" || problem "a task folder removed from the backing tree cannot be listed"
+grep -q -x ui_messages.json "$T/ls.task" || problem "a task folder removed from the backing tree lists no conversation"
+unchanged backing "a task folder removed"
+log_has "$LOG" "folder 'tasks/$TASK' was missing from the backing tree" "the removed task folder"
+rm -rf "$STORE.files"
+unchanged backing "backing tree removed"
+expect ok inplace "$UI" 100
+expect ok atomic "$UI" 100
+expect ok plain "$M/plain-after" 10
+[[ -d $STORE.files && -f $STORE.files/plain-after ]] || problem "the daemon did not make its backing folder again"
+log_has "$LOG" "backing folder.*was removed" "the removed backing folder"
+store_ok "backing tree removed"
+unmount_convfs "$M"
+check_log "$LOG" "No space left on device|database or disk is full|database is locked|Device or resource busy|backing folder.*was removed|missing from the backing tree"
+
+say "read-only store"
+# (The daemon folded the WAL back at unmount: the store is one file.)
+mount_convfs_log "$M" "$LOG" -o "store=$STORE"
+snapshot ro
+ls -lR "$M" >"$T/ls.rw"
+unmount_convfs "$M"
+mkdir "$T/ro"
+mount --bind "$SMALL" "$T/ro"
+mount -o remount,bind,ro "$T/ro"
+mount_convfs_log "$M" "$LOG" -o "store=$T/ro/store.db"
+ls -lR "$M" >"$T/ls.ro"
+diff "$T/ls.rw" "$T/ls.ro" >/dev/null || problem "a read-only store does not show the same tree:\n$(diff "$T/ls.rw" "$T/ls.ro" | head)"
+unchanged ro "read-only store"
+expect EROFS inplace "$UI" 10
+expect EROFS atomic "$UI" 10
+expect EROFS append "$VIEW" 10
+expect EROFS plain "$M/plain-ro" 10
+mkdir "$M/tasks/1799000000000" 2>/dev/null && problem "mkdir of a task in a read-only store succeeded"
+unchanged ro "read-only store"
+log_has "$LOG" "serving it read-only" "the read-only store"
+unmount_convfs "$M"
+umount "$T/ro"
+check_log "$LOG" "No space left on device|database or disk is full|database is locked|Device or resource busy|backing folder.*was removed|missing from the backing tree|serving it read-only|Read-only file system|readonly database"
+store_ok "read-only store"
+pass
