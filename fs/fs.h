@@ -23,6 +23,7 @@ struct bases;
 struct fs {
 	struct store *store;
 	int root_fd;        /* the backing tree, O_PATH */
+	int lock_fd;        /* the store, flock()ed: one daemon per store */
 	char *backing_path; /* <store>.files */
 	uid_t uid;
 	gid_t gid;

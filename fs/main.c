@@ -25,6 +25,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <dirent.h>
@@ -146,6 +147,21 @@ static int prepare_store(struct fs *fs, const char *store_path, const char *moun
 	r = store_open(store_path, 0, &fs->store);
 	if (r < 0)
 		return r;
+	/*
+	 * One daemon per store: two would each keep merge bases the other
+	 * does not know, and import or remove under each other. flock() is
+	 * apart from SQLite's POSIX locks; the daemon inherits it at fork.
+	 */
+	fs->lock_fd = open(store_path, O_RDONLY | O_CLOEXEC);
+	if (fs->lock_fd < 0 || flock(fs->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+		r = -errno;
+		if (r == -EWOULDBLOCK)
+			log_err("the store '%s' is in use by another convfs: unmount that one first", store_path);
+		else
+			log_err("cannot lock the store '%s': %s", store_path, strerror(errno));
+		store_free(TAKE_PTR(fs->store));
+		return r;
+	}
 	/* The backing tree only beside a store known to be good. */
 	r = plain_open_root(store_path, &fs->backing_path, &fs->root_fd);
 	if (r < 0) {
@@ -272,7 +288,7 @@ int main(int argc, char **argv)
 	struct fuse_cmdline_opts cmd = { 0 };
 	struct options opts = { 0 };
 	_cleanup_free_ char *store_path = NULL;
-	struct fs fs = { .root_fd = -1 };
+	struct fs fs = { .root_fd = -1, .lock_fd = -1 };
 	int r, status = 1;
 
 	if (argc >= 2 && strcmp(argv[1], "export") == 0)
@@ -366,6 +382,8 @@ int main(int argc, char **argv)
 out:
 	if (fs.root_fd >= 0)
 		close(fs.root_fd);
+	if (fs.lock_fd >= 0)
+		close(fs.lock_fd);
 	free(fs.backing_path);
 	free(cmd.mountpoint);
 	free(opts.store);

@@ -204,10 +204,14 @@ static int heal_doc(void *ctx, const char *path, const struct store_stat *stat)
  * removed behind the daemon's back, its conversations would be out of reach:
  * make the folders of every doc again. Returns 0 if it tried.
  */
+static void backing_check(struct fs *fs);
+
 static int backing_heal(struct fs *fs, const char *r)
 {
 	enum store_path_kind kind = store_path_kind(r);
 	int n = 0, res;
+
+	backing_check(fs); /* the backing folder itself first */
 
 	if (kind == STORE_PATH_DOC_DIR) {
 		res = store_doc_list(fs->store, r, count_doc, &n);
@@ -716,6 +720,7 @@ static int task_trash(struct fs *fs, const char *id)
 	r = store_task_trash(fs->store, id, &who);
 	if (r < 0)
 		return r;
+	ll_invalidate_task(id); /* its folder in the other view */
 	snprintf(from, sizeof(from), "tasks/%s", id);
 	snprintf(to, sizeof(to), TRASH_DIR "/%s", id);
 	root = plain_open(fs, "", O_PATH | O_DIRECTORY, 0);
@@ -738,6 +743,7 @@ static int task_restore(struct fs *fs, const char *id)
 	r = store_task_restore(fs->store, id, &who);
 	if (r < 0)
 		return r;
+	ll_invalidate_task(id);
 	snprintf(from, sizeof(from), TRASH_DIR "/%s", id);
 	snprintf(to, sizeof(to), "tasks/%s", id);
 	root = plain_open(fs, "", O_PATH | O_DIRECTORY, 0);

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "fs/snap.h"
+#include "store/json.h"
 #include "store/merge.h"
 #include "store/util.h"
 
@@ -362,6 +363,25 @@ int snap_readlink(const char *git_dir, const char *hash, const char *path, char 
 	return 0;
 }
 
+/*
+ * s with every byte that is not part of valid UTF-8 replaced by U+FFFD: git
+ * keeps a commit message as bytes, and commit.json must be valid JSON.
+ * free() it; NULL if out of memory.
+ */
+static char *utf8_clean(const char *s)
+{
+	_cleanup_sb_ struct sb out = SB_INIT;
+	size_t n = strlen(s), i = 0, len;
+
+	while (i < n) {
+		len = json_utf8_len((const unsigned char *)s + i, n - i);
+		if ((len ? sb_add(&out, s + i, len) : sb_adds(&out, "\xef\xbf\xbd")) < 0)
+			return NULL;
+		i += len ? len : 1;
+	}
+	return sb_add(&out, "", 0) < 0 ? NULL : sb_detach(&out, NULL);
+}
+
 int snap_commit_json(const char *git_dir, const char *hash, char **ret, size_t *ret_len, int64_t *ret_time_ns)
 {
 	git_repository *repo;
@@ -378,18 +398,21 @@ int snap_commit_json(const char *git_dir, const char *hash, char **ret, size_t *
 	if (r == 0 && !(o = cJSON_CreateObject()))
 		r = -ENOMEM;
 	if (r == 0) {
+		_cleanup_free_ char *msg = utf8_clean(git_commit_message(c) ? git_commit_message(c) : "");
+		bool ok;
+
 		git_oid_tostr(id, sizeof(id), git_commit_id(c));
-		cJSON_AddStringToObject(o, "hash", id);
-		cJSON_AddNumberToObject(o, "time", (double)git_commit_time(c));
-		cJSON_AddStringToObject(o, "message", git_commit_message(c) ? git_commit_message(c) : "");
-		if (git_commit_parentcount(c) > 0) {
+		ok = msg && cJSON_AddStringToObject(o, "hash", id) &&
+		     cJSON_AddNumberToObject(o, "time", (double)git_commit_time(c)) &&
+		     cJSON_AddStringToObject(o, "message", msg);
+		if (ok && git_commit_parentcount(c) > 0) {
 			git_oid_tostr(id, sizeof(id), git_commit_parent_id(c, 0));
-			cJSON_AddStringToObject(o, "parent", id);
-		} else {
-			cJSON_AddNullToObject(o, "parent");
+			ok = cJSON_AddStringToObject(o, "parent", id);
+		} else if (ok) {
+			ok = cJSON_AddNullToObject(o, "parent");
 		}
 		*ret_time_ns = (int64_t)git_commit_time(c) * 1000000000;
-		if (!(compact = cJSON_PrintUnformatted(o)) || !(pretty = merge_pretty(compact)))
+		if (!ok || !(compact = cJSON_PrintUnformatted(o)) || !(pretty = merge_pretty(compact)))
 			r = -ENOMEM;
 	}
 	git_commit_free(c);

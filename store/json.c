@@ -51,8 +51,7 @@ static void skip_ws(struct scan *sc)
 	}
 }
 
-/* Length of the valid UTF-8 sequence at p (at most n bytes), or 0. */
-static size_t utf8_len(const unsigned char *p, size_t n)
+size_t json_utf8_len(const unsigned char *p, size_t n)
 {
 	unsigned c = p[0];
 	size_t len, k;
@@ -130,7 +129,7 @@ static int scan_string(struct scan *sc)
 			sc->i++;
 			continue;
 		}
-		size_t len = utf8_len((const unsigned char *)sc->s + sc->i, sc->n - sc->i);
+		size_t len = json_utf8_len((const unsigned char *)sc->s + sc->i, sc->n - sc->i);
 		if (!len)
 			return fail(sc, "invalid utf-8");
 		sc->i += len;

@@ -40,6 +40,9 @@ int json_scan_array(const char *s, size_t n, json_elem_fn fn, void *ctx,
 /* Checks that s[0, n) is one JSON value. Returns 0 or -EINVAL with err. */
 int json_validate(const char *s, size_t n, struct json_error *err);
 
+/* Length of the valid UTF-8 sequence at p (at most n > 0 bytes), or 0. */
+size_t json_utf8_len(const unsigned char *p, size_t n);
+
 /*
  * Finds member `key` of the JSON object s[0, n) (already validated) and
  * returns its raw value as s[*ret_start, *ret_end). Returns 0, or -ENOENT if

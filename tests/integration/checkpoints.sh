@@ -100,7 +100,9 @@ check_commit_json()
 	want=$(git --git-dir="$gd" --work-tree="$WT" show -s --format=%ct "$h")
 	[[ $got == "$want" ]] || problem "$what: commit.json time is '$got'; expected '$want' (committer time)"
 	got=$(jq -r .message "$s/commit.json")
-	want=$(git --git-dir="$gd" --work-tree="$WT" show -s --format=%B "$h")
+	# git keeps bytes; commit.json shows what is not UTF-8 as U+FFFD, as node does.
+	want=$(git --git-dir="$gd" --work-tree="$WT" show -s --format=%B "$h" |
+		node -e 'process.stdout.write(require("fs").readFileSync(0).toString("utf8"))')
 	[[ $got == "$want" ]] || problem "$what: commit.json message is '$got'; expected '$want'"
 	got=$(jq -r .parent "$s/commit.json")
 	want=$(git --git-dir="$gd" --work-tree="$WT" rev-parse -q --verify "$h^" 2>/dev/null || echo null)
@@ -235,7 +237,7 @@ HASHES=()
 checkpoint()
 {
 	g add -A
-	commit_at "$1" --allow-empty -m "checkpoint-$K-$TASK"
+	commit_at "$1" --allow-empty -m "checkpoint-$K-$TASK${2:-}"
 	HASHES+=("$(g rev-parse HEAD)")
 }
 
@@ -279,7 +281,7 @@ checkpoint 1700000200
 	printf 'unicode\n' >"docs/résumé 日本.txt"
 	ln -s does/not/exist dangling
 )
-checkpoint 1700000300
+checkpoint 1700000300 $' \xff not UTF-8' # commit.json must still be JSON (U+FFFD)
 # 4: nothing changed (--allow-empty).
 checkpoint 1700000400
 

@@ -19,7 +19,9 @@
 #     daemon goes away;
 #   - private by default: the mount root is 0700, files created 0644 (or
 #     chmod 0644) are 0600, directories 0700, conversation files 0600;
-#   - a name longer than NAME_MAX fails with ENAMETOOLONG.
+#   - a name longer than NAME_MAX fails with ENAMETOOLONG;
+#   - a second convfs on a store in use is refused, with a message, and the
+#     first mount goes on; once it is unmounted, the store mounts again.
 
 . "$(dirname "$0")/lib.sh"
 
@@ -175,7 +177,22 @@ grep -q 'File name too long' "$T/out" || problem "a 300-byte name: not ENAMETOOL
 rc=0
 mkdir "$M/tasks/$long" 2>"$T/out" || rc=$?
 grep -q 'File name too long' "$T/out" || problem "a 300-byte task folder name: not ENAMETOOLONG: $(cat "$T/out")"
+
+# ---- one daemon per store ------------------------------------------------------
+
+say "a second daemon on the same store"
+mkdir "$T/second"
+rc=0
+"$CONVFS" -o "store=$STORE" "$T/second" 2>"$T/out" || rc=$?
+((rc != 0)) || problem "a second convfs mounted the store already in use"
+grep -q "in use by another convfs" "$T/out" || problem "the second convfs does not say the store is in use: $(cat "$T/out")"
+! mountpoint -q "$T/second" || problem "the second convfs left a mount"
+[[ -f $M/new-file ]] || problem "the first mount does not answer after the second was refused"
 unmount_convfs "$M"
+# Once the first is gone, the store is free again.
+mount_convfs "$T/second" "$STORE"
+[[ -f $T/second/new-file ]] || problem "the store does not mount after the first daemon left"
+unmount_convfs "$T/second"
 
 check_log "$STORE.log" "File name too long"
 pass
