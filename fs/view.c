@@ -395,6 +395,7 @@ static void set_time(struct timespec *t, int64_t ns)
 
 struct last_ctx {
 	int64_t last;
+	const char *id; /* trashed_at(): the task */
 };
 
 static int ws_last(void *ctx, const struct store_workspace *ws)
@@ -418,6 +419,16 @@ static int task_last(void *ctx, const char *id, int64_t mtime)
 
 	if (mtime > c->last)
 		c->last = mtime;
+	return 0;
+}
+
+/* store_task_list() of the trash: the time the task lc->id went there. */
+static int trashed_at(void *ctx, const char *id, int64_t trashed_ns)
+{
+	struct last_ctx *c = ctx;
+
+	if (strcmp(id, c->id) == 0)
+		c->last = trashed_ns;
 	return 0;
 }
 
@@ -484,6 +495,9 @@ int view_getattr(struct fs *fs, const char *rel, const struct view_path *vp, str
 			snprintf(doc, sizeof(doc), "tasks/%s/ui_messages.json", vp->task);
 			if (store_doc_stat(fs->store, doc, &ss) == 0)
 				lc.last = ss.mtime_ns;
+		} else if (vp->kind == VIEW_TASK) {
+			lc.id = vp->task;
+			r = store_task_list(fs->store, NULL, true, trashed_at, &lc);
 		}
 		if (r < 0 && r != -ENOENT)
 			return r;

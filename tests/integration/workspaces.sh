@@ -246,6 +246,8 @@ check_removed()
 	[[ -z $(history_item "$1") ]] || problem "$3: state/taskHistory.json still lists $1"
 	lists "$W/.trash" "$1" || problem "$3: ls workspaces/.trash does not show $1"
 	[[ -d $W/.trash/$1 ]] || problem "$3: workspaces/.trash/$1 is not a folder"
+	(($(stat -c %Y "$W/.trash/$1") >= $(date +%s) - 60)) ||
+		problem "$3: workspaces/.trash/$1 has mtime $(stat -c %y "$W/.trash/$1"), not the time it went there"
 }
 
 # check_restored ID VIEWDIR WHAT
