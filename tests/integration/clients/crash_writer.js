@@ -77,7 +77,18 @@ async function main() {
 	let plain = lastCount(before, 'plain');
 	let commits = lastCount(before, 'git');
 	const repo = path.join(mount, 'crashrepo');
-	if (!fs.existsSync(path.join(repo, '.git'))) {
+	let valid = false;
+	try {
+		git(repo, 'rev-parse', '--git-dir');
+		valid = true;
+	} catch (e) {
+		// No repository yet, or a `git init` the kill cut short: before
+		// the first recorded commit, made (again) as a user would.
+		if (commits > 0)
+			throw e;
+	}
+	if (!valid) {
+		fs.rmSync(path.join(repo, '.git'), { recursive: true, force: true });
 		fs.mkdirSync(repo, { recursive: true });
 		git(repo, 'init', '-q');
 	} else {
