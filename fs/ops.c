@@ -1178,8 +1178,33 @@ static int ckpt_open(struct fs *fs, const char *r, const struct view_path *vp, s
 	return 0;
 }
 
+/* A file of a trashed task: the last version of its doc, read-only. */
+static int trash_open(struct fs *fs, const struct view_path *vp, struct fuse_file_info *fi)
+{
+	bool jsonl = vp->kind != VIEW_METADATA;
+	struct fs_file *f;
+	int res;
+
+	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC))
+		return -EROFS;
+	f = file_new(jsonl ? FILE_JSONL : FILE_DOC, -1, vp->doc);
+	if (!f)
+		return -ENOMEM;
+	f->fixed = true;
+	res = store_snap_open_removed(fs->store, vp->doc, jsonl, &f->snap);
+	if (res < 0) {
+		file_free(f);
+		return res;
+	}
+	fi->direct_io = 1;
+	fi->fh = (uintptr_t)f;
+	return 0;
+}
+
 static int view_open(struct fs *fs, const char *r, const struct view_path *vp, struct fuse_file_info *fi)
 {
+	if (vp->trash && vp->kind != VIEW_TASK && vp->kind != VIEW_TRASH)
+		return trash_open(fs, vp, fi);
 	switch (vp->kind) {
 	case VIEW_MESSAGES:
 	case VIEW_UI:

@@ -291,7 +291,7 @@ int view_parse(struct fs *fs, const char *rel, struct view_path *ret)
 			bool trashed = false;
 			char *key = NULL;
 
-			if (n > 2 || !store_is_task_id(comp[1]))
+			if (n > 3 || !store_is_task_id(comp[1]))
 				return -ENOENT;
 			r = store_task_workspace(fs->store, comp[1], &key, &trashed);
 			free(key);
@@ -299,6 +299,18 @@ int view_parse(struct fs *fs, const char *rel, struct view_path *ret)
 				return r < 0 ? r : -ENOENT;
 			memcpy(vp.task, comp[1], strlen(comp[1]) + 1); /* a task id: at most 32 digits */
 			vp.kind = VIEW_TASK;
+		}
+		if (n == 3) {
+			/* A trashed task's conversation, read-only: the last version of each doc. */
+			size_t i;
+
+			for (i = 0; i < ARRAY_SIZE(task_files); i++)
+				if (task_files[i].doc && strcmp(comp[2], task_files[i].name) == 0)
+					break;
+			if (i == ARRAY_SIZE(task_files))
+				return -ENOENT;
+			vp.kind = task_files[i].kind;
+			snprintf(vp.doc, sizeof(vp.doc), "tasks/%s/%s", vp.task, task_files[i].doc);
 		}
 		*ret = vp;
 		return 0;
@@ -506,6 +518,20 @@ int view_getattr(struct fs *fs, const char *rel, const struct view_path *vp, str
 	case VIEW_MESSAGES:
 	case VIEW_UI:
 	case VIEW_METADATA:
+		if (vp->trash) {
+			struct store_snap *snap = NULL;
+
+			r = store_snap_open_removed(fs->store, vp->doc, vp->kind != VIEW_METADATA, &snap);
+			if (r < 0)
+				return r;
+			store_snap_stat(snap, &ss);
+			store_snap_free(snap);
+			st->st_mode = S_IFREG | 0400;
+			st->st_nlink = 1;
+			st->st_size = ss.size; /* the snapshot's own rendering */
+			set_time(&st->st_mtim, ss.mtime_ns);
+			break;
+		}
 		r = store_doc_stat(fs->store, vp->doc, &ss);
 		if (r < 0)
 			return r;
@@ -670,13 +696,15 @@ int view_list(struct fs *fs, const struct view_path *vp, op_list_fn fn, void *ct
 			r = store_task_list(fs->store, vp->unknown ? NULL : vp->key, false, list_task, &c);
 		return r;
 	case VIEW_TASK:
-		if ((r = fn(ctx, ".", S_IFDIR, 0)) < 0 || (r = fn(ctx, "..", S_IFDIR, 0)) < 0 || vp->trash)
+		if ((r = fn(ctx, ".", S_IFDIR, 0)) < 0 || (r = fn(ctx, "..", S_IFDIR, 0)) < 0)
 			return r;
 		for (size_t i = 0; i < ARRAY_SIZE(task_files); i++) {
 			struct view_path f = *vp;
 			struct stat st;
 			char rel[160];
 
+			if (vp->trash && !task_files[i].doc)
+				continue; /* task.json: the history item went with the task */
 			f.kind = task_files[i].kind;
 			if (task_files[i].doc)
 				snprintf(f.doc, sizeof(f.doc), "tasks/%s/%s", vp->task, task_files[i].doc);
@@ -684,7 +712,7 @@ int view_list(struct fs *fs, const struct view_path *vp, op_list_fn fn, void *ct
 			if (view_getattr(fs, rel, &f, &st) == 0 && (r = fn(ctx, task_files[i].name, S_IFREG, 0)) < 0)
 				return r;
 		}
-		{
+		if (!vp->trash) {
 			bool any = false;
 
 			if (store_checkpoints(fs->store, vp->task, has_ckpt, &any) == 0 && any)

@@ -69,7 +69,8 @@ struct view_path {
 /* True for the read-only kinds (checkpoints): every write-like call gets EROFS. */
 static inline bool view_readonly(const struct view_path *vp)
 {
-	return vp->kind >= VIEW_CKPTS;
+	return vp->kind >= VIEW_CKPTS ||
+	       (vp->trash && (vp->kind == VIEW_MESSAGES || vp->kind == VIEW_UI || vp->kind == VIEW_METADATA));
 }
 
 /*

@@ -1867,19 +1867,29 @@ int store_doc_foreach(struct store *st, store_list_fn fn, void *ctx)
 			  NULL, fn, ctx);
 }
 
-static int snap_open(struct store *st, const char *path, bool jsonl, struct store_snap **ret);
+static int snap_open(struct store *st, const char *path, bool jsonl, bool removed, struct store_snap **ret);
 
 int store_snap_open(struct store *st, const char *path, struct store_snap **ret)
 {
-	return snap_open(st, path, false, ret);
+	return snap_open(st, path, false, false, ret);
 }
 
 int store_snap_open_jsonl(struct store *st, const char *path, struct store_snap **ret)
 {
-	return snap_open(st, path, true, ret);
+	return snap_open(st, path, true, false, ret);
 }
 
-static int snap_open(struct store *st, const char *path, bool jsonl, struct store_snap **ret)
+int store_snap_open_removed(struct store *st, const char *path, bool jsonl, struct store_snap **ret)
+{
+	return snap_open(st, path, jsonl, true, ret);
+}
+
+/*
+ * removed: path must be a removed doc, and the snapshot is its last version:
+ * the revision before the one that removed it, whose rows that revision
+ * closed (revisions only grow, so every row of that version is visible).
+ */
+static int snap_open(struct store *st, const char *path, bool jsonl, bool removed, struct store_snap **ret)
 {
 	STORE_LOCK(st);
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
@@ -1890,7 +1900,7 @@ static int snap_open(struct store *st, const char *path, bool jsonl, struct stor
 	r = doc_lookup(st, path, &d);
 	if (r < 0)
 		goto out;
-	if (!d.present) {
+	if (d.present == removed || (removed && d.rev < 2)) {
 		r = -ENOENT;
 		goto out;
 	}
@@ -1905,7 +1915,7 @@ static int snap_open(struct store *st, const char *path, bool jsonl, struct stor
 		goto out;
 	}
 	s->doc_id = d.id;
-	s->rev = d.rev;
+	s->rev = removed ? d.rev - 1 : d.rev;
 	s->jsonl = jsonl;
 	s->size = jsonl ? d.lsize : d.size;
 	s->lsize = d.lsize;
@@ -1924,7 +1934,7 @@ static int snap_open(struct store *st, const char *path, bool jsonl, struct stor
 			goto out;
 		}
 		sqlite3_bind_int64(stmt, 1, d.id);
-		sqlite3_bind_int64(stmt, 2, d.rev);
+		sqlite3_bind_int64(stmt, 2, s->rev);
 		rc = sqlite3_step(stmt);
 		if (rc != SQLITE_ROW) {
 			r = rc == SQLITE_DONE ? -EIO : store_fail(st, rc, "cannot find a file version");

@@ -122,6 +122,12 @@ ssize_t store_snap_read(struct store *st, struct store_snap *snap, char *buf, si
  */
 int store_snap_open_jsonl(struct store *st, const char *path, struct store_snap **ret);
 
+/*
+ * The last version of a removed doc (a task in the trash), as JSON or as
+ * JSON Lines; -ENOENT if path is not a removed doc.
+ */
+int store_snap_open_removed(struct store *st, const char *path, bool jsonl, struct store_snap **ret);
+
 /* One line of JSON Lines text, without its "\n". */
 struct store_line {
 	const char *data;

@@ -17,7 +17,8 @@
 #   - `grep -r` finds a phrase in both workspaces; `jq -c .` reproduces each
 #     .jsonl file; `rsync -a` run twice transfers nothing the second time;
 #   - `rm -r` of a task (in the view or in tasks/) moves it to
-#     workspaces/.trash, history item included, and `mv` brings all of it back;
+#     workspaces/.trash, history item included, where its conversation reads
+#     as it was (read-only), and `mv` brings all of it back;
 #   - `mkdir` in a workspace's tasks/ makes a task and refuses a bad id
 #     with EINVAL;
 #   - inode numbers, mtimes and sizes stay the same across a remount, and
@@ -248,6 +249,15 @@ check_removed()
 	[[ -d $W/.trash/$1 ]] || problem "$3: workspaces/.trash/$1 is not a folder"
 	(($(stat -c %Y "$W/.trash/$1") >= $(date +%s) - 60)) ||
 		problem "$3: workspaces/.trash/$1 has mtime $(stat -c %y "$W/.trash/$1"), not the time it went there"
+	# The trash shows the conversation as it was, read-only.
+	local f
+	for f in messages.jsonl ui_messages.jsonl metadata.json; do
+		[[ -e $T/saved-$1/view/$f ]] || continue
+		same "$W/.trash/$1/$f" "$T/saved-$1/view/$f" "$3: workspaces/.trash/$1/$f"
+	done
+	if echo '{}' 2>/dev/null >>"$W/.trash/$1/ui_messages.jsonl"; then
+		problem "$3: workspaces/.trash/$1/ui_messages.jsonl took an append"
+	fi
 }
 
 # check_restored ID VIEWDIR WHAT

@@ -993,9 +993,19 @@ static void test_create_remove(void **state)
 
 	/* Removed: gone from the tree, kept in the store. */
 	doc = db_int(f->path, "SELECT id FROM docs WHERE path = %Q", UI);
+	assert_int_equal(store_snap_open_removed(f->st, UI, false, &snap), -ENOENT); /* not removed yet */
+	assert_int_equal(commit(f->st, UI, "[{\"ts\":1},{\"ts\":2}]"), 0);
+	assert_int_equal(commit(f->st, UI, "[{\"ts\":1}]"), 0); /* a row closed before the removal */
 	assert_int_equal(store_doc_remove(f->st, UI, &who, "unlink"), 0);
 	assert_int_equal(store_doc_stat(f->st, UI, &s), -ENOENT);
 	assert_int_equal(store_snap_open(f->st, UI, &snap), -ENOENT);
+	/* ... and its last version reads back, as JSON and as JSON Lines (the trash). */
+	assert_int_equal(store_snap_open_removed(f->st, UI, false, &snap), 0);
+	assert_snap_reads(f->st, snap, "[{\"ts\":1}]", 10);
+	store_snap_free(snap);
+	assert_int_equal(store_snap_open_removed(f->st, UI, true, &snap), 0);
+	assert_snap_reads(f->st, snap, "{\"ts\":1}\n", 9);
+	store_snap_free(snap);
 	assert_int_equal(store_doc_remove(f->st, UI, &who, "unlink"), -ENOENT);
 	assert_int_equal(db_int(f->path, "SELECT count(*) FROM elems WHERE doc_id = %lld AND json = '{\"ts\":1}'",
 				(long long)doc), 1);
