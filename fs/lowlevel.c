@@ -181,14 +181,10 @@ static int path_of(fuse_ino_t ino, const char *name, struct sb *out, bool *ret_r
 	return r;
 }
 
-/* The folders whose entries the request being served changes (rmdir, rename). */
-static __thread fuse_ino_t req_dirs[2];
-
 static void begin(fuse_req_t req)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 
-	req_dirs[0] = req_dirs[1] = 0;
 	fs_caller_pid = ctx->pid;
 	fs_caller_uid = ctx->uid;
 	fs_caller_gid = ctx->gid;
@@ -211,45 +207,6 @@ void ll_invalidate(struct fs *fs, const char *rel)
 		fuse_lowlevel_notify_inval_inode(session, node_ino(n), 0, 0);
 }
 
-void ll_invalidate_task(const char *id)
-{
-	struct {
-		fuse_ino_t parent;
-		char name[NAME_MAX + 1];
-	} e[8];
-	size_t n = 0;
-
-	if (!session)
-		return;
-	/*
-	 * Every name of the task's folder the kernel knows (tasks/<id>, the
-	 * view's, the trash's) but those in the folders of the request that got
-	 * here (an rmdir, a rename): the kernel holds their locks until the
-	 * request is answered, and dropping an entry takes its folder's lock.
-	 * It updates those entries itself.
-	 */
-	pthread_mutex_lock(&table_lock);
-	for (unsigned b = 0; b < HASH_BUCKETS && n < ARRAY_SIZE(e); b++)
-		for (struct node *nd = buckets[b]; nd && n < ARRAY_SIZE(e); nd = nd->hnext) {
-			fuse_ino_t p = node_ino(nd->parent);
-
-			if (nd->parent == &root || strcmp(nd->name, id) != 0 || p == req_dirs[0] || p == req_dirs[1])
-				continue;
-			e[n].parent = p;
-			snprintf(e[n].name, sizeof(e[n].name), "%s", nd->name);
-			n++;
-		}
-	pthread_mutex_unlock(&table_lock);
-	/* A node freed meanwhile: the kernel ignores an unknown parent. */
-	for (size_t i = 0; i < n; i++) {
-		int r = fuse_lowlevel_notify_inval_entry(session, e[i].parent, e[i].name, strlen(e[i].name));
-
-		if (r < 0 && r != -ENOENT)
-			log_warn("cannot drop the kernel's entry of task %s: %s; it expires within a second", id,
-				 strerror(-r));
-	}
-}
-
 /* ---- entries ------------------------------------------------------------------ */
 
 static bool is_doc_path(const char *path)
@@ -265,6 +222,26 @@ static bool is_view_path(const char *path)
 	/* checkpoint snapshots never change: those may be cached */
 	return strncmp(path, "/workspaces", 11) == 0 && (path[11] == '\0' || path[11] == '/') &&
 	       !strstr(path, "/checkpoints/");
+}
+
+/*
+ * A task's folder in the view (workspaces/<ws>/tasks/<id>, workspaces/.trash/<id>):
+ * it comes and goes with changes made through the compat tree (rm -r, mv back),
+ * so the kernel asks again on every path walk. (Dropping the entry when a task
+ * moves would take the folder's lock in the kernel from the daemon, which can
+ * hang a daemon killed meanwhile for good.)
+ */
+static bool is_view_task_dir(const char *path)
+{
+	const char *p;
+
+	if (strncmp(path, "/workspaces/", 12) != 0)
+		return false;
+	p = path + 12;
+	if (strncmp(p, ".trash/", 7) == 0)
+		return p[7] && !strchr(p + 7, '/');
+	p = strchr(p, '/');
+	return p && strncmp(p, "/tasks/", 7) == 0 && p[7] && !strchr(p + 7, '/');
 }
 
 /*
@@ -294,6 +271,8 @@ static void reply_entry_at(fuse_req_t req, fuse_ino_t parent, const char *name, 
 	r = op_getattr(path, &e.attr, fi);
 	if ((is_doc_path(path) || is_view_path(path)) && !S_ISDIR(e.attr.st_mode))
 		e.attr_timeout = 0;
+	if (S_ISDIR(e.attr.st_mode) && is_view_task_dir(path))
+		e.entry_timeout = e.attr_timeout = 0;
 	e.attr_timeout = attr_timeout(&e.attr, e.attr_timeout);
 	if (r < 0) {
 		if (fi)
@@ -632,7 +611,6 @@ static void ll_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	int r;
 
 	begin(req);
-	req_dirs[0] = parent;
 	r = path_of(parent, name, &path, NULL);
 	if (r == 0)
 		r = op_rmdir(path.buf);
@@ -648,8 +626,6 @@ static void ll_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 	int r;
 
 	begin(req);
-	req_dirs[0] = parent;
-	req_dirs[1] = newparent;
 	r = path_of(parent, name, &from, NULL);
 	if (r == 0)
 		r = path_of(newparent, newname, &to, NULL);

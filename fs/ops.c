@@ -720,7 +720,6 @@ static int task_trash(struct fs *fs, const char *id)
 	r = store_task_trash(fs->store, id, &who);
 	if (r < 0)
 		return r;
-	ll_invalidate_task(id); /* its folder in the other view */
 	snprintf(from, sizeof(from), "tasks/%s", id);
 	snprintf(to, sizeof(to), TRASH_DIR "/%s", id);
 	root = plain_open(fs, "", O_PATH | O_DIRECTORY, 0);
@@ -743,7 +742,6 @@ static int task_restore(struct fs *fs, const char *id)
 	r = store_task_restore(fs->store, id, &who);
 	if (r < 0)
 		return r;
-	ll_invalidate_task(id);
 	snprintf(from, sizeof(from), TRASH_DIR "/%s", id);
 	snprintf(to, sizeof(to), "tasks/%s", id);
 	root = plain_open(fs, "", O_PATH | O_DIRECTORY, 0);

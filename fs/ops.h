@@ -22,8 +22,6 @@ extern __thread gid_t fs_caller_gid;
 
 /* Drops the kernel's cached pages and attributes of the file at rel (lowlevel.c). */
 void ll_invalidate(struct fs *fs, const char *rel);
-/* Drops every entry of task id's folder the kernel caches, in other folders than the request's. */
-void ll_invalidate_task(const char *id);
 
 typedef int (*op_list_fn)(void *ctx, const char *name, mode_t type, uint64_t ino);
 
