@@ -69,7 +69,7 @@ struct fs_file {
 	struct sb text;         /* text: the content */
 	struct stat text_st;    /* text: its attributes */
 	char *ws_key;           /* text of a workspace's taskHistory.json: its workspace ("" unknown) */
-	bool fixed;             /* jsonl of a checkpoint: never refreshed */
+	bool fixed;             /* a checkpoint or trash file: never refreshed */
 	struct view_path *vp;   /* snap: the checkpoint file */
 	pthread_mutex_t lock;
 };
@@ -1136,8 +1136,25 @@ static int text_commit(struct fs *fs, struct fs_file *f)
 }
 
 /* A file of a checkpoint: read-only, a fixed version. */
+/* A handle that reads snap (taken, freed on failure) and nothing else: never refreshed, never written. */
+static int fixed_open(enum file_kind kind, const char *doc, struct store_snap *snap, struct fuse_file_info *fi)
+{
+	struct fs_file *f = file_new(kind, -1, doc);
+
+	if (!f) {
+		store_snap_free(snap);
+		return -ENOMEM;
+	}
+	f->fixed = true;
+	f->snap = snap;
+	fi->direct_io = 1;
+	fi->fh = (uintptr_t)f;
+	return 0;
+}
+
 static int ckpt_open(struct fs *fs, const char *r, const struct view_path *vp, struct fuse_file_info *fi)
 {
+	struct store_snap *snap = NULL;
 	struct fs_file *f;
 	struct stat st;
 	int res;
@@ -1162,41 +1179,25 @@ static int ckpt_open(struct fs *fs, const char *r, const struct view_path *vp, s
 		fi->fh = (uintptr_t)f;
 		return 0;
 	}
-	f = file_new(FILE_JSONL, -1, vp->doc);
-	if (!f)
-		return -ENOMEM;
-	f->fixed = true;
-	res = view_ckpt_snap(fs, vp, &f->snap);
-	if (res < 0) {
-		file_free(f);
+	res = view_ckpt_snap(fs, vp, &snap);
+	if (res < 0)
 		return res;
-	}
-	fi->direct_io = 1;
-	fi->fh = (uintptr_t)f;
-	return 0;
+	return fixed_open(FILE_JSONL, vp->doc, snap, fi);
 }
 
 /* A file of a trashed task: the last version of its doc, read-only. */
 static int trash_open(struct fs *fs, const struct view_path *vp, struct fuse_file_info *fi)
 {
 	bool jsonl = vp->kind != VIEW_METADATA;
-	struct fs_file *f;
+	struct store_snap *snap = NULL;
 	int res;
 
 	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC))
 		return -EROFS;
-	f = file_new(jsonl ? FILE_JSONL : FILE_DOC, -1, vp->doc);
-	if (!f)
-		return -ENOMEM;
-	f->fixed = true;
-	res = store_snap_open_removed(fs->store, vp->doc, jsonl, &f->snap);
-	if (res < 0) {
-		file_free(f);
+	res = store_snap_open_removed(fs->store, vp->doc, jsonl, &snap);
+	if (res < 0)
 		return res;
-	}
-	fi->direct_io = 1;
-	fi->fh = (uintptr_t)f;
-	return 0;
+	return fixed_open(jsonl ? FILE_JSONL : FILE_DOC, vp->doc, snap, fi);
 }
 
 static int view_open(struct fs *fs, const char *r, const struct view_path *vp, struct fuse_file_info *fi)

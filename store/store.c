@@ -158,6 +158,13 @@ static void sql_hash(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 	sqlite3_result_int64(ctx, (sqlite3_int64)merge_hash(p ? p : "", (size_t)n));
 }
 
+/* The SQL functions of ours that migrations and queries use. */
+static int register_functions(sqlite3 *db)
+{
+	return sqlite3_create_function(db, "convfs_hash", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, sql_hash, NULL,
+				       NULL);
+}
+
 /* True if path's filesystem is mounted read-only. */
 static bool on_readonly_fs(const char *path)
 {
@@ -206,8 +213,7 @@ int store_open(const char *path, int flags, struct store **ret)
 		return r;
 	}
 	sqlite3_extended_result_codes(st->db, 1);
-	rc = sqlite3_create_function(st->db, "convfs_hash", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, sql_hash,
-				     NULL, NULL);
+	rc = register_functions(st->db);
 	if (rc != SQLITE_OK) {
 		r = store_fail(st, rc, "cannot register convfs_hash()");
 		sqlite3_close(st->db);
@@ -232,8 +238,7 @@ int store_open(const char *path, int flags, struct store **ret)
 		st->db = NULL;
 		rc = open_immutable(path, &st->db);
 		if (rc == SQLITE_OK)
-			rc = sqlite3_create_function(st->db, "convfs_hash", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL,
-						     sql_hash, NULL, NULL);
+			rc = register_functions(st->db);
 		if (rc == SQLITE_OK)
 			rc = sqlite3_exec(st->db, "SELECT count(*) FROM sqlite_master", NULL, NULL, NULL);
 		if (rc == SQLITE_OK && !st->readonly)
