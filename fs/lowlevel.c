@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "fs/ops.h"
+#include "fs/view.h"
 #include "store/merge.h"
 #include "store/util.h"
 
@@ -227,17 +228,23 @@ static bool is_view_path(const char *path)
 /*
  * A task's folder in the view (workspaces/<ws>/tasks/<id>, workspaces/.trash/<id>):
  * it comes and goes with changes made through the compat tree (rm -r, mv back),
- * so the kernel asks again on every path walk. (Dropping the entry when a task
- * moves would take the folder's lock in the kernel from the daemon, which can
- * hang a daemon killed meanwhile for good.)
+ * so the kernel asks again on every path walk. So does a view folder shown
+ * under another name while the client has its own (workspaces/<name>.view):
+ * it goes when the client's does. (Dropping the entry when a task moves would
+ * take the folder's lock in the kernel from the daemon, which can hang a
+ * daemon killed meanwhile for good.)
  */
-static bool is_view_task_dir(const char *path)
+static bool is_view_volatile_dir(const char *path)
 {
 	const char *p;
+	size_t n, sl = strlen(VIEW_CLASH_SUFFIX);
 
 	if (strncmp(path, "/workspaces/", 12) != 0)
 		return false;
 	p = path + 12;
+	n = strlen(p);
+	if (!strchr(p, '/') && n > sl && strcmp(p + n - sl, VIEW_CLASH_SUFFIX) == 0)
+		return true;
 	if (strncmp(p, ".trash/", 7) == 0)
 		return p[7] && !strchr(p + 7, '/');
 	p = strchr(p, '/');
@@ -271,7 +278,7 @@ static void reply_entry_at(fuse_req_t req, fuse_ino_t parent, const char *name, 
 	r = op_getattr(path, &e.attr, fi);
 	if ((is_doc_path(path) || is_view_path(path)) && !S_ISDIR(e.attr.st_mode))
 		e.attr_timeout = 0;
-	if (S_ISDIR(e.attr.st_mode) && is_view_task_dir(path))
+	if (S_ISDIR(e.attr.st_mode) && is_view_volatile_dir(path))
 		e.entry_timeout = e.attr_timeout = 0;
 	e.attr_timeout = attr_timeout(&e.attr, e.attr_timeout);
 	if (r < 0) {

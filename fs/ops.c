@@ -274,7 +274,9 @@ out:
  * Creating r (what: "file", "folder", ...) in a folder of the workspaces view,
  * which holds only its own files: -EPERM, or -EINVAL for a folder in a
  * workspace's tasks/ whose name is not a task id; 0 if r is outside the view
- * (the client's own workspaces/<hash>/ included).
+ * (the client's own workspaces/<hash>/ included). workspaces/ itself takes
+ * any name the view is not showing (the kernel has answered EEXIST for those
+ * already): the client's own entry, made in the backing tree.
  */
 static int view_refuses_create(struct fs *fs, const char *r, const char *what)
 {
@@ -288,6 +290,8 @@ static int view_refuses_create(struct fs *fs, const char *r, const char *what)
 	parent[slash - r] = '\0';
 	if (view_parse(fs, parent, &vp) < 0 || vp.kind == VIEW_NONE)
 		return 0;
+	if (vp.kind == VIEW_ROOT)
+		return backing_mkdirs(fs, "workspaces", 10);
 	if (vp.kind == VIEW_TASKS && strcmp(what, "folder") == 0) {
 		log_warn("refusing to make the task '%s': '%s' is not a task id (digits)", r, slash + 1);
 		return -EINVAL;
@@ -1929,8 +1933,17 @@ int op_rename(const char *from, const char *to, unsigned int flags)
 		}
 		if (vt.kind == VIEW_WS_HISTORY && pt == 0 && vf.kind == VIEW_NONE && !is_doc(from))
 			return rename_in_ws_history(fs, from, to, &vt);
+		if (vf.kind == VIEW_NONE && pt == 0 && view_is_top(&vt) && !strchr(to + 11, '/')) {
+			/* A client's entry renamed onto a view folder's name wins: the view's moves aside. */
+			if (flags & RENAME_NOREPLACE)
+				return -EEXIST;
+			vt.kind = VIEW_NONE;
+		}
 		if (vf.kind != VIEW_NONE || vt.kind != VIEW_NONE)
 			return vf.kind == VIEW_TASK || vt.kind == VIEW_TASK ? -EXDEV : -EPERM;
+		if (strncmp(to, "workspaces/", 11) == 0 && !strchr(to + 11, '/') &&
+		    (r = backing_mkdirs(fs, "workspaces", 10)) < 0)
+			return r; /* the client's first entry of its own in workspaces/ */
 	}
 	kf = store_path_kind(from);
 	kt = store_path_kind(to);

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -71,6 +72,63 @@ static bool client_has(struct fs *fs, const char *name)
 	has = fstatat(dfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0;
 	close(dfd);
 	return has;
+}
+
+/* Logs a clash of names once per name and mount (the names kept are few). */
+static void clash_log_once(const char *name)
+{
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	static uint64_t said[64];
+	static size_t nsaid;
+	uint64_t h = merge_hash(name, strlen(name));
+	bool seen = false;
+
+	pthread_mutex_lock(&lock);
+	for (size_t i = 0; i < nsaid && !seen; i++)
+		seen = said[i] == h;
+	if (!seen && nsaid < ARRAY_SIZE(said))
+		said[nsaid++] = h;
+	pthread_mutex_unlock(&lock);
+	if (!seen)
+		log_info("the client has its own 'workspaces/%s': the view shows its folder of that name as '%s%s'",
+			 name, name, VIEW_CLASH_SUFFIX);
+}
+
+/*
+ * Lists a top-level folder of the view under the name it has now: its own,
+ * or with VIEW_CLASH_SUFFIX while the client has an entry of that name.
+ */
+static int list_top(struct fs *fs, const char *name, op_list_fn fn, void *ctx)
+{
+	char alt[NAME_MAX + 1];
+
+	if (!client_has(fs, name))
+		return fn(ctx, name, S_IFDIR, 0);
+	if (snprintf(alt, sizeof(alt), "%s%s", name, VIEW_CLASH_SUFFIX) >= (int)sizeof(alt) || client_has(fs, alt))
+		return 0; /* no name left for it: the client's entries are shown, not the view's */
+	clash_log_once(name);
+	return fn(ctx, alt, S_IFDIR, 0);
+}
+
+/*
+ * The view's own name of the top-level entry name: name itself unless the
+ * client has it (then it is the client's: -ENOENT here), or name without
+ * VIEW_CLASH_SUFFIX where the client has taken the plain name.
+ */
+static int top_name(struct fs *fs, char *name)
+{
+	size_t n = strlen(name), sl = strlen(VIEW_CLASH_SUFFIX);
+
+	if (client_has(fs, name))
+		return -ENOENT;
+	if (n > sl && strcmp(name + n - sl, VIEW_CLASH_SUFFIX) == 0) {
+		name[n - sl] = '\0';
+		if (client_has(fs, name))
+			return 0;
+		name[n - sl] = VIEW_CLASH_SUFFIX[0]; /* the view shows it under its own name */
+		return -ENOENT;
+	}
+	return 0;
 }
 
 bool view_is_task_slot(const struct view_path *vp)
@@ -282,8 +340,8 @@ int view_parse(struct fs *fs, const char *rel, struct view_path *ret)
 		return -ENOENT; /* deeper than any view path */
 	if (*p && strlen(p) >= sizeof(vp.sub))
 		return -ENAMETOOLONG;
-	if (client_has(fs, comp[0]))
-		return 0; /* the client's own: plain */
+	if (top_name(fs, comp[0]) < 0)
+		return client_has(fs, comp[0]) ? 0 : -ENOENT; /* the client's own: plain */
 	if (strcmp(comp[0], ".trash") == 0) {
 		vp.trash = true;
 		vp.kind = VIEW_TRASH;
@@ -628,9 +686,7 @@ static int list_ws(void *ctx, const struct store_workspace *ws)
 	char name[80];
 
 	ws_name(ws->path, ws->key, name, sizeof(name));
-	if (client_has(c->fs, name))
-		return 0; /* the client's entry of that name is listed instead */
-	return c->fn(c->ctx, name, S_IFDIR, 0);
+	return list_top(c->fs, name, c->fn, c->ctx);
 }
 
 static int list_task(void *ctx, const char *id, int64_t mtime)
@@ -675,11 +731,10 @@ int view_list(struct fs *fs, const struct view_path *vp, op_list_fn fn, void *ct
 	switch (vp->kind) {
 	case VIEW_ROOT:
 		r = store_workspace_list(fs->store, list_ws, &c);
-		if (r == 0 && store_task_list(fs->store, NULL, false, count_task, &n) == 0 && n > 0 &&
-		    !client_has(fs, "unknown"))
-			r = fn(ctx, "unknown", S_IFDIR, 0);
-		if (r == 0 && !client_has(fs, ".trash"))
-			r = fn(ctx, ".trash", S_IFDIR, 0);
+		if (r == 0 && store_task_list(fs->store, NULL, false, count_task, &n) == 0 && n > 0)
+			r = list_top(fs, "unknown", fn, ctx);
+		if (r == 0)
+			r = list_top(fs, ".trash", fn, ctx);
 		return r;
 	case VIEW_TRASH:
 		if ((r = fn(ctx, ".", S_IFDIR, 0)) == 0 && (r = fn(ctx, "..", S_IFDIR, 0)) == 0)

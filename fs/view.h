@@ -14,8 +14,10 @@
  *                                            commit.json,changes.diff,files/}
  *
  * The client's own entries in workspaces/ (Cline CLI 2.x keeps
- * workspaces/<hash>/workspaceState.json there) are plain files and always
- * win: a view entry whose name a client entry already has is not shown.
+ * workspaces/<hash>/workspaceState.json there, 3.x workspaces/chat/) are
+ * plain files, made under any name the view is not showing, and always win:
+ * a folder of the view whose name a client entry takes (then or later) is
+ * shown as "<name>.view" instead, with one log line.
  */
 
 #include <stdbool.h>
@@ -24,6 +26,9 @@
 
 #include "fs/fs.h"
 #include "fs/ops.h"
+
+/* What a view folder's name gets while the client has an entry of that name. */
+#define VIEW_CLASH_SUFFIX ".view"
 
 enum view_kind {
 	VIEW_NONE = 0,  /* not in the view: a compat or plain path */
@@ -93,6 +98,12 @@ int view_render(struct fs *fs, const struct view_path *vp, char **ret, size_t *r
 
 /* The conversation at a checkpoint (VIEW_CKPT_MESSAGES, VIEW_CKPT_UI), as JSON Lines. */
 int view_ckpt_snap(struct fs *fs, const struct view_path *vp, struct store_snap **ret);
+
+/* True for a folder directly in workspaces/: a workspace, unknown, .trash. */
+static inline bool view_is_top(const struct view_path *vp)
+{
+	return vp->kind == VIEW_WS || (vp->kind == VIEW_TRASH && vp->trash);
+}
 
 /* True if rel is a view path that can hold a task: workspaces/<ws>/tasks/<id>. */
 bool view_is_task_slot(const struct view_path *vp);

@@ -21,6 +21,10 @@
 #     as it was (read-only), and `mv` brings all of it back;
 #   - `mkdir` in a workspace's tasks/ makes a task and refuses a bad id
 #     with EINVAL;
+#   - any name the view is not showing can be made, written, renamed and
+#     removed in workspaces/ as the client's own (Cline 2.x's <hash>/, 3.x's
+#     chat/); a client entry renamed onto a view folder's name wins, and the
+#     view's folder shows as <name>.view until it goes;
 #   - inode numbers, mtimes and sizes stay the same across a remount, and
 #     follow at once a change made through the compat files;
 #   - find, ls -lR and du work, and `tail -f messages.jsonl` sees a message
@@ -407,7 +411,38 @@ for f in "$mnt10"/workspaces/greeter-3301258620/tasks/*/*.jsonl; do
 	jq_reproduces "$f" "1.0.10: ${f#"$mnt10"/}"
 done
 grep -rq "hello.txt" "$mnt10"/workspaces/*/tasks || problem "1.0.10: grep -r hello.txt finds nothing in workspaces/*/tasks"
+
+# ---- the client's own entries in workspaces/ ---------------------------------
+# Cline CLI 2.x makes workspaces/<hex hash>/workspaceState.json on its first
+# command, 3.x workspaces/chat/AGENTS.md: any name the view is not showing is
+# the client's, as a plain file or folder. A name the view shows is taken by
+# a rename; the view's folder then shows as <name>.view, until the client's goes.
+say "the client's own entries in workspaces/ (no folder of its own before)"
+W10=$mnt10/workspaces
+G=greeter-3301258620
+mkdir "$W10/3514871d" && printf '{"a":1}' >"$W10/3514871d/workspaceState.json" ||
+	problem "mkdir workspaces/3514871d and a file in it failed"
+[[ $(cat "$W10/3514871d/workspaceState.json" 2>&1) == '{"a":1}' ]] || problem "workspaces/3514871d/workspaceState.json does not read back"
+mkdir -p "$W10/chat" && echo '# agents' >"$W10/chat/AGENTS.md" || problem "mkdir -p workspaces/chat failed"
+echo note >"$W10/notes.txt" && mv "$W10/notes.txt" "$W10/notes2.txt" || problem "a plain file in workspaces/ cannot be made and renamed"
+listing=$(ls "$W10" | tr '\n' ' ')
+[[ $listing == "3514871d chat $G notes2.txt " ]] || problem "ls workspaces/ shows '$listing'"
+mkdir "$W10/$G" 2>/dev/null && problem "mkdir of the name the view shows ($G) succeeded"
+[[ -f $T/store10.db.files/workspaces/3514871d/workspaceState.json ]] || problem "the client's folder is not in the backing tree"
+mkdir "$W10/mine"
+mv -T "$W10/mine" "$W10/$G" || problem "mv -T of the client's folder onto the view's $G failed"
+listing=$(ls "$W10" | tr '\n' ' ')
+[[ $listing == "3514871d chat $G $G.view notes2.txt " ]] || problem "after the clash, ls workspaces/ shows '$listing'"
+[[ -d $W10/$G && -z $(ls -A "$W10/$G") ]] || problem "workspaces/$G is not the client's empty folder"
+[[ -f $W10/$G.view/workspace.json ]] || problem "the view's folder is not at workspaces/$G.view"
+rmdir "$W10/$G" || problem "the client's workspaces/$G cannot be removed"
+[[ -f $W10/$G/workspace.json && ! -e $W10/$G.view ]] || problem "the view's folder did not come back to its own name"
+rm -r "$W10/3514871d" "$W10/chat" "$W10/notes2.txt" || problem "the client's entries cannot be removed"
+listing=$(ls -A "$W10" | tr '\n' ' ')
+[[ $listing == ".trash $G " ]] || problem "after removing the client's entries, ls -A workspaces/ shows '$listing'"
 unmount_convfs "$mnt10"
 check_log "$store10.log"
+log_has "$store10.log" "the client has its own 'workspaces/$G': the view shows its folder of that name as '$G.view'" \
+	"the clash of names"
 
 pass
