@@ -717,20 +717,21 @@ static int task_trash(struct fs *fs, const char *id)
 {
 	struct store_who who;
 	struct fs_proc proc;
-	char from[64], to[96];
+	char from[96], to[96];
 	int r, root;
 
 	caller(&proc, &who);
 	r = store_task_trash(fs->store, id, &who);
 	if (r < 0)
 		return r;
-	snprintf(from, sizeof(from), "tasks/%s", id);
+	if (store_conversation_dir(id, from, sizeof(from)) < 0)
+		return 0;
 	snprintf(to, sizeof(to), TRASH_DIR "/%s", id);
 	root = plain_open(fs, "", O_PATH | O_DIRECTORY, 0);
 	if (root < 0)
 		return 0;
 	if (plain_mkdirs(fs, TRASH_DIR) == 0 && renameat(root, from, root, to) < 0 && errno != ENOENT)
-		log_warn("cannot move the folder of task %s to the trash: %s; it stays in tasks/", id, strerror(errno));
+		log_warn("cannot move the folder '%s' to the trash: %s; it stays where it is", from, strerror(errno));
 	close(root);
 	return 0;
 }
@@ -739,7 +740,7 @@ static int task_restore(struct fs *fs, const char *id)
 {
 	struct store_who who;
 	struct fs_proc proc;
-	char from[96], to[64];
+	char from[96], to[96];
 	int r, root;
 
 	caller(&proc, &who);
@@ -747,15 +748,27 @@ static int task_restore(struct fs *fs, const char *id)
 	if (r < 0)
 		return r;
 	snprintf(from, sizeof(from), TRASH_DIR "/%s", id);
-	snprintf(to, sizeof(to), "tasks/%s", id);
+	if (store_conversation_dir(id, to, sizeof(to)) < 0)
+		return r;
 	root = plain_open(fs, "", O_PATH | O_DIRECTORY, 0);
 	if (root >= 0) {
-		plain_mkdirs(fs, "tasks");
+		*strchr(to, '/') = '\0';
+		plain_mkdirs(fs, to); /* tasks/ or sessions/ */
+		to[strlen(to)] = '/';
 		if (renameat2(root, from, root, to, RENAME_NOREPLACE) < 0)
 			r = plain_mkdirs(fs, to);
 		close(root);
 	}
 	return r;
+}
+
+/* True if r is the folder of one conversation: tasks/<id>, sessions/<id>. */
+static bool is_conversation_dir(const char *r)
+{
+	const char *slash = strchr(r, '/');
+	char dir[96];
+
+	return slash && store_conversation_dir(slash + 1, dir, sizeof(dir)) == 0 && strcmp(dir, r) == 0;
 }
 
 int op_rmdir(const char *path)
@@ -788,9 +801,9 @@ int op_rmdir(const char *path)
 		return dfd;
 	res = unlinkat(dfd, leaf, AT_REMOVEDIR) < 0 ? plain_fail("remove directory", r, errno) : 0;
 	close(dfd);
-	/* rm -r tasks/<id>: its docs are gone one by one; the task goes to the trash. */
-	if (res == 0 && store_path_kind(r) == STORE_PATH_DOC_DIR && strncmp(r, "tasks/", 6) == 0) {
-		int t = task_trash(fs, r + 6);
+	/* rm -r tasks/<id> (sessions/<id>): its docs are gone one by one; the task goes to the trash. */
+	if (res == 0 && store_path_kind(r) == STORE_PATH_DOC_DIR && is_conversation_dir(r)) {
+		int t = task_trash(fs, strchr(r, '/') + 1);
 
 		if (t < 0 && t != -ENOENT)
 			log_warn("removed '%s' but cannot put the task in the trash: %s", r, strerror(-t));
@@ -1925,7 +1938,8 @@ int op_rename(const char *from, const char *to, unsigned int flags)
 		if (vf.kind == VIEW_TASK && vf.trash && pf == 0) {
 			/* mv workspaces/.trash/<id> back to a tasks/ folder: the task comes back. */
 			bool to_view = vt.kind == VIEW_TASK && !vt.trash && pt == -ENOENT;
-			bool to_compat = strncmp(to, "tasks/", 6) == 0 && strcmp(to + 6, vf.task) == 0;
+			char dir[96];
+			bool to_compat = store_conversation_dir(vf.task, dir, sizeof(dir)) == 0 && strcmp(to, dir) == 0;
 
 			if ((!to_view && !to_compat) || (to_view && strcmp(vt.task, vf.task) != 0))
 				return -EINVAL; /* a task comes back under its own id */

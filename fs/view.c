@@ -26,16 +26,55 @@
 
 #define VIEW_INO_BIT (UINT64_C(1) << 63)
 
+/*
+ * The files of a task's folder, and the compat file behind each: for a
+ * Cline task in tasks/<id>/, for a CLI 3.x session in sessions/<id>/ after
+ * the session's id. A session has no ui stream and no metadata; its task.json
+ * is its manifest. Its subagents' conversations, sessions/<id>/<stem>.messages.json,
+ * show beside them as <stem>.messages.jsonl.
+ */
 static const struct {
 	const char *name;
 	enum view_kind kind;
-	const char *doc; /* the compat file behind it */
+	const char *doc;         /* in tasks/<id>/; NULL: none (task.json: the history item) */
+	const char *session_doc; /* in sessions/<id>/, after "<id>"; NULL: none */
 } task_files[] = {
-	{ "messages.jsonl", VIEW_MESSAGES, "api_conversation_history.json" },
-	{ "ui_messages.jsonl", VIEW_UI, "ui_messages.json" },
-	{ "task.json", VIEW_TASK_JSON, NULL },
-	{ "metadata.json", VIEW_METADATA, "task_metadata.json" },
+	{ "messages.jsonl", VIEW_MESSAGES, "api_conversation_history.json", ".messages.json" },
+	{ "ui_messages.jsonl", VIEW_UI, "ui_messages.json", NULL },
+	{ "task.json", VIEW_TASK_JSON, NULL, ".json" },
+	{ "metadata.json", VIEW_METADATA, "task_metadata.json", NULL },
 };
+
+#define SUBAGENT_SUFFIX ".messages.jsonl"
+
+/*
+ * The compat doc behind task file i of conversation task, into buf ("" for
+ * a generated file). -ENOENT if that kind of conversation has no such file.
+ */
+static int task_doc(const char *task, size_t i, char *buf, size_t n)
+{
+	bool session = store_is_session_id(task);
+	const char *doc = session ? task_files[i].session_doc : task_files[i].doc;
+
+	buf[0] = '\0';
+	if (session && !doc)
+		return -ENOENT;
+	if (doc && (size_t)snprintf(buf, n, session ? "sessions/%s/%s%s" : "tasks/%s/%s", task,
+				    session ? task : doc, doc) >= n)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+/* A subagent's conversation in the view, <stem>.messages.jsonl: its doc into buf, or -ENOENT. */
+static int subagent_doc(const char *task, const char *name, char *buf, size_t n)
+{
+	size_t len = strlen(name), sl = strlen(SUBAGENT_SUFFIX);
+
+	if (!store_is_session_id(task) || len <= sl || strcmp(name + len - sl, SUBAGENT_SUFFIX) != 0 ||
+	    (size_t)snprintf(buf, n, "sessions/%s/%.*s.messages.json", task, (int)(len - sl), name) >= n)
+		return -ENOENT;
+	return store_path_kind(buf) == STORE_PATH_ARRAY ? 0 : -ENOENT;
+}
 
 /* basename of path, with anything but [A-Za-z0-9._-] made '_', then "-key". */
 static void ws_name(const char *path, const char *key, char *buf, size_t bufsz)
@@ -129,6 +168,27 @@ static int top_name(struct fs *fs, char *name)
 		return -ENOENT;
 	}
 	return 0;
+}
+
+/*
+ * A file of a task's folder (vp->task, vp->trash set): its kind and doc.
+ * The trash has no task.json: the history item went with the task.
+ */
+static int task_file_parse(struct view_path *vp, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(task_files); i++)
+		if (strcmp(name, task_files[i].name) == 0 && !(vp->trash && task_files[i].kind == VIEW_TASK_JSON))
+			break;
+	if (i == ARRAY_SIZE(task_files)) {
+		if (subagent_doc(vp->task, name, vp->doc, sizeof(vp->doc)) < 0)
+			return -ENOENT;
+		vp->kind = VIEW_MESSAGES;
+		return 0;
+	}
+	vp->kind = task_files[i].kind;
+	return task_doc(vp->task, i, vp->doc, sizeof(vp->doc));
 }
 
 bool view_is_task_slot(const struct view_path *vp)
@@ -349,7 +409,7 @@ int view_parse(struct fs *fs, const char *rel, struct view_path *ret)
 			bool trashed = false;
 			char *key = NULL;
 
-			if (n > 3 || !store_is_task_id(comp[1]))
+			if (n > 3 || !store_is_conversation_id(comp[1]))
 				return -ENOENT;
 			r = store_task_workspace(fs->store, comp[1], &key, &trashed);
 			free(key);
@@ -358,18 +418,9 @@ int view_parse(struct fs *fs, const char *rel, struct view_path *ret)
 			memcpy(vp.task, comp[1], strlen(comp[1]) + 1); /* a task id: at most 32 digits */
 			vp.kind = VIEW_TASK;
 		}
-		if (n == 3) {
-			/* A trashed task's conversation, read-only: the last version of each doc. */
-			size_t i;
-
-			for (i = 0; i < ARRAY_SIZE(task_files); i++)
-				if (task_files[i].doc && strcmp(comp[2], task_files[i].name) == 0)
-					break;
-			if (i == ARRAY_SIZE(task_files))
-				return -ENOENT;
-			vp.kind = task_files[i].kind;
-			snprintf(vp.doc, sizeof(vp.doc), "tasks/%s/%s", vp.task, task_files[i].doc);
-		}
+		/* A trashed task's conversation, read-only: the last version of each doc. */
+		if (n == 3 && (r = task_file_parse(&vp, comp[2])) < 0)
+			return r;
 		*ret = vp;
 		return 0;
 	}
@@ -405,7 +456,7 @@ int view_parse(struct fs *fs, const char *rel, struct view_path *ret)
 		char *key = NULL;
 		bool trashed = false;
 
-		if (!store_is_task_id(comp[2]))
+		if (!store_is_conversation_id(comp[2]))
 			return -ENOENT;
 		memcpy(vp.task, comp[2], strlen(comp[2]) + 1);
 		vp.kind = VIEW_TASK;
@@ -436,18 +487,8 @@ int view_parse(struct fs *fs, const char *rel, struct view_path *ret)
 	}
 	if (n >= 5)
 		return -ENOENT;
-	if (n == 4) {
-		size_t i;
-
-		for (i = 0; i < ARRAY_SIZE(task_files); i++)
-			if (strcmp(comp[3], task_files[i].name) == 0)
-				break;
-		if (i == ARRAY_SIZE(task_files))
-			return -ENOENT;
-		vp.kind = task_files[i].kind;
-		if (task_files[i].doc)
-			snprintf(vp.doc, sizeof(vp.doc), "tasks/%s/%s", vp.task, task_files[i].doc);
-	}
+	if (n == 4 && (r = task_file_parse(&vp, comp[3])) < 0)
+		return r;
 	*ret = vp;
 	return 0;
 }
@@ -562,8 +603,9 @@ int view_getattr(struct fs *fs, const char *rel, const struct view_path *vp, str
 		} else if (vp->kind == VIEW_TASK && !vp->trash) {
 			char doc[96];
 
-			snprintf(doc, sizeof(doc), "tasks/%s/ui_messages.json", vp->task);
-			if (store_doc_stat(fs->store, doc, &ss) == 0)
+			/* the time of its ui stream, or of a session's conversation */
+			if ((task_doc(vp->task, 1, doc, sizeof(doc)) == 0 || task_doc(vp->task, 0, doc, sizeof(doc)) == 0) &&
+			    store_doc_stat(fs->store, doc, &ss) == 0)
 				lc.last = ss.mtime_ns;
 		} else if (vp->kind == VIEW_TASK) {
 			lc.id = vp->task;
@@ -711,6 +753,28 @@ static int list_ckpt(void *ctx, const struct store_checkpoint *c)
 	return cl->fn(cl->ctx, name, S_IFDIR, 0);
 }
 
+struct subagent_list {
+	const char *task;
+	op_list_fn fn;
+	void *ctx;
+};
+
+/* store_doc_list() of a session's folder: its subagents' conversations, as <stem>.messages.jsonl. */
+static int list_subagent(void *ctx, const char *name, const struct store_stat *stat)
+{
+	struct subagent_list *sl = ctx;
+	size_t n = strlen(name), tl = strlen(sl->task), sfx = strlen(".messages.json");
+	char view_name[NAME_MAX + 1];
+
+	if (n <= sfx || strcmp(name + n - sfx, ".messages.json") != 0 ||
+	    (n == tl + sfx && strncmp(name, sl->task, tl) == 0))
+		return 0; /* not a conversation, or the session's own */
+	if (snprintf(view_name, sizeof(view_name), "%.*s%s", (int)(n - sfx), name, SUBAGENT_SUFFIX) >=
+	    (int)sizeof(view_name))
+		return 0;
+	return sl->fn(sl->ctx, view_name, S_IFREG, 0);
+}
+
 static int has_ckpt(void *ctx, const struct store_checkpoint *c)
 {
 	*(bool *)ctx = true;
@@ -758,13 +822,21 @@ int view_list(struct fs *fs, const struct view_path *vp, op_list_fn fn, void *ct
 			struct stat st;
 			char rel[160];
 
-			if (vp->trash && !task_files[i].doc)
-				continue; /* task.json: the history item went with the task */
+			if (vp->trash && task_files[i].kind == VIEW_TASK_JSON)
+				continue; /* the history item went with the task */
+			if (task_doc(vp->task, i, f.doc, sizeof(f.doc)) < 0)
+				continue;
 			f.kind = task_files[i].kind;
-			if (task_files[i].doc)
-				snprintf(f.doc, sizeof(f.doc), "tasks/%s/%s", vp->task, task_files[i].doc);
 			snprintf(rel, sizeof(rel), "x/%s", task_files[i].name);
 			if (view_getattr(fs, rel, &f, &st) == 0 && (r = fn(ctx, task_files[i].name, S_IFREG, 0)) < 0)
+				return r;
+		}
+		if (!vp->trash && store_is_session_id(vp->task)) {
+			struct subagent_list sl = { vp->task, fn, ctx };
+			char dir[96];
+
+			snprintf(dir, sizeof(dir), "sessions/%s", vp->task);
+			if ((r = store_doc_list(fs->store, dir, list_subagent, &sl)) < 0)
 				return r;
 		}
 		if (!vp->trash) {
@@ -825,12 +897,53 @@ static int render_ws(void *ctx, const struct store_workspace *ws)
 	return 0;
 }
 
+/* The whole current content of a small doc (a session's manifest); free() it. */
+static int read_whole(struct fs *fs, const char *doc, char **ret, size_t *ret_len, int64_t *ret_mtime_ns)
+{
+	struct store_snap *snap;
+	struct store_stat ss;
+	char *buf;
+	ssize_t got = 0;
+	int64_t size;
+	int r;
+
+	r = store_snap_open(fs->store, doc, &snap);
+	if (r < 0)
+		return r;
+	size = store_snap_size(snap);
+	buf = malloc((size_t)size + 1);
+	while (buf && got < size) {
+		ssize_t k = store_snap_read(fs->store, snap, buf + got, (size_t)(size - got), got);
+
+		if (k <= 0) {
+			r = k < 0 ? (int)k : -EIO;
+			break;
+		}
+		got += k;
+	}
+	store_snap_stat(snap, &ss);
+	store_snap_free(snap);
+	if (!buf)
+		return -ENOMEM;
+	if (r < 0) {
+		free(buf);
+		return r;
+	}
+	buf[size] = '\0';
+	*ret = buf;
+	*ret_len = (size_t)size;
+	*ret_mtime_ns = ss.mtime_ns;
+	return 0;
+}
+
 int view_render(struct fs *fs, const struct view_path *vp, char **ret, size_t *ret_len, int64_t *ret_mtime_ns,
 		int64_t *ret_rev)
 {
 	if (vp->kind == VIEW_WS_HISTORY)
 		return store_history_render_ws(fs->store, vp->unknown ? NULL : vp->key, ret, ret_len, ret_mtime_ns,
 					       ret_rev);
+	if (vp->kind == VIEW_TASK_JSON && *vp->doc)
+		return read_whole(fs, vp->doc, ret, ret_len, ret_mtime_ns);
 	if (vp->kind == VIEW_TASK_JSON)
 		return store_history_item(fs->store, vp->task, ret, ret_len, ret_mtime_ns);
 	if (vp->kind == VIEW_CKPT_COMMIT || vp->kind == VIEW_CKPT_DIFF) {

@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "store/json.h"
+#include "store/layout.h"
 #include "store/merge.h"
 #include "store/store_internal.h"
 #include "store/util.h"
@@ -131,22 +132,6 @@ static int doc_lookup(struct store *st, const char *path, struct doc_row *ret)
 	return 0;
 }
 
-/* The task id of a doc path "tasks/<id>/...", copied into buf, or NULL. */
-static const char *path_task_id(const char *path, char *buf, size_t bufsz)
-{
-	const char *p, *slash;
-
-	if (strncmp(path, "tasks/", 6) != 0)
-		return NULL;
-	p = path + 6;
-	slash = strchr(p, '/');
-	if (!slash || (size_t)(slash - p) >= bufsz)
-		return NULL;
-	memcpy(buf, p, (size_t)(slash - p));
-	buf[slash - p] = '\0';
-	return buf;
-}
-
 static int task_ensure(struct store *st, const char *task_id, int64_t now)
 {
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
@@ -192,26 +177,10 @@ static int task_set_workspace(struct store *st, const char *task_id, const char 
 	return rc == SQLITE_DONE ? 0 : store_fail(st, rc, "cannot record a task's workspace");
 }
 
-/* The string value of member `key` of the object s[0, n), or NULL. free() it. */
-static char *member_string(const char *s, size_t n, const char *key)
-{
-	size_t a, b;
-	cJSON *v;
-	char *out = NULL;
-
-	if (json_object_member(s, n, key, &a, &b) < 0)
-		return NULL;
-	v = cJSON_ParseWithLength(s + a, b - a);
-	if (v && cJSON_IsString(v) && v->valuestring)
-		out = strdup(v->valuestring);
-	cJSON_Delete(v);
-	return out;
-}
-
 /* Learns the task and workspace from one history item (HistoryItem). */
 static int history_item_seen(struct store *st, const char *s, size_t n, int64_t now)
 {
-	_cleanup_free_ char *id = member_string(s, n, "id");
+	_cleanup_free_ char *id = json_member_string(s, n, "id");
 	_cleanup_free_ char *cwd = NULL;
 	int r;
 
@@ -220,14 +189,52 @@ static int history_item_seen(struct store *st, const char *s, size_t n, int64_t 
 	r = task_ensure(st, id, now);
 	if (r < 0)
 		return r;
-	cwd = member_string(s, n, "cwdOnTaskInitialization");
+	cwd = json_member_string(s, n, "cwdOnTaskInitialization");
 	if (!cwd || !*cwd) {
 		free(cwd);
-		cwd = member_string(s, n, "shadowGitConfigWorkTree");
+		cwd = json_member_string(s, n, "shadowGitConfigWorkTree");
 	}
 	if (cwd && *cwd)
 		return task_set_workspace(st, id, cwd, now);
 	return 0;
+}
+
+/* Learns a 3.x session's workspace from its manifest: "workspace_root", else "cwd". */
+static int manifest_seen(struct store *st, const char *session_id, const char *s, size_t n, int64_t now)
+{
+	_cleanup_free_ char *ws = json_member_string(s, n, "workspace_root");
+	int r;
+
+	r = task_ensure(st, session_id, now);
+	if (r < 0)
+		return r;
+	if (!ws || !*ws) {
+		free(ws);
+		ws = json_member_string(s, n, "cwd");
+	}
+	if (ws && *ws)
+		return task_set_workspace(st, session_id, ws, now);
+	return 0;
+}
+
+/*
+ * Binds what identifies element json[0, len) of a doc of layout lay (its
+ * elems.key, ts and h) to columns key_col, key_col + 1 and hash_col of stmt,
+ * and learns from it (a history item's task and workspace).
+ */
+static int elem_bind_identity(struct store *st, sqlite3_stmt *stmt, int key_col, int hash_col,
+			      const struct doc_layout *lay, const char *json, size_t len, int64_t now)
+{
+	struct merge_elem e = { 0 };
+	char *key = NULL;
+
+	doc_elem_identity(lay->ident, json, len, &e, &key);
+	if (key)
+		sqlite3_bind_text(stmt, key_col, key, -1, free); /* SQLite frees it */
+	if (e.has_ts)
+		sqlite3_bind_int64(stmt, key_col + 1, e.ts);
+	sqlite3_bind_int64(stmt, hash_col, (sqlite3_int64)e.hash);
+	return lay->learn == LEARN_HISTORY ? history_item_seen(st, json, len, now) : 0;
 }
 
 static int revision_add(struct store *st, const char *path, const struct store_who *who, const char *kind,
@@ -272,8 +279,8 @@ static int revision_detail(struct store *st, int64_t rev, int64_t doc_id, const 
 static int doc_insert(struct store *st, const char *path, int format, int64_t now, struct doc_row *ret)
 {
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
-	char idbuf[40];
-	const char *task_id = path_task_id(path, idbuf, sizeof(idbuf));
+	struct doc_layout lay = { 0 };
+	const char *task_id = doc_layout_of(path, &lay) == 0 && lay.task_id[0] ? lay.task_id : NULL;
 	const char *slash = strrchr(path, '/');
 	int r, rc;
 
@@ -458,7 +465,7 @@ static int line_end(struct store *st, int64_t doc_id, int64_t seq_or_id, bool by
 
 /* Inserts elements from..n-1 of sv; *loff is where the first one's line starts, and is moved on. */
 static int elems_insert(struct store *st, int64_t doc_id, const char *data, const struct span_vec *sv, size_t from,
-			int64_t rev, bool is_history, int64_t now, int64_t *loff)
+			int64_t rev, const struct doc_layout *lay, int64_t now, int64_t *loff)
 {
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
 	int r, rc;
@@ -471,9 +478,6 @@ static int elems_insert(struct store *st, int64_t doc_id, const char *data, cons
 		const struct span *e = &sv->v[i];
 		const char *j = data + e->start;
 		size_t jlen = e->end - e->start;
-		_cleanup_free_ char *key = NULL;
-		size_t a, b;
-		long long ts;
 
 		sqlite3_reset(stmt);
 		sqlite3_clear_bindings(stmt);
@@ -483,18 +487,9 @@ static int elems_insert(struct store *st, int64_t doc_id, const char *data, cons
 		sqlite3_bind_text(stmt, 4, data + e->pre, (int)(e->start - e->pre), SQLITE_STATIC);
 		sqlite3_bind_int64(stmt, 5, (int64_t)jlen);
 		sqlite3_bind_text64(stmt, 6, j, jlen, SQLITE_STATIC, SQLITE_UTF8);
-		if (is_history) {
-			key = member_string(j, jlen, "id");
-			if (key)
-				sqlite3_bind_text(stmt, 7, key, -1, SQLITE_STATIC);
-			r = history_item_seen(st, j, jlen, now);
-			if (r < 0)
-				return r;
-		}
-		if (json_object_member(j, jlen, "ts", &a, &b) == 0 && json_to_int64(j + a, b - a, &ts) == 0)
-			sqlite3_bind_int64(stmt, 8, ts);
+		if ((r = elem_bind_identity(st, stmt, 7, 10, lay, j, jlen, now)) < 0)
+			return r;
 		sqlite3_bind_int64(stmt, 9, rev);
-		sqlite3_bind_int64(stmt, 10, (sqlite3_int64)merge_hash(j, jlen));
 		sqlite3_bind_int64(stmt, 11, *loff);
 		rc = sqlite3_step(stmt);
 		if (rc != SQLITE_DONE)
@@ -557,32 +552,6 @@ static int base_at_rev(int64_t doc_id, int64_t rev, struct store_base **ret)
 	return 0;
 }
 
-static uint64_t key_of_text(const char *s, size_t n)
-{
-	return merge_hash(s, n) | 1; /* never 0, to tell it from a missing key */
-}
-
-/* Identity of a new element: a history item's id, a message's ts, else its hash. */
-static void elem_identity(struct merge_elem *e, bool is_history)
-{
-	size_t a, b;
-	long long ts;
-
-	e->key = e->hash;
-	if (json_object_member(e->json, e->len, "ts", &a, &b) == 0 && json_to_int64(e->json + a, b - a, &ts) == 0) {
-		e->ts = ts;
-		e->has_ts = true;
-		if (!is_history)
-			e->key = (uint64_t)ts;
-	}
-	if (is_history) {
-		_cleanup_free_ char *id = member_string(e->json, e->len, "id");
-
-		if (id)
-			e->key = key_of_text(id, strlen(id));
-	}
-}
-
 #define ROWS_CURRENT (-1)
 
 /*
@@ -591,9 +560,10 @@ static void elem_identity(struct merge_elem *e, bool is_history)
  * content) as identities; history items also with their bytes (small).
  * The bytes are copied into *ret_store, which must outlive the list.
  */
-static int load_rows(struct store *st, int64_t doc_id, int64_t rev, bool closed, bool is_history,
+static int load_rows(struct store *st, int64_t doc_id, int64_t rev, bool closed, enum doc_ident ident,
 		     struct merge_list *ret, struct sb *ret_store)
 {
+	bool bytes = ident == IDENT_ITEM_ID; /* history items are merged field by field */
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
 	struct merge_list l = { 0 };
 	size_t *offsets = NULL;
@@ -611,7 +581,7 @@ static int load_rows(struct store *st, int64_t doc_id, int64_t rev, bool closed,
 		return r;
 	sqlite3_bind_int64(stmt, 1, doc_id);
 	sqlite3_bind_int64(stmt, 2, rev);
-	sqlite3_bind_int(stmt, 3, is_history);
+	sqlite3_bind_int(stmt, 3, bytes);
 	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
 		struct merge_elem e = { 0 };
 
@@ -621,12 +591,13 @@ static int load_rows(struct store *st, int64_t doc_id, int64_t rev, bool closed,
 		e.has_ts = sqlite3_column_type(stmt, 2) != SQLITE_NULL;
 		e.ts = sqlite3_column_int64(stmt, 2);
 		e.key = e.hash;
-		if (is_history && sqlite3_column_type(stmt, 1) != SQLITE_NULL)
-			e.key = key_of_text((const char *)sqlite3_column_text(stmt, 1),
-					    (size_t)sqlite3_column_bytes(stmt, 1));
-		else if (!is_history && e.has_ts)
+		/* as doc_elem_identity() gave it when the row was written */
+		if (ident != IDENT_TS && sqlite3_column_type(stmt, 1) != SQLITE_NULL)
+			e.key = doc_key_of_text((const char *)sqlite3_column_text(stmt, 1),
+						(size_t)sqlite3_column_bytes(stmt, 1));
+		else if (ident == IDENT_TS && e.has_ts)
 			e.key = (uint64_t)e.ts;
-		if (is_history) {
+		if (bytes) {
 			/* Offsets now, pointers once the buffer stops moving. */
 			size_t *o = realloc(offsets, (l.n + 1) * sizeof(*o));
 
@@ -644,7 +615,7 @@ static int load_rows(struct store *st, int64_t doc_id, int64_t rev, bool closed,
 	}
 	if (r == 0 && rc != SQLITE_DONE)
 		r = store_fail(st, rc, "cannot read elements");
-	if (r == 0 && is_history)
+	if (r == 0 && bytes)
 		for (size_t i = 0; i < l.n; i++)
 			l.v[i].json = ret_store->buf + offsets[i];
 	free(offsets);
@@ -690,7 +661,7 @@ static int fetch_by_hash(void *ctx, const struct merge_elem *e, char **ret_json,
  */
 static int write_merged(struct store *st, const struct doc_row *d, const struct merge_list *head,
 			const struct merge_list *m, const char *data, const struct span_vec *sv, size_t head_len,
-			size_t tail, size_t len, int64_t rev, int64_t now, bool is_history, int64_t *ret_size,
+			size_t tail, size_t len, int64_t rev, int64_t now, const struct doc_layout *lay, int64_t *ret_size,
 			int64_t *ret_lsize)
 {
 	_cleanup_stmt_ sqlite3_stmt *copy = NULL, *ins = NULL, *pre_of = NULL;
@@ -756,17 +727,8 @@ static int write_merged(struct store *st, const struct doc_row *d, const struct 
 			sqlite3_bind_text(ins, 4, pre, (int)pre_len, SQLITE_STATIC);
 			sqlite3_bind_int64(ins, 5, (int64_t)e->len);
 			sqlite3_bind_text64(ins, 6, e->json, e->len, SQLITE_STATIC, SQLITE_UTF8);
-			if (is_history) {
-				char *key = member_string(e->json, e->len, "id");
-
-				if (key)
-					sqlite3_bind_text(ins, 7, key, -1, free); /* SQLite frees it */
-				if ((r = history_item_seen(st, e->json, e->len, now)) < 0)
-					return r;
-			}
-			if (e->has_ts)
-				sqlite3_bind_int64(ins, 8, e->ts);
-			sqlite3_bind_int64(ins, 9, (sqlite3_int64)e->hash);
+			if ((r = elem_bind_identity(st, ins, 7, 9, lay, e->json, e->len, now)) < 0)
+				return r;
 			sqlite3_bind_int64(ins, 10, rev);
 			sqlite3_bind_int64(ins, 11, loff);
 		}
@@ -813,7 +775,7 @@ static int filter_ws(struct store *st, struct merge_list *l, const char *ws_key)
 		struct merge_list ids = { 0 };
 
 		while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
-			struct merge_elem e = { .key = key_of_text((const char *)sqlite3_column_text(stmt, 0),
+			struct merge_elem e = { .key = doc_key_of_text((const char *)sqlite3_column_text(stmt, 0),
 								   (size_t)sqlite3_column_bytes(stmt, 0)) };
 
 			if ((r = merge_list_push(&ids, &e)) < 0)
@@ -836,9 +798,10 @@ static int filter_ws(struct store *st, struct merge_list *l, const char *ws_key)
 	return r;
 }
 
-static int commit_array(struct store *st, const char *path, const char *data, size_t len,
-			const struct store_who *who, const char *kind, bool merge, const struct store_base *base,
-			struct store_base **ret_base, bool *ret_merged, const char *ws_key)
+static int commit_array(struct store *st, const char *path, const struct doc_layout *lay, const char *data,
+			size_t len, const struct store_who *who, const char *kind, bool merge,
+			const struct store_base *base, struct store_base **ret_base, bool *ret_merged,
+			const char *ws_key)
 {
 	struct span_vec sv = { 0 };
 	struct doc_row d = { 0 };
@@ -847,17 +810,18 @@ static int commit_array(struct store *st, const char *path, const char *data, si
 	struct merge_stats ms = { 0 };
 	struct store_base *nb = NULL;
 	_cleanup_sb_ struct sb hbytes = SB_INIT, bbytes = SB_INIT;
-	bool is_history = strcmp(path, "state/taskHistory.json") == 0, merged = false;
+	bool is_history = lay->ident == IDENT_ITEM_ID, merged = false;
 	size_t head = 0, tail = 0, k = 0;
 	int64_t now = now_ns(), rev = 0, size = (int64_t)len, lsize = 0;
 	char detail[320];
 	int r;
 
-	r = json_scan_array(data, len, span_push, &sv, &head, &tail, &jerr);
+	r = json_scan_array_at(data, len, lay->array_member, span_push, &sv, &head, &tail, &jerr);
 	if (r < 0) {
 		if (r == -EINVAL)
-			log_warn("refusing to commit '%s': not a JSON array: %s at byte %zu; nothing stored changes",
-				 path, jerr.msg, jerr.offset);
+			log_warn("refusing to commit '%s': not %s: %s at byte %zu; nothing stored changes", path,
+				 lay->array_member ? "a JSON object with an array of messages" : "a JSON array", jerr.msg,
+				 jerr.offset);
 		free(sv.v);
 		return r;
 	}
@@ -892,17 +856,16 @@ static int commit_array(struct store *st, const char *path, const char *data, si
 			struct merge_elem e = { .json = data + sv.v[i].start, .len = sv.v[i].end - sv.v[i].start,
 						.ref = (int64_t)i, .origin = MERGE_FROM_NEW };
 
-			e.hash = merge_hash(e.json, e.len);
-			elem_identity(&e, is_history);
+			doc_elem_identity(lay->ident, e.json, e.len, &e, NULL);
 			if ((r = merge_list_push(&nl, &e)) < 0)
 				goto rollback;
 		}
-		if ((r = load_rows(st, d.id, d.present ? ROWS_CURRENT : d.rev, !d.present, is_history, &hl, &hbytes)) < 0)
+		if ((r = load_rows(st, d.id, d.present ? ROWS_CURRENT : d.rev, !d.present, lay->ident, &hl, &hbytes)) < 0)
 			goto rollback;
 		if (base && base->explicit_list) {
 			bl = &base->list;
 		} else if (base) {
-			if ((r = load_rows(st, d.id, base->rev, false, is_history, &bl_loaded, &bbytes)) < 0)
+			if ((r = load_rows(st, d.id, base->rev, false, lay->ident, &bl_loaded, &bbytes)) < 0)
 				goto rollback;
 			if (ws_key && (r = filter_ws(st, &bl_loaded, *ws_key ? ws_key : NULL)) < 0)
 				goto rollback;
@@ -915,7 +878,7 @@ static int commit_array(struct store *st, const char *path, const char *data, si
 		r = revision_add(st, path, who, merged ? "merge" : kind, now, &rev);
 		if (r < 0)
 			goto rollback;
-		r = write_merged(st, &d, &hl, &ml, data, &sv, head, tail, len, rev, now, is_history, &size, &lsize);
+		r = write_merged(st, &d, &hl, &ml, data, &sv, head, tail, len, rev, now, lay, &size, &lsize);
 		if (r < 0)
 			goto rollback;
 		r = doc_update(st, d.id, DOC_ARRAY, size, now, rev, data, head, data + tail, len - tail,
@@ -949,7 +912,7 @@ static int commit_array(struct store *st, const char *path, const char *data, si
 			goto rollback;
 		if (d.format == DOC_ARRAY && (r = elems_close(st, d.id, (int64_t)k, rev)) < 0)
 			goto rollback;
-		r = elems_insert(st, d.id, data, &sv, k, rev, is_history, now, &lsize);
+		r = elems_insert(st, d.id, data, &sv, k, rev, lay, now, &lsize);
 		if (r < 0)
 			goto rollback;
 		r = doc_update(st, d.id, DOC_ARRAY, (int64_t)len, now, rev, data, head, data + tail, len - tail,
@@ -1035,17 +998,22 @@ static int append_rows(struct store *st, const struct doc_row *dr, const char *p
 {
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
 	const struct doc_row d = *dr;
-	bool is_history = strcmp(path, "state/taskHistory.json") == 0;
+	struct doc_layout lay;
 	const char *head = "[", *tail = "]";
 	int64_t off, loff, seq;
 	int r, rc;
 
+	if (doc_layout_of(path, &lay) < 0 || lay.kind != STORE_PATH_ARRAY)
+		return -EINVAL;
 	if (d.present && d.format == DOC_ARRAY && d.size > 0) {
 		head = d.head;
 		tail = d.tail;
 		off = d.size - (int64_t)strlen(d.tail);
 		loff = d.lsize;
 		seq = d.nelems;
+	} else if (lay.array_member) {
+		log_warn("refusing to append to '%s': it has no content to append to", path);
+		return -ENOENT; /* the object around the array is the client's to write first */
 	} else {
 		off = 1;
 		loff = 0;
@@ -1058,8 +1026,6 @@ static int append_rows(struct store *st, const struct doc_row *dr, const char *p
 	for (size_t i = 0; i < n; i++, seq++) {
 		const struct store_line *l = &lines[i];
 		const char *pre = seq == 0 ? "" : ",";
-		size_t a, b;
-		long long ts;
 
 		sqlite3_reset(stmt);
 		sqlite3_clear_bindings(stmt);
@@ -1069,18 +1035,9 @@ static int append_rows(struct store *st, const struct doc_row *dr, const char *p
 		sqlite3_bind_text(stmt, 4, pre, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(stmt, 5, (int64_t)l->len);
 		sqlite3_bind_text64(stmt, 6, l->data, l->len, SQLITE_STATIC, SQLITE_UTF8);
-		if (is_history) {
-			char *key = member_string(l->data, l->len, "id");
-
-			if (key)
-				sqlite3_bind_text(stmt, 7, key, -1, free);
-			if ((r = history_item_seen(st, l->data, l->len, now)) < 0)
-				return r;
-		}
-		if (json_object_member(l->data, l->len, "ts", &a, &b) == 0 && json_to_int64(l->data + a, b - a, &ts) == 0)
-			sqlite3_bind_int64(stmt, 8, ts);
+		if ((r = elem_bind_identity(st, stmt, 7, 10, &lay, l->data, l->len, now)) < 0)
+			return r;
 		sqlite3_bind_int64(stmt, 9, rev);
-		sqlite3_bind_int64(stmt, 10, (sqlite3_int64)merge_hash(l->data, l->len));
 		sqlite3_bind_int64(stmt, 11, loff);
 		rc = sqlite3_step(stmt);
 		if (rc != SQLITE_DONE)
@@ -1320,14 +1277,13 @@ typedef int (*task_fn)(struct store *st, const char *task_id, const char *tpath,
 
 static int task_tx(struct store *st, const char *task_id, task_fn fn, const char *arg, const struct store_who *who)
 {
-	char tpath[64];
+	char tpath[96];
 	int r;
 
 	if (st->readonly)
 		return -EROFS;
-	if (!store_is_task_id(task_id))
+	if (store_conversation_dir(task_id, tpath, sizeof(tpath)) < 0)
 		return -EINVAL;
-	snprintf(tpath, sizeof(tpath), "tasks/%s", task_id);
 	STORE_LOCK(st);
 	if ((r = tx_begin(st)) < 0)
 		return r;
@@ -1470,6 +1426,8 @@ static int create_locked(struct store *st, const char *task_id, const char *tpat
 
 int store_task_create(struct store *st, const char *task_id, const char *ws_key, const struct store_who *who)
 {
+	if (!store_is_task_id(task_id))
+		return -EINVAL; /* a session's files are the client's to make */
 	return task_tx(st, task_id, create_locked, ws_key, who);
 }
 
@@ -1524,8 +1482,8 @@ static int blob_load(struct store *st, int64_t doc_id, int64_t rev, char **ret, 
 	return 0;
 }
 
-static int commit_blob(struct store *st, const char *path, const char *data, size_t len,
-		       const struct store_who *who, const char *kind, int format, bool merge,
+static int commit_blob(struct store *st, const char *path, const struct doc_layout *lay, const char *data,
+		       size_t len, const struct store_who *who, const char *kind, int format, bool merge,
 		       const struct store_base *base, struct store_base **ret_base, bool *ret_merged)
 {
 	STORE_LOCK(st);
@@ -1543,7 +1501,7 @@ static int commit_blob(struct store *st, const char *path, const char *data, siz
 	if (r < 0)
 		goto rollback;
 	if (merge && base && base->doc_id == d.id && base->rev != d.rev && d.present && d.format == DOC_WHOLE &&
-	    format == DOC_WHOLE && strcmp(strrchr(path, '/') ? strrchr(path, '/') + 1 : path, "task_metadata.json") == 0) {
+	    format == DOC_WHOLE && lay->whole_merge == WHOLE_MERGE_METADATA) {
 		_cleanup_free_ char *b = NULL, *h = NULL;
 		size_t blen = 0, hlen = 0, mlen = 0;
 
@@ -1582,6 +1540,8 @@ static int commit_blob(struct store *st, const char *path, const char *data, siz
 		goto rollback;
 	}
 	r = doc_update(st, d.id, format, (int64_t)len, now, rev, "", 0, "", 0, 0, 0);
+	if (r == 0 && format == DOC_WHOLE && lay->learn == LEARN_MANIFEST)
+		r = manifest_seen(st, lay->task_id, data, len, now);
 	if (r < 0)
 		goto rollback;
 	r = revision_detail(st, rev, d.id, format == DOC_RAW ? "{\"raw\":true}" : merged ? "{\"merged\":true}" : NULL);
@@ -1610,13 +1570,16 @@ static int commit_doc(struct store *st, const char *path, const char *data, size
 		      struct store_base **ret_base, bool *ret_merged)
 {
 	struct json_error jerr = { 0 };
+	struct doc_layout lay = { 0 };
 	int r;
 
 	if (st->readonly)
 		return -EROFS;
-	switch (store_path_kind(path)) {
+	if (doc_layout_of(path, &lay) < 0)
+		return -EINVAL;
+	switch (lay.kind) {
 	case STORE_PATH_ARRAY:
-		return commit_array(st, path, data, len, who, kind, merge, base, ret_base, ret_merged, NULL);
+		return commit_array(st, path, &lay, data, len, who, kind, merge, base, ret_base, ret_merged, NULL);
 	case STORE_PATH_WHOLE:
 		r = json_validate(data, len, &jerr);
 		if (r < 0) {
@@ -1624,7 +1587,8 @@ static int commit_doc(struct store *st, const char *path, const char *data, size
 				 path, jerr.msg, jerr.offset);
 			return r;
 		}
-		return commit_blob(st, path, data, len, who, kind, DOC_WHOLE, merge, base, ret_base, ret_merged);
+		return commit_blob(st, path, &lay, data, len, who, kind, DOC_WHOLE, merge, base, ret_base,
+				   ret_merged);
 	default:
 		return -EINVAL;
 	}
@@ -1646,9 +1610,13 @@ int store_doc_commit_merged(struct store *st, const char *path, const char *data
 int store_history_commit_ws(struct store *st, const char *ws_key, const char *data, size_t len,
 			    const struct store_who *who, const struct store_base *base, struct store_base **ret_base)
 {
+	struct doc_layout lay;
+
 	if (st->readonly)
 		return -EROFS;
-	return commit_array(st, "state/taskHistory.json", data, len, who, "merge", true, base, ret_base, NULL,
+	if (doc_layout_of("state/taskHistory.json", &lay) < 0)
+		return -EINVAL;
+	return commit_array(st, "state/taskHistory.json", &lay, data, len, who, "merge", true, base, ret_base, NULL,
 			    ws_key ? ws_key : "");
 }
 
@@ -1670,11 +1638,13 @@ int store_base_at(struct store *st, const char *path, int64_t rev, struct store_
 int store_doc_commit_raw(struct store *st, const char *path, const char *data, size_t len,
 			 const struct store_who *who, const char *why)
 {
+	struct doc_layout lay;
+
 	if (st->readonly)
 		return -EROFS;
-	if (store_path_kind(path) != STORE_PATH_ARRAY && store_path_kind(path) != STORE_PATH_WHOLE)
+	if (doc_layout_of(path, &lay) < 0 || (lay.kind != STORE_PATH_ARRAY && lay.kind != STORE_PATH_WHOLE))
 		return -EINVAL;
-	return commit_blob(st, path, data, len, who, why, DOC_RAW, false, NULL, NULL, NULL);
+	return commit_blob(st, path, &lay, data, len, who, why, DOC_RAW, false, NULL, NULL, NULL);
 }
 
 int store_doc_create(struct store *st, const char *path, const struct store_who *who)

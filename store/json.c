@@ -11,6 +11,7 @@
  * Recursion depth is bounded by JSON_MAX_DEPTH, so hostile nesting cannot
  * exhaust a FUSE worker's stack.
  */
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -292,6 +293,41 @@ int json_scan_array(const char *s, size_t n, json_elem_fn fn, void *ctx,
 	return 0;
 }
 
+int json_scan_array_at(const char *s, size_t n, const char *member, json_elem_fn fn, void *ctx,
+		       size_t *ret_head, size_t *ret_tail, struct json_error *err)
+{
+	struct scan sc = { s, n, 0, err };
+	size_t a, b, tail = 0;
+	int r;
+
+	if (!member)
+		return json_scan_array(s, n, fn, ctx, ret_head, ret_tail, err);
+	if ((r = json_validate(s, n, err)) < 0)
+		return r;
+	if (json_object_member(s, n, member, &a, &b) < 0) {
+		if (err) {
+			snprintf(err->msg, sizeof(err->msg), "no member \"%s\" in a top-level object", member);
+			err->offset = 0;
+		}
+		return -EINVAL;
+	}
+	if (s[a] != '[') {
+		if (err) {
+			snprintf(err->msg, sizeof(err->msg), "member \"%s\" is not an array", member);
+			err->offset = a;
+		}
+		return -EINVAL;
+	}
+	sc.i = a;
+	if ((r = scan_container(&sc, 0, fn, ctx, &tail)) < 0)
+		return r;
+	if (ret_head)
+		*ret_head = a + 1;
+	if (ret_tail)
+		*ret_tail = tail;
+	return 0;
+}
+
 int json_validate(const char *s, size_t n, struct json_error *err)
 {
 	struct scan sc = { s, n, 0, err };
@@ -362,4 +398,19 @@ int json_to_int64(const char *s, size_t n, long long *ret)
 	}
 	*ret = neg ? -v : v;
 	return 0;
+}
+
+char *json_member_string(const char *s, size_t n, const char *key)
+{
+	size_t a, b;
+	cJSON *v;
+	char *out = NULL;
+
+	if (json_object_member(s, n, key, &a, &b) < 0)
+		return NULL;
+	v = cJSON_ParseWithLength(s + a, b - a);
+	if (v && cJSON_IsString(v) && v->valuestring)
+		out = strdup(v->valuestring);
+	cJSON_Delete(v);
+	return out;
 }

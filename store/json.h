@@ -50,6 +50,19 @@ size_t json_utf8_len(const unsigned char *p, size_t n);
  */
 int json_object_member(const char *s, size_t n, const char *key, size_t *ret_start, size_t *ret_end);
 
+/* The string value of member key of the object s[0, n), or NULL (not there, not a string, no memory). free() it. */
+char *json_member_string(const char *s, size_t n, const char *key);
+
+/*
+ * Like json_scan_array(), for the array that is the value of member `member`
+ * of the top-level object s[0, n) (member NULL: the top-level array itself).
+ * *ret_head is the length of the text up to and including that array's '[',
+ * *ret_tail where the bytes after its last element begin: the rest of the
+ * object follows in the tail.
+ */
+int json_scan_array_at(const char *s, size_t n, const char *member, json_elem_fn fn, void *ctx,
+		       size_t *ret_head, size_t *ret_tail, struct json_error *err);
+
 /*
  * The value of a JSON number or string that holds a whole number, e.g. a
  * message's "ts" or a history item's "id". Returns 0 or -EINVAL.

@@ -1,20 +1,34 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * layout.c: which paths of a Cline globalStorage folder the store manages.
+ * layout.c: which paths of a client's data folder the store manages, and how.
  *
- * Paths are relative to the mount root, without a leading slash. Only the
- * conversation files are managed; everything else (shadow git repos,
- * settings, secrets, locks.db, temp files) is a plain file. A task folder is
- * managed only when its name is a Cline task id (Date.now() in decimal), the
- * same rule Cline's own history recovery applies.
+ * Paths are relative to the mount root, without a leading slash. One table,
+ * layouts[], holds every kind of managed file of every client generation:
+ * its path shape, how it is kept (one element a row, or whole), where its
+ * array is, what tells its elements apart for a merge, and what a commit of
+ * it teaches the store (tasks, sessions, their workspaces). A new client
+ * format is one more row. Everything else (shadow git repos, settings,
+ * secrets, locks.db, the 3.x databases, temp files) is a plain file.
+ *
+ * Two generations are known, and a folder may hold both:
+ *   - Cline's classic layout (the VS Code extension, CLI 1.x and 2.x):
+ *     state/taskHistory.json and tasks/<id>/..., where <id> is a task id,
+ *     Date.now() in decimal, the rule Cline's own history recovery applies;
+ *   - the Cline CLI 3.x sessions: sessions/<id>/<id>.json (the manifest) and
+ *     sessions/<id>/<stem>.messages.json (the conversation, and those of its
+ *     subagents), where <id> is "<ms>_<random>": a session id always has a
+ *     character that is not a digit, so the two kinds of id never meet.
  */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-#include "store/store.h"
+#include "store/json.h"
+#include "store/layout.h"
 #include "store/util.h"
 
-static const char *const array_names[] = { "api_conversation_history.json", "ui_messages.json" };
-static const char *const whole_names[] = { "task_metadata.json", "context_history.json", "settings.json" };
+#define ID_MAX 64 /* longest task or session id */
 
 bool store_is_task_id(const char *name)
 {
@@ -28,47 +42,185 @@ bool store_is_task_id(const char *name)
 	return true;
 }
 
-static bool in_list(const char *name, const char *const *list, size_t n)
+/* [A-Za-z0-9_-]+, at most max bytes: safe as a name, never "." or "..". */
+static bool is_word(const char *s, size_t n, size_t max)
 {
-	for (size_t i = 0; i < n; i++)
-		if (strcmp(name, list[i]) == 0)
-			return true;
+	if (n == 0 || n > max)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+		      c == '-'))
+			return false;
+	}
+	return true;
+}
+
+bool store_is_session_id(const char *name)
+{
+	return is_word(name, strlen(name), ID_MAX) && !store_is_task_id(name);
+}
+
+bool store_is_conversation_id(const char *name)
+{
+	return store_is_task_id(name) || store_is_session_id(name);
+}
+
+int store_conversation_dir(const char *id, char *buf, size_t n)
+{
+	const char *top = store_is_task_id(id) ? "tasks" : store_is_session_id(id) ? "sessions" : NULL;
+
+	if (!top || (size_t)snprintf(buf, n, "%s/%s", top, id) >= n)
+		return -EINVAL;
+	return 0;
+}
+
+/*
+ * The table. In a pattern, a component may hold one placeholder between a
+ * literal prefix and suffix: {task} a task id, {session} a session id (the
+ * same one wherever it appears in a path), {name} any word. The first row
+ * that matches decides.
+ */
+static const struct layout_row {
+	const char *pattern;
+	enum store_path_kind kind;
+	enum doc_ident ident;
+	const char *array_member; /* NULL: the file is the array */
+	enum doc_learn learn;
+	enum doc_whole_merge whole_merge;
+} layouts[] = {
+#define DIR(p, k) { .pattern = p, .kind = k }
+#define ARRAY(p, i, m, l) { .pattern = p, .kind = STORE_PATH_ARRAY, .ident = i, .array_member = m, .learn = l }
+#define WHOLE(p, l, w) { .pattern = p, .kind = STORE_PATH_WHOLE, .learn = l, .whole_merge = w }
+	DIR("state", STORE_PATH_DOC_DIR),
+	ARRAY("state/taskHistory.json", IDENT_ITEM_ID, NULL, LEARN_HISTORY),
+	DIR("tasks", STORE_PATH_TASKS_DIR),
+	DIR("tasks/{task}", STORE_PATH_DOC_DIR),
+	ARRAY("tasks/{task}/api_conversation_history.json", IDENT_TS, NULL, LEARN_NOTHING),
+	ARRAY("tasks/{task}/ui_messages.json", IDENT_TS, NULL, LEARN_NOTHING),
+	WHOLE("tasks/{task}/task_metadata.json", LEARN_NOTHING, WHOLE_MERGE_METADATA),
+	WHOLE("tasks/{task}/context_history.json", LEARN_NOTHING, WHOLE_MERGE_NONE),
+	WHOLE("tasks/{task}/settings.json", LEARN_NOTHING, WHOLE_MERGE_NONE),
+	DIR("sessions", STORE_PATH_TASKS_DIR),
+	DIR("sessions/{session}", STORE_PATH_DOC_DIR),
+	WHOLE("sessions/{session}/{session}.json", LEARN_MANIFEST, WHOLE_MERGE_NONE),
+	ARRAY("sessions/{session}/{session}.messages.json", IDENT_MESSAGE_ID, "messages", LEARN_NOTHING),
+	/* a subagent's conversation, in the folder of the session that started it */
+	ARRAY("sessions/{session}/{name}.messages.json", IDENT_MESSAGE_ID, "messages", LEARN_NOTHING),
+#undef DIR
+#undef ARRAY
+#undef WHOLE
+};
+
+/* Matches one path component against one pattern component; fills id for {task} and {session}. */
+static bool match_component(const char *pat, size_t plen, const char *s, size_t n, char *id)
+{
+	const char *open = memchr(pat, '{', plen), *close;
+	size_t pre, suf, vlen;
+	const char *v;
+
+	if (!open)
+		return plen == n && memcmp(pat, s, n) == 0;
+	close = memchr(open, '}', plen - (size_t)(open - pat));
+	pre = (size_t)(open - pat);
+	suf = plen - (size_t)(close - pat) - 1;
+	if (n < pre + suf + 1 || memcmp(s, pat, pre) != 0 || memcmp(s + n - suf, close + 1, suf) != 0)
+		return false;
+	v = s + pre;
+	vlen = n - pre - suf;
+	if (strncmp(open, "{name}", 6) == 0)
+		return is_word(v, vlen, NAME_WORD_MAX);
+	if (vlen > ID_MAX)
+		return false;
+	if (*id)
+		return strlen(id) == vlen && memcmp(id, v, vlen) == 0; /* the same id again */
+	memcpy(id, v, vlen);
+	id[vlen] = '\0';
+	if (strncmp(open, "{task}", 6) == 0 ? store_is_task_id(id) : store_is_session_id(id))
+		return true;
+	id[0] = '\0';
 	return false;
+}
+
+static bool match(const char *pattern, const char *path, char *id)
+{
+	const char *p = pattern, *s = path;
+
+	id[0] = '\0';
+	for (;;) {
+		size_t plen = strcspn(p, "/"), n = strcspn(s, "/");
+
+		if (!match_component(p, plen, s, n, id))
+			return false;
+		p += plen;
+		s += n;
+		if (!*p || !*s)
+			return !*p && !*s;
+		p++;
+		s++;
+	}
+}
+
+int doc_layout_of(const char *path, struct doc_layout *ret)
+{
+	char id[ID_MAX + 1];
+
+	for (size_t i = 0; i < ARRAY_SIZE(layouts); i++) {
+		const struct layout_row *l = &layouts[i];
+
+		if (!match(l->pattern, path, id))
+			continue;
+		*ret = (struct doc_layout){
+			.kind = l->kind,
+			.ident = l->ident,
+			.array_member = l->array_member,
+			.learn = l->learn,
+			.whole_merge = l->whole_merge,
+		};
+		memcpy(ret->task_id, id, strlen(id) + 1);
+		return 0;
+	}
+	return -ENOENT;
+}
+
+uint64_t doc_key_of_text(const char *s, size_t n)
+{
+	return merge_hash(s, n) | 1; /* never 0, to tell it from a missing key */
+}
+
+void doc_elem_identity(enum doc_ident ident, const char *json, size_t len, struct merge_elem *e,
+		       char **ret_key_text)
+{
+	char *text = NULL;
+	size_t a, b;
+	long long ts;
+
+	e->hash = merge_hash(json, len);
+	e->key = e->hash;
+	e->has_ts = false;
+	if (json_object_member(json, len, "ts", &a, &b) == 0 && json_to_int64(json + a, b - a, &ts) == 0) {
+		e->ts = ts;
+		e->has_ts = true;
+		if (ident == IDENT_TS)
+			e->key = (uint64_t)ts;
+	}
+	if (ident == IDENT_ITEM_ID || ident == IDENT_MESSAGE_ID) {
+		text = json_member_string(json, len, "id");
+		if (text)
+			e->key = doc_key_of_text(text, strlen(text));
+	}
+	if (ret_key_text)
+		*ret_key_text = text;
+	else
+		free(text);
 }
 
 enum store_path_kind store_path_kind(const char *path)
 {
-	const char *slash, *rest;
-	char id[33];
-	size_t idlen;
+	struct doc_layout l;
 
-	if (strcmp(path, "state") == 0)
-		return STORE_PATH_DOC_DIR;
-	if (strcmp(path, "state/taskHistory.json") == 0)
-		return STORE_PATH_ARRAY;
-	if (strcmp(path, "tasks") == 0)
-		return STORE_PATH_TASKS_DIR;
-	if (strncmp(path, "tasks/", 6) != 0)
-		return STORE_PATH_PLAIN;
-	path += 6;
-	slash = strchr(path, '/');
-	idlen = slash ? (size_t)(slash - path) : strlen(path);
-	if (idlen >= sizeof(id))
-		return STORE_PATH_PLAIN;
-	memcpy(id, path, idlen);
-	id[idlen] = '\0';
-	if (!store_is_task_id(id))
-		return STORE_PATH_PLAIN;
-	if (!slash)
-		return STORE_PATH_DOC_DIR;
-	rest = slash + 1;
-	if (strchr(rest, '/'))
-		return STORE_PATH_PLAIN;
-	if (in_list(rest, array_names, ARRAY_SIZE(array_names)))
-		return STORE_PATH_ARRAY;
-	if (in_list(rest, whole_names, ARRAY_SIZE(whole_names)))
-		return STORE_PATH_WHOLE;
-	return STORE_PATH_PLAIN;
+	return doc_layout_of(path, &l) == 0 ? l.kind : STORE_PATH_PLAIN;
 }
 
 uint32_t store_workspace_key(const char *utf8_path)

@@ -49,6 +49,12 @@ enum store_path_kind {
 enum store_path_kind store_path_kind(const char *path);
 /* True if name is a Cline task id: decimal digits, at most 32 of them. */
 bool store_is_task_id(const char *name);
+/* True if name is a Cline CLI 3.x session id: [A-Za-z0-9_-], at most 64, not all digits. */
+bool store_is_session_id(const char *name);
+/* Either: a conversation the view shows as a task. */
+bool store_is_conversation_id(const char *name);
+/* The folder of a conversation's files, "tasks/<id>" or "sessions/<id>", into buf; -EINVAL for no id. */
+int store_conversation_dir(const char *id, char *buf, size_t n);
 
 /* Cline's checkpoint hash of a workspace path: h = (h*31 + unit) >>> 0 over UTF-16 units. */
 uint32_t store_workspace_key(const char *utf8_path);

@@ -38,6 +38,7 @@
 #include <cjson/cJSON.h>
 
 #include "store/json.h"
+#include "store/layout.h"
 #include "store/merge.h"
 #include "tests/fuzz/fuzz.h"
 #include "store/util.h"
@@ -90,52 +91,12 @@ static void side_release(struct side *d)
 	merge_list_release(&d->l);
 }
 
-/* ---- identities, as store/doc.c gives them (keep in step with it) ------------- */
+/* ---- identities: the store's own rules (store/layout.c) ------------------------ */
 
-/* member_string() of doc.c: the string value of member key, or NULL. */
-static char *member_string(const char *s, size_t n, const char *key)
-{
-	size_t a, b;
-	cJSON *v;
-	char *out = NULL;
-
-	if (json_object_member(s, n, key, &a, &b) < 0)
-		return NULL;
-	v = cJSON_ParseWithLength(s + a, b - a);
-	if (v && cJSON_IsString(v) && v->valuestring) {
-		out = strdup(v->valuestring);
-		CHECK_ALLOC(out);
-	}
-	cJSON_Delete(v);
-	return out;
-}
-
-/*
- * elem_identity() of doc.c for a new element, which is also what load_rows()
- * gives a stored one from the columns elems_insert() filled.
- */
 static void identify(struct merge_elem *e, const char *json, size_t len, enum merge_kind kind)
 {
-	size_t a, b;
-	long long ts;
-
-	e->hash = merge_hash(json, len);
-	e->key = e->hash;
-	e->has_ts = false;
 	e->ts = 0;
-	if (json_object_member(json, len, "ts", &a, &b) == 0 && json_to_int64(json + a, b - a, &ts) == 0) {
-		e->ts = ts;
-		e->has_ts = true;
-		if (kind == MERGE_MESSAGES)
-			e->key = (uint64_t)ts;
-	}
-	if (kind == MERGE_HISTORY) {
-		char *id = member_string(json, len, "id");
-
-		if (id)
-			e->key = merge_hash(id, strlen(id)) | 1;
-		free(id);
-	}
+	doc_elem_identity(kind == MERGE_HISTORY ? IDENT_ITEM_ID : IDENT_TS, json, len, e, NULL);
 }
 
 /* Scans d's text and makes its list; false if the store would refuse the text. */

@@ -3,7 +3,8 @@
 #
 # export.sh: import then export gives the same files; nothing is locked in.
 #
-# For each fixture (Cline CLI 2.18.0, 1.0.10, the damaged folder) it mounts
+# For each fixture (Cline CLI 2.18.0, 1.0.10, the damaged folder, and the
+# data/ folder of CLI 3.0.65, whose sessions are docs too) it mounts
 # convfs over a copy (the first mount imports it), unmounts, runs
 # `convfs export STORE OUTDIR`, and proves that `diff -r pristine OUTDIR` is
 # empty (the torn file of the damaged folder included, byte-for-byte). Then,
@@ -14,10 +15,14 @@
 
 . "$(dirname "$0")/lib.sh"
 
-for fx in 2.18.0 1.0.10 damaged; do
+for fx in 2.18.0 1.0.10 damaged 3.0.65; do
 	say "fixture $fx"
 	pristine=$(fixture_extract "$fx" "$T/$fx/pristine")
 	mnt=$(fixture_extract "$fx" "$T/$fx/mnt")
+	if [[ $fx == 3.* ]]; then # the CLI 3.x data folder: sessions as docs, db/ plain
+		pristine+=/data
+		mnt+=/data
+	fi
 	store=$T/$fx/store.db
 	mount_convfs "$mnt" "$store"
 	unmount_convfs "$mnt"

@@ -323,6 +323,7 @@ fixture_tarball()
 {
 	case $1 in
 	damaged) echo "$FIXTURES/cline-damaged-globalStorage.tar.gz" ;;
+	3.*) echo "$FIXTURES/cline-cli-$1-data.tar.gz" ;; # the 3.x layout: mount its data/
 	*) echo "$FIXTURES/cline-cli-$1-globalStorage.tar.gz" ;;
 	esac
 }

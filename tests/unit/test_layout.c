@@ -11,6 +11,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <errno.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -40,7 +41,29 @@ static const struct path_case cases[] = {
 	{ "tasks/12345678901234567890123456789012", STORE_PATH_DOC_DIR },
 	{ "tasks/12345678901234567890123456789012/ui_messages.json", STORE_PATH_ARRAY },
 
+	/* the Cline CLI 3.x sessions */
+	{ "sessions", STORE_PATH_TASKS_DIR },
+	{ "sessions/1795505492931_317uf", STORE_PATH_DOC_DIR },
+	{ "sessions/1795505492931_317uf/1795505492931_317uf.json", STORE_PATH_WHOLE },
+	{ "sessions/1795505492931_317uf/1795505492931_317uf.messages.json", STORE_PATH_ARRAY },
+	{ "sessions/1795505492931_317uf/sub-agent_2.messages.json", STORE_PATH_ARRAY }, /* a subagent's */
+	{ "sessions/s/s.json", STORE_PATH_WHOLE },
+
 	/* everything else is a plain file */
+	{ "sessions/", STORE_PATH_PLAIN },
+	{ "sessions/1795505492931", STORE_PATH_PLAIN },              /* all digits: not a session id */
+	{ "sessions/1795505492931/1795505492931.json", STORE_PATH_PLAIN },
+	{ "sessions/a.b/a.b.json", STORE_PATH_PLAIN },
+	{ "sessions/..", STORE_PATH_PLAIN },
+	{ "sessions/1795505492931_317uf/1795505492931_317ug.json", STORE_PATH_PLAIN }, /* another id */
+	{ "sessions/1795505492931_317uf/1795505492931_317uf.compaction.json", STORE_PATH_PLAIN },
+	{ "sessions/1795505492931_317uf/1795505492931_317uf.messages.json.tmp", STORE_PATH_PLAIN },
+	{ "sessions/1795505492931_317uf/.x.messages.json", STORE_PATH_PLAIN },
+	{ "sessions/1795505492931_317uf/.messages.json", STORE_PATH_PLAIN },
+	{ "sessions/1795505492931_317uf/sub/x.messages.json", STORE_PATH_PLAIN },
+	{ "sessions/1795505492931_317uf/other.json", STORE_PATH_PLAIN },
+	{ "db/sessions.db", STORE_PATH_PLAIN },
+	{ "db/sessions.db-wal", STORE_PATH_PLAIN },
 	{ "", STORE_PATH_PLAIN },
 	{ "state/", STORE_PATH_PLAIN },
 	{ "state/other.json", STORE_PATH_PLAIN },
@@ -103,6 +126,36 @@ static void test_is_task_id(void **state)
 	assert_false(store_is_task_id("\xd9\xa1")); /* ARABIC-INDIC DIGIT ONE */
 }
 
+static void test_is_session_id(void **state)
+{
+	assert_true(store_is_session_id("1795505492931_317uf"));
+	assert_true(store_is_session_id("a"));
+	assert_true(store_is_session_id("A-b_9"));
+	assert_false(store_is_session_id("1795505492931")); /* a task id */
+	assert_false(store_is_session_id(""));
+	assert_false(store_is_session_id("."));
+	assert_false(store_is_session_id(".."));
+	assert_false(store_is_session_id("a.b"));
+	assert_false(store_is_session_id("a/b"));
+	assert_false(store_is_session_id("a b"));
+	assert_false(store_is_session_id("x1234567890123456789012345678901234567890123456789012345678901234")); /* 65 */
+	assert_true(store_is_conversation_id("1795505492931"));
+	assert_true(store_is_conversation_id("1795505492931_317uf"));
+	assert_false(store_is_conversation_id("a.b"));
+}
+
+static void test_conversation_dir(void **state)
+{
+	char buf[96];
+
+	assert_int_equal(store_conversation_dir("1795505492931", buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "tasks/1795505492931");
+	assert_int_equal(store_conversation_dir("1795505492931_317uf", buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "sessions/1795505492931_317uf");
+	assert_int_equal(store_conversation_dir("..", buf, sizeof(buf)), -EINVAL);
+	assert_int_equal(store_conversation_dir("1795505492931_317uf", buf, 10), -EINVAL);
+}
+
 static void test_workspace_key(void **state)
 {
 	/* Computed with Cline's hash: h = (h * 31 + s.charCodeAt(i)) >>> 0 */
@@ -124,6 +177,8 @@ int main(void)
 		cmocka_unit_test(test_path_kind),
 		cmocka_unit_test(test_is_task_id),
 		cmocka_unit_test(test_workspace_key),
+		cmocka_unit_test(test_is_session_id),
+		cmocka_unit_test(test_conversation_dir),
 	};
 
 	log_set_level(LOG_LEVEL_ERR);

@@ -2,10 +2,10 @@
 /*
  * test_merge.c: the three-way merges of store/merge.c, without SQLite.
  *
- * Lists are built from JSON text the way the store builds them (store/doc.c):
- * hash = merge_hash() of the bytes; a history item's key is its id,
- * merge_hash(id) | 1; a message's key is its ts where it has one, else its
- * hash. Head elements carry row ids (1000 + index), base elements 500 + index,
+ * Lists are built from JSON text by the store's own identity rules,
+ * doc_elem_identity() (store/layout.c): hash = merge_hash() of the bytes; a
+ * history item's key is its id, a message's its ts where it has one, else
+ * its hash. Head elements carry row ids (1000 + index), base elements 500 + index,
  * new elements their index. A result is checked as the sequence of texts it
  * stands for (a head element's bytes, a new element's bytes, or the merged
  * bytes it owns), with where each came from and the merge's statistics.
@@ -22,6 +22,7 @@
 #include <cjson/cJSON.h>
 #include <cmocka.h>
 
+#include "store/layout.h"
 #include "store/merge.h"
 #include "store/util.h"
 
@@ -75,37 +76,15 @@ static const char *keep(struct fx *f, char *s)
 	return s;
 }
 
-static uint64_t key_of_text(const char *s)
-{
-	return merge_hash(s, strlen(s)) | 1; /* as store/doc.c */
-}
-
-/* An element for json, identified as the store identifies it. */
+/* An element for json, identified by the store's own rules (store/layout.c). */
 static struct merge_elem elem(enum merge_kind kind, const char *json, int64_t ref)
 {
 	struct merge_elem e = { 0 };
-	cJSON *j = cJSON_Parse(json);
-	const cJSON *ts, *id;
 
-	assert_non_null(j);
 	e.json = json;
 	e.len = strlen(json);
-	e.hash = merge_hash(json, e.len);
-	e.key = e.hash;
 	e.ref = ref;
-	ts = cJSON_IsObject(j) ? cJSON_GetObjectItemCaseSensitive(j, "ts") : NULL;
-	if (cJSON_IsNumber(ts)) {
-		e.ts = (int64_t)ts->valuedouble;
-		e.has_ts = true;
-		if (kind == MERGE_MESSAGES)
-			e.key = (uint64_t)e.ts;
-	}
-	if (kind == MERGE_HISTORY) {
-		id = cJSON_GetObjectItemCaseSensitive(j, "id");
-		assert_true(cJSON_IsString(id));
-		e.key = key_of_text(id->valuestring);
-	}
-	cJSON_Delete(j);
+	doc_elem_identity(kind == MERGE_HISTORY ? IDENT_ITEM_ID : IDENT_TS, json, e.len, &e, NULL);
 	return e;
 }
 
@@ -292,7 +271,7 @@ static void test_history_same_field(void **state)
 	run(f, MERGE_HISTORY, true, true);
 	EXPECT(f, "{\"id\":\"1\",\"tokensIn\":3}");
 	expect_origins(f, "F");
-	assert_int_equal(f->ret.v[0].key, key_of_text("1"));
+	assert_int_equal(f->ret.v[0].key, doc_key_of_text("1", 1));
 	expect_stats(f, 0, 0, 0, 1, 0);
 }
 

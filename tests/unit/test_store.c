@@ -1146,6 +1146,96 @@ static void test_workspaces(void **state)
 	assert_task_workspace(f->path, "1700000000002", "691006855");
 }
 
+/* ---- Cline CLI 3.x sessions ----------------------------------------------------------- */
+
+#define SID "1795505492931_317uf"
+#define SESSION_MSGS "sessions/" SID "/" SID ".messages.json"
+#define SESSION_MANIFEST "sessions/" SID "/" SID ".json"
+
+/* A session's conversation as the CLI writes it: pretty-printed, the array not last. */
+#define SESSION_DOC(msgs) \
+	"{\n  \"version\": 1,\n  \"agent\": \"lead\",\n  \"sessionId\": \"" SID "\",\n  \"messages\": [" msgs \
+	"\n  ],\n  \"system_prompt\": \"You are Cline.\"\n}\n"
+#define MSG_A "\n    {\n      \"id\": \"a\",\n      \"role\": \"user\",\n      \"content\": \"hi\",\n      \"ts\": 10\n    }"
+#define MSG_B "\n    {\n      \"id\": \"b\",\n      \"role\": \"assistant\",\n      \"content\": \"yes\",\n      \"ts\": 20\n    }"
+#define MSG_B2 "\n    {\n      \"id\": \"b\",\n      \"role\": \"assistant\",\n      \"content\": \"yes, done\",\n      \"ts\": 20\n    }"
+#define MSG_C "\n    {\n      \"id\": \"c\",\n      \"role\": \"user\",\n      \"content\": \"from A\",\n      \"ts\": 30\n    }"
+#define MSG_D "\n    {\n      \"id\": \"d\",\n      \"role\": \"user\",\n      \"content\": \"from B\",\n      \"ts\": 30\n    }"
+
+/* The base a writer takes when it opens path now. */
+static struct store_base *base_now(struct store *st, const char *path)
+{
+	struct store_snap *snap = NULL;
+	struct store_base *b = NULL;
+
+	assert_int_equal(store_snap_open(st, path, &snap), 0);
+	assert_int_equal(store_base_from_snap(snap, &b), 0);
+	store_snap_free(snap);
+	return b;
+}
+
+static int commit_from(struct store *st, const char *path, const char *json, const struct store_base *base)
+{
+	return store_doc_commit_merged(st, path, json, strlen(json), &who, "write", base, NULL, NULL);
+}
+
+static void test_session(void **state)
+{
+	struct fixture *f = *state;
+	struct store_base *ba, *bb;
+	struct store_line line = { "{\"id\":\"e\",\"role\":\"user\",\"content\":\"appended\",\"ts\":40}", 0 };
+	_cleanup_free_ char *key = NULL, *ws = NULL;
+
+	/* Stored as written, one message a row, the object around it kept. */
+	assert_int_equal(commit(f->st, SESSION_MSGS, SESSION_DOC(MSG_A "," MSG_B)), 0);
+	assert_doc_str(f->st, SESSION_MSGS, SESSION_DOC(MSG_A "," MSG_B));
+	assert_int_equal(db_int(f->path, "SELECT nelems FROM docs WHERE path = %Q", SESSION_MSGS), 2);
+	assert_int_equal(db_int(f->path, "SELECT count(*) FROM elems WHERE key IN ('a', 'b') AND rev_to IS NULL"), 2);
+
+	/* The manifest teaches the session's workspace. */
+	assert_int_equal(commit(f->st, SESSION_MANIFEST,
+				"{\"session_id\":\"" SID "\",\"cwd\":\"/elsewhere\","
+				"\"workspace_root\":\"/home/dev/projects/webapp\"}"), 0);
+	key = task_workspace_key(f->path, SID);
+	assert_non_null(key);
+	assert_string_equal(key, "691006855");
+	ws = db_text(f->path, "SELECT path FROM workspaces WHERE key = '691006855'");
+	assert_string_equal(ws, "/home/dev/projects/webapp");
+
+	/*
+	 * Two writers read the same version; A adds c and completes b, B adds d.
+	 * Identity is the message's id: both additions stay, b is A's.
+	 */
+	ba = base_now(f->st, SESSION_MSGS);
+	bb = base_now(f->st, SESSION_MSGS);
+	assert_int_equal(commit_from(f->st, SESSION_MSGS, SESSION_DOC(MSG_A "," MSG_B2 "," MSG_C), ba), 0);
+	assert_int_equal(commit_from(f->st, SESSION_MSGS, SESSION_DOC(MSG_A "," MSG_B "," MSG_D), bb), 0);
+	assert_doc_str(f->st, SESSION_MSGS, SESSION_DOC(MSG_A "," MSG_B2 "," MSG_C "," MSG_D));
+	store_base_free(ba);
+	store_base_free(bb);
+
+	/* An append (>> to the view) adds one row inside the array, the rest kept. */
+	line.len = strlen(line.data);
+	assert_int_equal(store_doc_append(f->st, SESSION_MSGS, &line, 1, "role", &who), 0);
+	assert_doc_str(f->st, SESSION_MSGS,
+		       SESSION_DOC(MSG_A "," MSG_B2 "," MSG_C "," MSG_D ",{\"id\":\"e\",\"role\":\"user\","
+				   "\"content\":\"appended\",\"ts\":40}"));
+
+	/* Not a session's shape: refused, nothing changes. */
+	assert_int_equal(commit(f->st, SESSION_MSGS, "[]"), -EINVAL);
+	assert_int_equal(commit(f->st, SESSION_MSGS, "{\"messages\": {}}"), -EINVAL);
+	assert_int_equal(commit(f->st, SESSION_MSGS, "{\"version\": 1}"), -EINVAL);
+	assert_int_equal(db_int(f->path, "SELECT nelems FROM docs WHERE path = %Q", SESSION_MSGS), 5);
+
+	/* Trash and restore take the session's docs by its id. */
+	assert_int_equal(store_task_trash(f->st, SID, &who), 0);
+	assert_int_equal(store_doc_stat(f->st, SESSION_MSGS, &(struct store_stat){ 0 }), -ENOENT);
+	assert_int_equal(store_task_restore(f->st, SID, &who), 0);
+	assert_int_equal(db_int(f->path, "SELECT nelems FROM docs WHERE path = %Q", SESSION_MSGS), 5);
+	/* A session is the client's to make, not mkdir's. */
+	assert_int_equal(store_task_create(f->st, "new_session", NULL, &who), -EINVAL);
+}
+
 /* ---- errors, read-only, batches, settings ------------------------------------------- */
 
 /* ":memory:" works too (the WAL pragma is a no-op there): handy for tools and tests. */
@@ -1277,6 +1367,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_create_remove, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_list, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_workspaces, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_session, setup_store, teardown),
 		cmocka_unit_test(test_memory_store),
 		cmocka_unit_test(test_errno_mapping),
 		cmocka_unit_test_setup_teardown(test_readonly, setup_store, teardown),
