@@ -186,6 +186,11 @@ struct store_base *bases_take(struct bases *b, const struct fs_proc *proc, const
 	return base;
 }
 
+/*
+ * Decides and acts in one critical section: a read base put by one thread of
+ * a writer must not replace the written base another thread put meanwhile
+ * (that would license removals the writer never saw).
+ */
 void bases_put(struct bases *b, const struct fs_proc *proc, const char *path, struct store_base *base)
 {
 	uint64_t h = key_hash(proc, path);
@@ -193,25 +198,6 @@ void bases_put(struct bases *b, const struct fs_proc *proc, const char *path, st
 
 	if (!base)
 		return;
-	if (store_base_is_read(base)) {
-		/* A read never replaces a base: see the top of this file. */
-		bool have;
-
-		pthread_mutex_lock(&b->lock);
-		old = detach(b, proc, path, h);
-		have = old != NULL;
-		if (old) {
-			old->next_in_bucket = b->buckets[h % BASES_BUCKETS];
-			b->buckets[h % BASES_BUCKETS] = old;
-			lru_push(b, old);
-			b->n++;
-		}
-		pthread_mutex_unlock(&b->lock);
-		if (have) {
-			store_base_free(base);
-			return;
-		}
-	}
 	e = calloc(1, sizeof(*e));
 	if (!e || !(e->path = strdup(path))) {
 		free(e);
@@ -223,6 +209,13 @@ void bases_put(struct bases *b, const struct fs_proc *proc, const char *path, st
 	e->base = base;
 	pthread_mutex_lock(&b->lock);
 	old = detach(b, proc, path, h);
+	if (old && store_base_is_read(base)) {
+		/* A read never replaces a base: see the top of this file. */
+		struct base_entry *t = old;
+
+		old = e;
+		e = t;
+	}
 	e->next_in_bucket = b->buckets[h % BASES_BUCKETS];
 	b->buckets[h % BASES_BUCKETS] = e;
 	lru_push(b, e);

@@ -50,8 +50,14 @@ int plain_open(const struct fs *fs, const char *rel, int flags, mode_t mode);
  */
 int plain_open_parent(const struct fs *fs, const char *rel, const char **ret_leaf);
 
-/* mkdir -p of rel in the backing tree, mode 0700. Returns 0 or -errno. */
+/*
+ * mkdir -p of rel in the backing tree, mode 0700. Returns 0 or -errno
+ * (-ELOOP where a symlink stands in the way, -ENOTDIR a file).
+ */
 int plain_mkdirs(const struct fs *fs, const char *rel);
+
+/* renameat2() of from to to, both resolved as plain_open_parent() does. 0 or -errno. */
+int plain_rename(const struct fs *fs, const char *from, const char *to, unsigned int flags);
 
 /*
  * Opens (creating, 0700) the backing tree of the store at store_path. Called
@@ -71,6 +77,27 @@ struct fs_proc {
 
 /* Identifies the process of thread tid. Returns 0 or -errno. */
 int fs_proc_get(pid_t tid, struct fs_proc *ret);
+
+/*
+ * commit.c: the one way the bytes a writer wrote become a commit. What is
+ * committed, for whom, and where the writer's base is kept.
+ */
+struct commit_req {
+	const char *doc;       /* the doc committed, when ws_key is NULL */
+	const char *ws_key;    /* else a workspace's taskHistory.json ("": unknown), merged into the history */
+	const char *base_path; /* the path the writer wrote: its base is kept under it */
+	const char *kind;      /* for the revision log: "write", "rename", "rewrite" */
+	const struct fs_proc *proc;
+	const struct store_who *who;
+};
+
+struct sb;
+/* Reads fd from offset 0 to its end with pread, in bounded chunks, into ret (never mapped). */
+int commit_read_fd(int fd, struct sb *ret);
+/* Commits data for req's writer: takes its base, commits a merge against it, keeps the new one. */
+int commit_bytes(struct fs *fs, const struct commit_req *req, const char *data, size_t len);
+/* commit_bytes() of all fd holds, read with commit_read_fd(). */
+int commit_fd(struct fs *fs, const struct commit_req *req, int fd);
 
 int bases_new(struct bases **ret);
 void bases_free(struct bases *b);

@@ -32,9 +32,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
-#include <malloc.h>
 #include <sys/file.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/uio.h>
@@ -718,7 +716,7 @@ static int task_trash(struct fs *fs, const char *id)
 	struct store_who who;
 	struct fs_proc proc;
 	char from[96], to[96];
-	int r, root;
+	int r;
 
 	caller(&proc, &who);
 	r = store_task_trash(fs->store, id, &who);
@@ -727,12 +725,10 @@ static int task_trash(struct fs *fs, const char *id)
 	if (store_conversation_dir(id, from, sizeof(from)) < 0)
 		return 0;
 	snprintf(to, sizeof(to), TRASH_DIR "/%s", id);
-	root = plain_open(fs, "", O_PATH | O_DIRECTORY, 0);
-	if (root < 0)
-		return 0;
-	if (plain_mkdirs(fs, TRASH_DIR) == 0 && renameat(root, from, root, to) < 0 && errno != ENOENT)
-		log_warn("cannot move the folder '%s' to the trash: %s; it stays where it is", from, strerror(errno));
-	close(root);
+	if ((r = plain_mkdirs(fs, TRASH_DIR)) == 0)
+		r = plain_rename(fs, from, to, 0);
+	if (r < 0 && r != -ENOENT)
+		log_warn("cannot move the folder '%s' to the trash: %s; it stays where it is", from, strerror(-r));
 	return 0;
 }
 
@@ -741,7 +737,7 @@ static int task_restore(struct fs *fs, const char *id)
 	struct store_who who;
 	struct fs_proc proc;
 	char from[96], to[96];
-	int r, root;
+	int r;
 
 	caller(&proc, &who);
 	r = store_task_restore(fs->store, id, &who);
@@ -750,16 +746,15 @@ static int task_restore(struct fs *fs, const char *id)
 	snprintf(from, sizeof(from), TRASH_DIR "/%s", id);
 	if (store_conversation_dir(id, to, sizeof(to)) < 0)
 		return r;
-	root = plain_open(fs, "", O_PATH | O_DIRECTORY, 0);
-	if (root >= 0) {
-		*strchr(to, '/') = '\0';
-		plain_mkdirs(fs, to); /* tasks/ or sessions/ */
-		to[strlen(to)] = '/';
-		if (renameat2(root, from, root, to, RENAME_NOREPLACE) < 0)
-			r = plain_mkdirs(fs, to);
-		close(root);
-	}
-	return r;
+	*strchr(to, '/') = '\0';
+	r = plain_mkdirs(fs, to); /* tasks/ or sessions/ */
+	to[strlen(to)] = '/';
+	if (r == 0 && plain_rename(fs, from, to, RENAME_NOREPLACE) < 0)
+		r = plain_mkdirs(fs, to); /* its folder held no plain files: a new one */
+	if (r < 0)
+		log_warn("cannot make the folder '%s' of the restored task: %s; its conversation is back", to,
+			 strerror(-r));
+	return 0;
 }
 
 /* True if r is the folder of one conversation: tasks/<id>, sessions/<id>. */
@@ -809,18 +804,6 @@ int op_rmdir(const char *path)
 			log_warn("removed '%s' but cannot put the task in the trash: %s", r, strerror(-t));
 	}
 	return res;
-}
-
-/*
- * After a commit of a big file, give the memory it took back to the system:
- * merging or comparing a long conversation allocates in proportion to it, and
- * glibc keeps freed memory in its arenas (promise 8: the daemon's memory must
- * not grow with the size of one conversation).
- */
-static void trim_after(size_t committed)
-{
-	if (committed >= ((size_t)4 << 20))
-		malloc_trim(0);
 }
 
 /* ---- doc handles ---------------------------------------------------------------- */
@@ -928,32 +911,13 @@ static int stage_begin(struct fs *fs, struct fs_file *f, bool empty)
 static int stage_commit(struct fs *fs, struct fs_file *f, const char *kind)
 {
 	struct store_snap *snap = NULL;
-	struct store_base *base, *nb = NULL;
 	struct store_who who;
 	struct fs_proc proc;
-	struct stat st;
-	void *data = NULL;
+	struct commit_req req = { .doc = f->path, .base_path = f->path, .kind = kind, .proc = &proc, .who = &who };
 	int r;
 
-	if (fstat(f->fd, &st) < 0)
-		return -errno;
-	if (st.st_size > 0) {
-		data = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, f->fd, 0);
-		if (data == MAP_FAILED) {
-			r = -errno;
-			log_err("cannot map the staged '%s': %s", f->path, strerror(errno));
-			return r;
-		}
-	}
 	caller(&proc, &who);
-	base = bases_take(fs->bases, &proc, f->path);
-	r = store_doc_commit_merged(fs->store, f->path, data ? data : "", (size_t)st.st_size, &who, kind, base, &nb,
-				    NULL);
-	store_base_free(base);
-	bases_put(fs->bases, &proc, f->path, nb);
-	if (data)
-		munmap(data, (size_t)st.st_size);
-	trim_after((size_t)st.st_size);
+	r = commit_fd(fs, &req, f->fd);
 	if (r < 0) {
 		if (r != -EINVAL) /* EINVAL was logged with its reason by the store */
 			log_err("cannot commit '%s': %s; the previous version stays", f->path, strerror(-r));
@@ -1117,36 +1081,16 @@ static int text_open(struct fs *fs, const char *r, const struct view_path *vp, s
 	return 0;
 }
 
-/* Commits data as the new content of workspaces/<ws>/taskHistory.json at view path r. */
-static int ws_history_commit(struct fs *fs, const char *r, const char *ws_key, const char *data, size_t len)
+/* The staged content of a text handle (a workspace's taskHistory.json), committed. f->lock held. */
+static int text_commit(struct fs *fs, struct fs_file *f)
 {
-	struct store_base *base, *nb = NULL;
 	struct store_who who;
 	struct fs_proc proc;
+	struct commit_req req = { .ws_key = f->ws_key, .base_path = f->path, .proc = &proc, .who = &who };
 	int res;
 
 	caller(&proc, &who);
-	base = bases_take(fs->bases, &proc, r);
-	res = store_history_commit_ws(fs->store, *ws_key ? ws_key : NULL, data, len, &who, base, &nb);
-	store_base_free(base);
-	bases_put(fs->bases, &proc, r, nb);
-	return res;
-}
-
-/* The staged content of a text handle, committed. f->lock held. */
-static int text_commit(struct fs *fs, struct fs_file *f)
-{
-	struct stat st;
-	void *data = NULL;
-	int res;
-
-	if (fstat(f->fd, &st) < 0)
-		return -errno;
-	if (st.st_size > 0 && (data = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, f->fd, 0)) == MAP_FAILED)
-		return -errno;
-	res = ws_history_commit(fs, f->path, f->ws_key, data ? data : "", (size_t)st.st_size);
-	if (data)
-		munmap(data, (size_t)st.st_size);
+	res = commit_fd(fs, &req, f->fd);
 	if (res == 0)
 		f->dirty = false;
 	return res;
@@ -1303,24 +1247,20 @@ static int jsonl_append(struct fs *fs, struct fs_file *f, const char *buf, size_
 /* Commits the staged JSON Lines as the doc's new content (a merged rewrite). f->lock held. */
 static int jsonl_commit(struct fs *fs, struct fs_file *f)
 {
-	_cleanup_sb_ struct sb arr = SB_INIT;
-	struct store_base *base, *nb = NULL;
+	_cleanup_sb_ struct sb arr = SB_INIT, lines = SB_INIT;
 	struct store_who who;
 	struct fs_proc proc;
-	struct stat st;
-	char *data = NULL;
+	struct commit_req req = { .doc = f->path, .base_path = f->path, .kind = "rewrite", .proc = &proc, .who = &who };
+	const char *data;
 	size_t start = 0, i = 0;
 	int r;
 
-	if (fstat(f->fd, &st) < 0)
-		return -errno;
-	if (st.st_size > 0) {
-		data = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, f->fd, 0);
-		if (data == MAP_FAILED)
-			return -errno;
-	}
+	r = commit_read_fd(f->fd, &lines);
+	if (r < 0)
+		return r;
+	data = sb_str(&lines);
 	r = sb_add(&arr, "[", 1);
-	for (size_t pos = 0; r == 0 && pos < (size_t)st.st_size; pos++) {
+	for (size_t pos = 0; r == 0 && pos < lines.len; pos++) {
 		if (data[pos] != '\n')
 			continue;
 		{
@@ -1337,21 +1277,17 @@ static int jsonl_commit(struct fs *fs, struct fs_file *f)
 		i++;
 		start = pos + 1;
 	}
-	if (r == 0 && start < (size_t)st.st_size) {
+	if (r == 0 && start < lines.len) {
 		log_warn("refusing to commit '%s': its last line has no newline; nothing stored", f->path);
 		r = -EINVAL;
 	}
-	if (data)
-		munmap(data, (size_t)st.st_size);
+	sb_release(&lines);
 	if (r == 0)
 		r = sb_add(&arr, "]", 1);
 	if (r < 0)
 		return r;
 	caller(&proc, &who);
-	base = bases_take(fs->bases, &proc, f->path);
-	r = store_doc_commit_merged(fs->store, f->path, arr.buf, arr.len, &who, "rewrite", base, &nb, NULL);
-	store_base_free(base);
-	bases_put(fs->bases, &proc, f->path, nb);
+	r = commit_bytes(fs, &req, arr.buf, arr.len);
 	if (r == 0)
 		f->dirty = false;
 	return r;
@@ -1762,49 +1698,37 @@ int op_unlink(const char *path)
 	return res;
 }
 
-/* Commits the plain file `from` as the new content of doc `to`, then removes `from`. */
-static int rename_in(struct fs *fs, const char *from, const char *to, unsigned int flags)
+/*
+ * Commits the plain file `from` as the new content of doc `to` (ws_key NULL),
+ * or of the workspace's taskHistory.json at view path `to` (ws_key "" for
+ * unknown), then removes `from`: a temp file renamed over it.
+ */
+static int rename_in(struct fs *fs, const char *from, const char *to, unsigned int flags, const char *ws_key)
 {
-	struct store_base *base, *nb = NULL;
 	struct store_who who;
 	struct store_stat ss;
 	struct fs_proc proc;
+	struct commit_req req = { .doc = to, .ws_key = ws_key, .base_path = to, .kind = "rename",
+				  .proc = &proc, .who = &who };
 	struct stat st;
-	void *data = NULL;
 	const char *leaf;
 	int fd, dfd, r;
 
-	if ((flags & RENAME_NOREPLACE) && store_doc_stat(fs->store, to, &ss) == 0)
+	if (!ws_key && (flags & RENAME_NOREPLACE) && store_doc_stat(fs->store, to, &ss) == 0)
 		return -EEXIST;
 	fd = plain_open(fs, from, O_RDONLY, 0);
 	if (fd < 0)
-		return fd == -EISDIR ? -EISDIR : fd;
+		return fd;
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		r = S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
 		close(fd);
 		return r;
 	}
-	if (st.st_size > 0) {
-		data = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-		if (data == MAP_FAILED) {
-			r = -errno;
-			close(fd);
-			log_err("cannot map '%s' to commit it as '%s': %s", from, to, strerror(-r));
-			return r;
-		}
-	}
-	close(fd);
 	caller(&proc, &who);
-	base = bases_take(fs->bases, &proc, to);
-	r = store_doc_commit_merged(fs->store, to, data ? data : "", (size_t)st.st_size, &who, "rename", base, &nb,
-				    NULL);
-	store_base_free(base);
-	bases_put(fs->bases, &proc, to, nb);
-	if (data)
-		munmap(data, (size_t)st.st_size);
-	trim_after((size_t)st.st_size);
+	r = commit_fd(fs, &req, fd);
+	close(fd);
 	if (r < 0) {
-		if (r != -EINVAL)
+		if (r != -EINVAL) /* EINVAL was logged with its reason by the store */
 			log_err("cannot commit '%s' as '%s': %s; the previous version stays", from, to, strerror(-r));
 		return r;
 	}
@@ -1883,46 +1807,11 @@ out:
 	return r;
 }
 
-/* A temp file renamed over workspaces/<ws>/taskHistory.json: its bytes, merged in. */
-static int rename_in_ws_history(struct fs *fs, const char *from, const char *to, const struct view_path *vt)
-{
-	struct stat st;
-	void *data = NULL;
-	const char *leaf;
-	int fd, dfd, r;
-
-	fd = plain_open(fs, from, O_RDONLY, 0);
-	if (fd < 0)
-		return fd;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return -EINVAL;
-	}
-	if (st.st_size > 0 && (data = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0)) == MAP_FAILED) {
-		r = -errno;
-		close(fd);
-		return r;
-	}
-	close(fd);
-	r = ws_history_commit(fs, to, vt->unknown ? "" : vt->key, data ? data : "", (size_t)st.st_size);
-	if (data)
-		munmap(data, (size_t)st.st_size);
-	if (r < 0)
-		return r;
-	dfd = plain_open_parent(fs, from, &leaf);
-	if (dfd >= 0) {
-		unlinkat(dfd, leaf, 0);
-		close(dfd);
-	}
-	return 0;
-}
-
 int op_rename(const char *from, const char *to, unsigned int flags)
 {
 	struct fs *fs = fs_get();
 	enum store_path_kind kf, kt;
-	const char *lf, *lt;
-	int df, dt, r;
+	int r;
 
 	backing_check(fs);
 	from = rel(from);
@@ -1946,7 +1835,7 @@ int op_rename(const char *from, const char *to, unsigned int flags)
 			return task_restore(fs, vf.task);
 		}
 		if (vt.kind == VIEW_WS_HISTORY && pt == 0 && vf.kind == VIEW_NONE && !is_doc(from))
-			return rename_in_ws_history(fs, from, to, &vt);
+			return rename_in(fs, from, to, flags, vt.unknown ? "" : vt.key);
 		if (vf.kind == VIEW_NONE && pt == 0 && view_is_top(&vt) && !strchr(to + 11, '/')) {
 			/* A client's entry renamed onto a view folder's name wins: the view's moves aside. */
 			if (flags & RENAME_NOREPLACE)
@@ -1970,20 +1859,10 @@ int op_rename(const char *from, const char *to, unsigned int flags)
 			return -EINVAL;
 		if (is_doc(from) && is_doc(to))
 			return strcmp(from, to) == 0 ? 0 : -EXDEV;
-		return is_doc(to) ? rename_in(fs, from, to, flags) : rename_out(fs, from, to, flags);
+		return is_doc(to) ? rename_in(fs, from, to, flags, NULL) : rename_out(fs, from, to, flags);
 	}
-	df = plain_open_parent(fs, from, &lf);
-	if (df < 0)
-		return df;
-	dt = plain_open_parent(fs, to, &lt);
-	if (dt < 0) {
-		close(df);
-		return dt;
-	}
-	r = renameat2(df, lf, dt, lt, flags) < 0 ? plain_fail("rename", from, errno) : 0;
-	close(df);
-	close(dt);
-	return r;
+	r = plain_rename(fs, from, to, flags);
+	return r < 0 ? plain_fail("rename", from, -r) : 0;
 }
 
 int op_link(const char *from, const char *to)
@@ -2025,8 +1904,11 @@ int op_symlink(const char *target, const char *path)
 	backing_check(fs);
 	if (in_readonly_view(fs, r))
 		return -EROFS;
-	if (is_doc(r))
+	if (store_path_kind(r) != STORE_PATH_PLAIN) {
+		/* tasks, sessions, state and their conversation folders are folders, never links */
+		log_warn("refusing to create the symlink '%s': that name holds conversations", r);
 		return -EPERM;
+	}
 	res = view_refuses_create(fs, r, "symlink");
 	if (res < 0)
 		return res;

@@ -20,6 +20,7 @@
 #include <limits.h>
 #include <linux/openat2.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -198,6 +199,15 @@ int plain_mkdirs(const struct fs *fs, const char *rel)
 			if (dfd < 0)
 				return dfd;
 			r = mkdirat(dfd, leaf, 0700) < 0 && errno != EEXIST ? -errno : 0;
+			if (r == 0) {
+				/* What exists must be a folder: a symlink there is never taken for one. */
+				struct stat st;
+
+				if (fstatat(dfd, leaf, &st, AT_SYMLINK_NOFOLLOW) < 0)
+					r = -errno;
+				else if (!S_ISDIR(st.st_mode))
+					r = S_ISLNK(st.st_mode) ? -ELOOP : -ENOTDIR;
+			}
 			close(dfd);
 			if (r < 0)
 				return r;
@@ -206,6 +216,25 @@ int plain_mkdirs(const struct fs *fs, const char *rel)
 				return 0;
 		}
 	}
+}
+
+int plain_rename(const struct fs *fs, const char *from, const char *to, unsigned int flags)
+{
+	const char *lf, *lt;
+	int df, dt, r;
+
+	df = plain_open_parent(fs, from, &lf);
+	if (df < 0)
+		return df;
+	dt = plain_open_parent(fs, to, &lt);
+	if (dt < 0) {
+		close(df);
+		return dt;
+	}
+	r = renameat2(df, lf, dt, lt, flags) < 0 ? -errno : 0;
+	close(df);
+	close(dt);
+	return r;
 }
 
 int plain_open_root(const char *store_path, char **ret_backing_path, int *ret_fd)

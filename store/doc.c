@@ -776,7 +776,7 @@ static int filter_ws(struct store *st, struct merge_list *l, const char *ws_key)
 
 		while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
 			struct merge_elem e = { .key = doc_key_of_text((const char *)sqlite3_column_text(stmt, 0),
-								   (size_t)sqlite3_column_bytes(stmt, 0)) };
+								       (size_t)sqlite3_column_bytes(stmt, 0)) };
 
 			if ((r = merge_list_push(&ids, &e)) < 0)
 				break;
