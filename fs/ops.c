@@ -101,9 +101,17 @@ static void caller(struct fs_proc *proc, struct store_who *who)
 	who->comm = proc->comm[0] ? proc->comm : NULL;
 }
 
+/*
+ * After a commit of doc r: the kernel drops what it cached of r, and of the
+ * view's folders whose times follow the conversation r belongs to.
+ */
 static void invalidate(struct fs *fs, const char *r)
 {
+	char task[72];
+
 	ll_invalidate(fs, r);
+	if (store_path_conversation(r, task, sizeof(task)) == 0)
+		view_invalidate_conversation(fs, task);
 }
 
 static void doc_fill_stat(const struct fs *fs, const struct store_stat *s, struct stat *st)
@@ -1241,6 +1249,7 @@ static int jsonl_append(struct fs *fs, struct fs_file *f, const char *buf, size_
 		store_snap_free(f->snap);
 		f->snap = snap;
 	}
+	invalidate(fs, f->path);
 	return (int)size;
 }
 
@@ -1560,6 +1569,8 @@ int op_flush(const char *path, struct fuse_file_info *fi)
 		} else if (f->dirty) {
 			r = jsonl_commit(fs, f);
 			f->commit_failed = r < 0;
+			if (r == 0)
+				invalidate(fs, f->path);
 		}
 		pthread_mutex_unlock(&f->lock);
 		return r;
@@ -1738,6 +1749,7 @@ static int rename_in(struct fs *fs, const char *from, const char *to, unsigned i
 			 strerror(dfd < 0 ? -dfd : errno));
 	if (dfd >= 0)
 		close(dfd);
+	invalidate(fs, ws_key ? "state/taskHistory.json" : to);
 	return 0;
 }
 

@@ -936,6 +936,25 @@ static int read_whole(struct fs *fs, const char *doc, char **ret, size_t *ret_le
 	return 0;
 }
 
+void view_invalidate_conversation(struct fs *fs, const char *task_id)
+{
+	_cleanup_free_ char *key = NULL, *wpath = NULL;
+	char name[80], rel[128];
+	bool trashed;
+
+	ll_invalidate(fs, "workspaces");
+	if (store_task_workspace(fs->store, task_id, &key, &trashed) < 0)
+		return;
+	if (key && store_workspace_path(fs->store, key, &wpath) == 0)
+		ws_name(wpath, key, name, sizeof(name));
+	else
+		snprintf(name, sizeof(name), "unknown");
+	snprintf(rel, sizeof(rel), "workspaces/%s", name);
+	ll_invalidate(fs, rel);
+	snprintf(rel, sizeof(rel), "workspaces/%s/tasks", name);
+	ll_invalidate(fs, rel);
+}
+
 int view_render(struct fs *fs, const struct view_path *vp, char **ret, size_t *ret_len, int64_t *ret_mtime_ns,
 		int64_t *ret_rev)
 {

@@ -105,6 +105,14 @@ static inline bool view_is_top(const struct view_path *vp)
 	return vp->kind == VIEW_WS || (vp->kind == VIEW_TRASH && vp->trash);
 }
 
+/*
+ * Tells the kernel that the folders showing conversation task_id changed
+ * (their times follow its last activity): workspaces/, its workspace's folder
+ * and tasks/. Only attributes are dropped (notify_inval_inode), which takes no
+ * folder lock in the kernel: safe from inside a request.
+ */
+void view_invalidate_conversation(struct fs *fs, const char *task_id);
+
 /* True if rel is a view path that can hold a task: workspaces/<ws>/tasks/<id>. */
 bool view_is_task_slot(const struct view_path *vp);
 

@@ -216,6 +216,16 @@ void doc_elem_identity(enum doc_ident ident, const char *json, size_t len, struc
 		free(text);
 }
 
+int store_path_conversation(const char *path, char *buf, size_t n)
+{
+	struct doc_layout l;
+
+	if (doc_layout_of(path, &l) < 0 || !l.task_id[0] || strlen(l.task_id) >= n)
+		return -ENOENT;
+	memcpy(buf, l.task_id, strlen(l.task_id) + 1);
+	return 0;
+}
+
 enum store_path_kind store_path_kind(const char *path)
 {
 	struct doc_layout l;

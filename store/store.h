@@ -53,6 +53,8 @@ bool store_is_task_id(const char *name);
 bool store_is_session_id(const char *name);
 /* Either: a conversation the view shows as a task. */
 bool store_is_conversation_id(const char *name);
+/* The task or session id the path (a doc or its folder) belongs to, into buf; -ENOENT for none. */
+int store_path_conversation(const char *path, char *buf, size_t n);
 /* The folder of a conversation's files, "tasks/<id>" or "sessions/<id>", into buf; -EINVAL for no id. */
 int store_conversation_dir(const char *id, char *buf, size_t n);
 

@@ -337,6 +337,21 @@ rsync -a --itemize-changes "$mnt/" "$T/backup/" >"$T/rsync1" 2>"$T/rsync.err" ||
 same "$T/backup/workspaces/$WS_A/tasks/$TA/messages.jsonl" "$VA/messages.jsonl" "rsync's copy of messages.jsonl"
 rsync -a --itemize-changes "$mnt/" "$T/backup/" >"$T/rsync2" 2>"$T/rsync.err" || problem "the second rsync -a failed: $(cat "$T/rsync.err")"
 [[ ! -s $T/rsync2 ]] || problem "the second rsync -a transferred something:\n$(head -n 20 "$T/rsync2")"
+# Right after a >> append, with the folders' attributes freshly cached by the
+# rsync just made: the kernel is told the folders changed, so an rsync at once
+# copies the new times, and its rerun copies nothing.
+stat "$W/$WS_A" "$W/$WS_A/tasks" >/dev/null # cached by the kernel now, as by that rsync
+printf '%s\n' '{"role":"user","content":[{"type":"text","text":"just before a backup"}],"ts":1795306400009}' >>"$VA/messages.jsonl"
+((++n_api))
+doc_mtime=$(stat -c '%.9Y' "$CA/api_conversation_history.json")
+for d in "$W/$WS_A" "$W/$WS_A/tasks"; do
+	got=$(stat -c '%.9Y' "$d")
+	[[ $got == "$doc_mtime" ]] || problem "right after >>, the mtime of ${d#"$mnt"/} is $got; expected $doc_mtime (its last activity)"
+done
+rsync -a "$mnt/" "$T/backup/" 2>"$T/rsync.err" || problem "rsync -a right after >> failed: $(cat "$T/rsync.err")"
+sleep 1.1 # the rerun sees the folders as they are, whatever the kernel had cached
+rsync -a --itemize-changes "$mnt/" "$T/backup/" >"$T/rsync3" 2>"$T/rsync.err" || problem "the rerun failed: $(cat "$T/rsync.err")"
+[[ ! -s $T/rsync3 ]] || problem "after a >> append, an rsync and its rerun: the rerun transferred something (stale folder times):\n$(head -n 20 "$T/rsync3")"
 
 # ---- 9. inode numbers and mtimes across a remount ----------------------------
 say "remount"
