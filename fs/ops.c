@@ -1089,14 +1089,30 @@ static int text_open(struct fs *fs, const char *r, const struct view_path *vp, s
 	return 0;
 }
 
+/*
+ * A rewrite through the view that leaves nothing (`: > messages.jsonl`)
+ * would empty a conversation: refused, with a word on how to remove it.
+ */
+static int refuse_emptying(const char *doc)
+{
+	log_warn("refusing to empty '%s' through the view; nothing changes. To remove a task, remove its folder "
+		 "(rm -r workspaces/<ws>/tasks/<id>): it goes to workspaces/.trash", doc);
+	return -EPERM;
+}
+
 /* The staged content of a text handle (a workspace's taskHistory.json), committed. f->lock held. */
 static int text_commit(struct fs *fs, struct fs_file *f)
 {
 	struct store_who who;
 	struct fs_proc proc;
 	struct commit_req req = { .ws_key = f->ws_key, .base_path = f->path, .proc = &proc, .who = &who };
+	struct stat st;
 	int res;
 
+	if (fstat(f->fd, &st) < 0)
+		return -errno;
+	if (st.st_size == 0)
+		return refuse_emptying(f->path);
 	caller(&proc, &who);
 	res = commit_fd(fs, &req, f->fd);
 	if (res == 0)
@@ -1267,6 +1283,8 @@ static int jsonl_commit(struct fs *fs, struct fs_file *f)
 	r = commit_read_fd(f->fd, &lines);
 	if (r < 0)
 		return r;
+	if (lines.len == 0)
+		return refuse_emptying(f->path);
 	data = sb_str(&lines);
 	r = sb_add(&arr, "[", 1);
 	for (size_t pos = 0; r == 0 && pos < lines.len; pos++) {
@@ -1547,10 +1565,11 @@ int op_flush(const char *path, struct fuse_file_info *fi)
 		 * Opened with O_TRUNC and not written: empty, which is not JSON. A
 		 * shell's `>` closes its first descriptor before the command writes
 		 * through the other, so this is not yet final: refuse quietly here,
-		 * and let release commit (and log a refusal) if it stays empty.
+		 * and let release commit (and log a refusal) if it stays empty. A
+		 * view file left empty would empty a conversation: EPERM.
 		 */
 		pthread_mutex_unlock(&f->lock);
-		return -EINVAL;
+		return f->kind == FILE_JSONL || f->kind == FILE_TEXT ? -EPERM : -EINVAL;
 	}
 	if (f->kind == FILE_TEXT) {
 		if (f->dirty) {
@@ -1596,6 +1615,8 @@ int op_release(const char *path, struct fuse_file_info *fi)
 		if (stage_commit(fs, f, "write") == 0)
 			invalidate(fs, f->path);
 	}
+	if ((f->kind == FILE_JSONL || f->kind == FILE_TEXT) && f->dirty && !f->written)
+		refuse_emptying(f->path); /* opened with O_TRUNC and never written: said once, here */
 	file_free(f);
 	return 0;
 }

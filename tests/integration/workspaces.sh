@@ -13,7 +13,9 @@
 #     rewrite (cat old new > tmp; cat tmp > file) with one new line is taken;
 #   - a bad line (not JSON, an array, an api line without "role", a bad 2nd
 #     line in one write, a last line with no newline) is refused with EINVAL
-#     and changes nothing, byte for byte, in either view;
+#     and changes nothing, byte for byte, in either view; emptying a
+#     conversation (`: > messages.jsonl`) is refused at close with EPERM and
+#     a log line that says to remove the task instead;
 #   - `grep -r` finds a phrase in both workspaces; `jq -c .` reproduces each
 #     .jsonl file; `rsync -a` run twice transfers nothing the second time;
 #   - `rm -r` of a task (in the view or in tasks/) moves it to
@@ -194,6 +196,22 @@ got=$(append_raw "$VA/ui_messages.jsonl" '{"ts":1795306400007,"type":"say","say"
 printf '%s' "$good" >>"$VA/messages.jsonl" || problem "printf of a line without newline failed at write; expected the refusal at close"
 got=$(append_raw "$VA/messages.jsonl" "$good")
 [[ $got == close:EINVAL ]] || problem "a last line without newline returned '$got'; expected close:EINVAL"
+
+# Emptying a conversation through the view (`: > messages.jsonl`) is refused
+# at close with EPERM and a log line that says how to remove a task.
+: >"$VA/messages.jsonl" || true
+got=$(node -e '
+	const fs = require("fs");
+	const fd = fs.openSync(process.argv[1], "w");
+	try { fs.closeSync(fd); console.log("ok"); } catch (e) { console.log("close:" + e.code); }' "$VA/ui_messages.jsonl")
+[[ $got == close:EPERM ]] || problem "emptying ui_messages.jsonl through the view returned '$got'; expected close:EPERM"
+got=$(node -e '
+	const fs = require("fs");
+	const fd = fs.openSync(process.argv[1], "w");
+	try { fs.closeSync(fd); console.log("ok"); } catch (e) { console.log("close:" + e.code); }' "$W/$WS_A/taskHistory.json")
+[[ $got == close:EPERM ]] || problem "emptying a workspace's taskHistory.json returned '$got'; expected close:EPERM"
+log_has "$store.log" "refusing to empty 'tasks/$TA/api_conversation_history\.json' through the view; nothing changes\. To remove a task, remove its folder" \
+	"the refused emptying of messages.jsonl"
 
 for f in "${files[@]}"; do
 	same "$f" "$T/before/$(basename "$f")" "after the refused lines, ${f#"$mnt"/}"
@@ -409,7 +427,7 @@ wait "$tail_pid" 2>/dev/null || true
 
 unmount_convfs "$mnt"
 # The refusals this test provokes, and nothing else.
-check_log "$store.log" "^convfs: warning: refusing ((to append to|the last line written to) 'tasks/$TA/(api_conversation_history|ui_messages)\.json'|to make the task 'workspaces/$WS_A/tasks/(not-a-number|1799000000000x)')"
+check_log "$store.log" "^convfs: warning: refusing ((to append to|the last line written to) 'tasks/$TA/(api_conversation_history|ui_messages)\.json'|to make the task 'workspaces/$WS_A/tasks/(not-a-number|1799000000000x)'|to empty '(tasks/$TA/(api_conversation_history|ui_messages)\.json|workspaces/$WS_A/taskHistory\.json)' through the view)"
 
 # ---- 1.0.10: a folder with no workspaces/ of its own -------------------------
 say "fixture 1.0.10"
