@@ -11,7 +11,14 @@
 #     valid JSON or fails with EINVAL and changes nothing;
 #   - a symlink named tasks cannot be made at the root, and one planted in
 #     the backing tree is not followed when a task comes back from the trash
-#     (mv workspaces/.trash/<id> ...): nothing is made outside the tree.
+#     (mv workspaces/.trash/<id> ...): nothing is made outside the tree;
+#   - another user, on a mount shared with -o allow_other (uid 65534): cannot
+#     read or write the owner's conversations (compat files and the view) or
+#     plain files, nor rename anything over a conversation file; can fill a
+#     folder the owner shared with it until the disk is full (ENOSPC for it,
+#     nothing of the owner's lost); can open the same file 5,000 times (the
+#     daemon holds an fd for each) and the owner still works; the daemon
+#     stays up through all of it, and everything of the owner's is intact.
 
 . "$(dirname "$0")/lib.sh"
 
@@ -70,5 +77,53 @@ mv "$mnt/workspaces/.trash/$TASK" "$mnt/workspaces/webapp-691006855/tasks/$TASK"
 grep -q " $mnt fuse" /proc/mounts || fail "the daemon died"
 
 unmount_convfs "$mnt"
-check_log "$store.log" "^convfs: warning: (refusing to commit 'tasks/$TASK/ui_messages\.json': not a JSON array|refusing to create the symlink 'tasks'|cannot make the folder 'tasks/[0-9]+' of the restored task: Too many levels)"
+store_log=$store.log
+
+# ---- another user on a shared mount ---------------------------------------------
+say "another user on a mount shared with -o allow_other"
+OTHER=65534
+as_other() { setpriv --reuid "$OTHER" --regid "$OTHER" --clear-groups -- "$@"; }
+mkdir "$T/small"
+mount -t tmpfs -o size=48m tmpfs "$T/small" || fail "cannot mount a tmpfs for the shared store"
+mnt2=$(fixture_extract 2.18.0 "$T/small/mnt")
+pristine2=$(fixture_extract 2.18.0 "$T/pristine2")
+store2=$T/small/store.db
+mount_convfs "$mnt2" "$store2" -o allow_other
+chmod 0755 "$mnt2"
+chmod o+x "$T" "$T/small" "$T/small/mnt" # a way in for the other user
+mkdir -m 0777 "$mnt2/shared" # a folder the owner shares
+(umask 077 && echo secret >"$mnt2/settings/secret.txt") # kept private, as a client keeps secrets.json
+C2=$mnt2/tasks/$TASK
+V2=$mnt2/workspaces/webapp-691006855/tasks/$TASK
+for f in "$C2/ui_messages.json" "$V2/messages.jsonl" "$mnt2/state/taskHistory.json" "$mnt2/settings/secret.txt"; do
+	as_other cat "$f" >/dev/null 2>&1 && problem "uid $OTHER read ${f#"$mnt2"/}"
+	as_other sh -c 'echo x >>"$1"' _ "$f" 2>/dev/null && problem "uid $OTHER wrote ${f#"$mnt2"/}"
+done
+as_other ls "$mnt2/workspaces/webapp-691006855" >/dev/null 2>&1 && problem "uid $OTHER listed a workspace of the view"
+echo '[]' >"$T/empty.json"
+as_other cp "$T/empty.json" "$mnt2/shared/tmp.json" || problem "uid $OTHER cannot write the shared folder"
+as_other mv "$mnt2/shared/tmp.json" "$C2/ui_messages.json" 2>/dev/null && problem "uid $OTHER renamed a file over the owner's ui_messages.json"
+as_other ln "$mnt2/shared/tmp.json" "$C2/link" 2>/dev/null && problem "uid $OTHER linked into the owner's task folder"
+# Filling the disk: ENOSPC for the other user, nothing of the owner's lost.
+out=$(as_other dd if=/dev/zero of="$mnt2/shared/fill" bs=1M count=100 2>&1) && problem "uid $OTHER wrote 100 MB into a 48 MB store"
+[[ $out == *"No space left"* ]] || problem "filling the disk did not end in ENOSPC: $out"
+as_other rm -f "$mnt2/shared/fill"
+# A flood of opens: the daemon keeps an fd per open plain file.
+as_other bash -c 'ulimit -n 6000 && exec 3<"$1" && for ((i = 0; i < 5000; i++)); do exec {fd}<"$1" || exit 1; done; sleep 3' \
+	_ "$mnt2/shared/tmp.json" &
+flood=$!
+sleep 1.5
+jq -e 'type == "array"' "$C2/ui_messages.json" >/dev/null || problem "the owner cannot read its conversation during the flood of opens"
+echo '{"k":1}' >"$mnt2/settings/during-flood.json" || problem "the owner cannot write during the flood of opens"
+wait "$flood" || problem "uid $OTHER could not open the file 5,000 times"
+grep -q " $mnt2 fuse" /proc/mounts && stat "$mnt2" >/dev/null || fail "the daemon died under another user"
+for f in tasks/$TASK/ui_messages.json tasks/$TASK/api_conversation_history.json state/taskHistory.json; do
+	same "$mnt2/$f" "$pristine2/$f" "the owner's $f after another user's attempts"
+done
+[[ $(cat "$mnt2/settings/secret.txt") == secret ]] || problem "the owner's plain file changed"
+unmount_convfs "$mnt2"
+check_log "$store2.log" "^convfs: (warning|error): cannot (write|commit|stage|create).*(No space left|ENOSPC)|^convfs: warning: .*shared/fill"
+umount "$T/small" || true
+store=$T/store.db
+check_log "$store_log" "^convfs: warning: (refusing to commit 'tasks/$TASK/ui_messages\.json': not a JSON array|refusing to create the symlink 'tasks'|cannot make the folder 'tasks/[0-9]+' of the restored task: Too many levels)"
 pass
