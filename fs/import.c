@@ -45,14 +45,62 @@
 /* Called for each entry below the walked directory, parents before children. */
 typedef int (*walk_fn)(void *ctx, int dirfd, const char *name, const char *rel, const struct stat *st);
 
-static int walk(int dirfd, const char *prefix, walk_fn fn, void *ctx)
+/*
+ * Walks the open directory d (closing it): per folder one open, a readdir and
+ * one fstatat per entry, no more, since at every mount this walks the whole
+ * folder underneath.
+ */
+static int walk_dir(DIR *d, const char *prefix, walk_fn fn, void *ctx)
 {
 	_cleanup_sb_ struct sb path = SB_INIT;
+	int dfd = dirfd(d), r = 0;
 	struct dirent *de;
-	DIR *d;
-	int fd, r = 0;
 
-	fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	while (r == 0 && (errno = 0, de = readdir(d))) {
+		struct stat st;
+
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		path.len = 0;
+		if ((*prefix && ((r = sb_adds(&path, prefix)) < 0 || (r = sb_add(&path, "/", 1)) < 0)) ||
+		    (r = sb_adds(&path, de->d_name)) < 0)
+			break;
+		if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			if (errno == ENOENT)
+				continue; /* removed since readdir: a writer is at work */
+			r = -errno;
+			log_err("cannot read '%s': %s", path.buf, strerror(errno));
+			break;
+		}
+		r = fn(ctx, dfd, de->d_name, path.buf, &st);
+		if (r == 0 && S_ISDIR(st.st_mode)) {
+			int sub = openat(dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			DIR *sd;
+
+			if (sub < 0 && errno == ENOENT)
+				continue;
+			if (sub < 0 || !(sd = fdopendir(sub))) {
+				r = -errno;
+				log_err("cannot open '%s': %s", path.buf, strerror(errno));
+				if (sub >= 0)
+					close(sub);
+				break;
+			}
+			r = walk_dir(sd, path.buf, fn, ctx);
+		}
+	}
+	if (r == 0 && errno != 0)
+		r = -errno;
+	closedir(d);
+	return r;
+}
+
+/* Calls fn for each entry below the directory dirfd (left open), parents before children. */
+static int walk(int dirfd, const char *prefix, walk_fn fn, void *ctx)
+{
+	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d;
+
 	if (fd < 0)
 		return -errno;
 	d = fdopendir(fd);
@@ -60,40 +108,7 @@ static int walk(int dirfd, const char *prefix, walk_fn fn, void *ctx)
 		close(fd);
 		return -errno;
 	}
-	while (r == 0 && (errno = 0, de = readdir(d))) {
-		struct stat st;
-
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-			continue;
-		path.len = 0;
-		if ((r = sb_addf(&path, "%s%s%s", prefix, *prefix ? "/" : "", de->d_name)) < 0)
-			break;
-		if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-			if (errno == ENOENT)
-				continue; /* removed since readdir: a writer is at work */
-			r = -errno;
-			log_err("cannot read '%s': %s", path.buf, strerror(errno));
-			break;
-		}
-		r = fn(ctx, dirfd, de->d_name, path.buf, &st);
-		if (r == 0 && S_ISDIR(st.st_mode)) {
-			int sub = openat(dirfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-
-			if (sub < 0 && errno == ENOENT)
-				continue;
-			if (sub < 0) {
-				r = -errno;
-				log_err("cannot open '%s': %s", path.buf, strerror(errno));
-				break;
-			}
-			r = walk(sub, path.buf, fn, ctx);
-			close(sub);
-		}
-	}
-	if (r == 0 && errno != 0)
-		r = -errno;
-	closedir(d);
-	return r;
+	return walk_dir(d, prefix, fn, ctx);
 }
 
 /* Copies the regular file name (in src_dirfd) to dst_fd, then its mode and times. */
