@@ -106,20 +106,31 @@ struct store_base *bases_take(struct bases *b, const struct fs_proc *proc, const
 /* Records base (taking ownership) as what proc last saw of path. */
 void bases_put(struct bases *b, const struct fs_proc *proc, const char *path, struct store_base *base);
 
-/* ---- import.c: taking over an existing folder, and export -------------- */
+/* ---- import.c: taking in the folder underneath, and export ---------------- */
 
+/* What a take-in did; the counts of its log line. */
 struct import_report {
-	unsigned long files, docs, plain, damaged, orphans;
+	unsigned long files;    /* entries looked at */
+	unsigned long folders;  /* new folders of conversations (tasks/<id>, ...) */
+	unsigned long docs;     /* new conversation files committed */
+	unsigned long changed;  /* changed conversation files committed */
+	unsigned long merged;   /* of those, merged with what the store gained since */
+	unsigned long plain;    /* plain files and symlinks copied in */
+	unsigned long beside;   /* versions kept beside the store's as *.offline-<time> */
+	unsigned long damaged, orphans;
+	unsigned long missing;  /* files seen before and missing now: kept in the store */
+	unsigned long pending;  /* changes not taken in: the store is read-only */
 	unsigned long long bytes;
 };
 
 /*
- * Takes the folder open at src_fd into the store and the backing tree.
- * Damaged conversation files are kept byte-for-byte and reported; task
- * folders that taskHistory.json does not list are reported and kept. Shows
- * progress on stderr when it is a terminal.
+ * Takes in what was added or changed in the folder open at src_fd (the one
+ * under the mount point) since the store last saw it: all of it on the first
+ * mount. Nothing underneath is modified and nothing missing there is removed
+ * from the store. Logs one line with the counts if anything changed; shows
+ * progress on stderr when it is a terminal and the walk takes a while.
  */
-int fs_import(struct fs *fs, int src_fd, const char *src_name, struct import_report *ret);
+int fs_take_in(struct fs *fs, int src_fd, const char *src_name, struct import_report *ret);
 
 /* Writes a plain globalStorage folder out of the store at store_path into dir. */
 int fs_export(const char *store_path, const char *dir);

@@ -1,18 +1,29 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * import.c: taking over an existing globalStorage folder, and writing one out.
+ * import.c: taking in the folder underneath the mount, and writing one out.
  *
- * On the first mount over a folder, its content is taken in before the mount
- * hides it: conversation files into the store, everything else copied into
- * the backing tree as it is (modes, times, symlinks). The original folder is
- * never modified; it stays under the mount, so nothing can be lost by taking
- * it in. Import is idempotent: a commit of unchanged content is a no-op, so
- * an import cut short is simply run again on the next mount (the store
- * records "imported" only at the end).
+ * At every mount, before the mount hides it, the folder convfs is mounted over
+ * is compared with what the store last saw of it (table `underneath`,
+ * store/seen.c), and what was added or changed there since is taken in:
+ * conversation files (docs, as store_path_kind() says) are committed as a
+ * three-way merge whose base is the version taken in last time, so what was
+ * written through the mount meanwhile stays; other files are copied into the
+ * backing tree, or, where the store's copy changed too, kept beside it under
+ * a new name. The first mount is the case where nothing was seen before.
+ * What is missing underneath removes nothing from the store; it is reported.
+ * The folder itself is never modified.
+ *
+ * Workload: with nothing changed, one walk of the folder (readdir and
+ * fstatat, no file opened) against one sorted load of the table; only what
+ * differs in type, size, mtime or inode number is read. A take-in is
+ * idempotent and its commits and rows go in batches, so one cut short is
+ * simply run again on the next mount. Files are read with read() into memory
+ * of our own, never mapped: a writer underneath may truncate them meanwhile.
  *
  * A conversation file that does not parse (Cline's torn ui_messages.json) is
- * kept byte-for-byte as a raw doc and reported; a task folder that
- * taskHistory.json does not list is kept and reported.
+ * kept byte-for-byte as a raw doc, or beside the store's good version if it
+ * has one, and reported; a new task folder that taskHistory.json does not
+ * list is kept and reported. docs/ARCHITECTURE.md has the rules.
  *
  * Export is the way back out: the backing tree copied, every doc rendered,
  * so that import then export gives the same files.
@@ -23,7 +34,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/mman.h>
+#include <time.h>
 #include <sys/stat.h>
 
 #include "fs/fs.h"
@@ -34,14 +45,62 @@
 /* Called for each entry below the walked directory, parents before children. */
 typedef int (*walk_fn)(void *ctx, int dirfd, const char *name, const char *rel, const struct stat *st);
 
-static int walk(int dirfd, const char *prefix, walk_fn fn, void *ctx)
+/*
+ * Walks the open directory d (closing it): per folder one open, a readdir and
+ * one fstatat per entry, no more, since at every mount this walks the whole
+ * folder underneath.
+ */
+static int walk_dir(DIR *d, const char *prefix, walk_fn fn, void *ctx)
 {
 	_cleanup_sb_ struct sb path = SB_INIT;
+	int dfd = dirfd(d), r = 0;
 	struct dirent *de;
-	DIR *d;
-	int fd, r = 0;
 
-	fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	while (r == 0 && (errno = 0, de = readdir(d))) {
+		struct stat st;
+
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		path.len = 0;
+		if ((*prefix && ((r = sb_adds(&path, prefix)) < 0 || (r = sb_add(&path, "/", 1)) < 0)) ||
+		    (r = sb_adds(&path, de->d_name)) < 0)
+			break;
+		if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			if (errno == ENOENT)
+				continue; /* removed since readdir: a writer is at work */
+			r = -errno;
+			log_err("cannot read '%s': %s", path.buf, strerror(errno));
+			break;
+		}
+		r = fn(ctx, dfd, de->d_name, path.buf, &st);
+		if (r == 0 && S_ISDIR(st.st_mode)) {
+			int sub = openat(dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			DIR *sd;
+
+			if (sub < 0 && errno == ENOENT)
+				continue;
+			if (sub < 0 || !(sd = fdopendir(sub))) {
+				r = -errno;
+				log_err("cannot open '%s': %s", path.buf, strerror(errno));
+				if (sub >= 0)
+					close(sub);
+				break;
+			}
+			r = walk_dir(sd, path.buf, fn, ctx);
+		}
+	}
+	if (r == 0 && errno != 0)
+		r = -errno;
+	closedir(d);
+	return r;
+}
+
+/* Calls fn for each entry below the directory dirfd (left open), parents before children. */
+static int walk(int dirfd, const char *prefix, walk_fn fn, void *ctx)
+{
+	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d;
+
 	if (fd < 0)
 		return -errno;
 	d = fdopendir(fd);
@@ -49,36 +108,7 @@ static int walk(int dirfd, const char *prefix, walk_fn fn, void *ctx)
 		close(fd);
 		return -errno;
 	}
-	while (r == 0 && (errno = 0, de = readdir(d))) {
-		struct stat st;
-
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-			continue;
-		path.len = 0;
-		if ((r = sb_addf(&path, "%s%s%s", prefix, *prefix ? "/" : "", de->d_name)) < 0)
-			break;
-		if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-			r = -errno;
-			log_err("cannot read '%s': %s", path.buf, strerror(errno));
-			break;
-		}
-		r = fn(ctx, dirfd, de->d_name, path.buf, &st);
-		if (r == 0 && S_ISDIR(st.st_mode)) {
-			int sub = openat(dirfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-
-			if (sub < 0) {
-				r = -errno;
-				log_err("cannot open '%s': %s", path.buf, strerror(errno));
-				break;
-			}
-			r = walk(sub, path.buf, fn, ctx);
-			close(sub);
-		}
-	}
-	if (r == 0 && errno != 0)
-		r = -errno;
-	closedir(d);
-	return r;
+	return walk_dir(d, prefix, fn, ctx);
 }
 
 /* Copies the regular file name (in src_dirfd) to dst_fd, then its mode and times. */
@@ -113,43 +143,134 @@ static int copy_file(int src_dirfd, const char *name, int dst_fd, const struct s
 	return 0;
 }
 
-/* Reads a whole (small enough to map) file; *ret_data is munmap()ed by the caller. */
-static int map_file(int dirfd, const char *name, void **ret_data, size_t *ret_len)
+/*
+ * Reads the whole regular file name (in dirfd) into memory of our own, with
+ * read(): another process may truncate or rewrite it meanwhile, which a
+ * mapping would turn into SIGBUS. *ret_st is the fstat() of the fd read, taken
+ * before reading: if the file changes while it is read, what is recorded as
+ * seen is older than what was read, so the next take-in looks again. The
+ * caller frees *ret_data.
+ */
+static int read_file(int dirfd, const char *name, char **ret_data, size_t *ret_len, struct stat *ret_st)
 {
+	_cleanup_close_ int fd = -1;
+	_cleanup_sb_ struct sb sb = SB_INIT;
 	struct stat st;
-	void *p = NULL;
-	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	int r;
 
+	/* O_NONBLOCK: a FIFO put in the file's place must not block the mount. */
+	fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	if (fstat(fd, &st) < 0) {
-		close(fd);
+	if (fstat(fd, &st) < 0)
 		return -errno;
-	}
-	if (st.st_size > 0) {
-		p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-		if (p == MAP_FAILED) {
-			close(fd);
+	if (!S_ISREG(st.st_mode))
+		return -EINVAL;
+	if ((r = sb_grow(&sb, (size_t)st.st_size + 1)) < 0)
+		return r;
+	for (;;) {
+		ssize_t n;
+
+		if (sb.alloc - sb.len < 2 && (r = sb_grow(&sb, sb.alloc)) < 0)
+			return r;
+		n = read(fd, sb.buf + sb.len, sb.alloc - sb.len - 1);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
 			return -errno;
 		}
+		if (n == 0)
+			break;
+		sb.len += (size_t)n;
 	}
-	close(fd);
-	*ret_data = p;
-	*ret_len = (size_t)st.st_size;
+	sb.buf[sb.len] = '\0';
+	*ret_len = sb.len;
+	*ret_data = sb_detach(&sb, NULL);
+	*ret_st = st;
 	return 0;
+}
+
+static int64_t mtime_of(const struct stat *st)
+{
+	return (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+}
+
+/* What a take-in records of an entry underneath: its row in the store. */
+static struct store_seen seen_of(const char *rel, const struct stat *st, int64_t rev)
+{
+	return (struct store_seen){ .path = (char *)rel, .type = st->st_mode & S_IFMT, .size = st->st_size,
+				    .mtime_ns = mtime_of(st), .ino = st->st_ino, .rev = rev };
+}
+
+/* True if e was last seen exactly as st: type, size, mtime and inode. */
+static bool seen_same(const struct store_seen *e, const struct stat *st)
+{
+	return !e->gone && e->type == (st->st_mode & S_IFMT) && e->size == st->st_size &&
+	       e->mtime_ns == mtime_of(st) && e->ino == st->st_ino;
 }
 
 struct import_ctx {
 	struct fs *fs;
+	const char *src_name;
 	struct import_report rep;
+	struct store_seen_set seen;    /* what the store last saw underneath, by path */
+	bool *visited;                 /* per row of seen: found by this walk */
+	struct store_seen_set imports; /* a store from before `underneath`: what its import took in */
+	bool legacy;                   /* such a store: entries no older than legacy_ns were taken in then */
+	int64_t legacy_ns;
+	bool readonly;                 /* the store cannot be written: only count what changed */
+	bool in_batch;
+	unsigned long batch_docs, batch_rows;
 	unsigned long total;
-	unsigned long in_batch;
-	int64_t last_progress;
-	bool tty;
-	/* task folders seen, to find the ones taskHistory.json does not list */
+	int64_t start_ns, last_progress;
+	bool tty, progress_shown;
+	/* new task folders, to find the ones taskHistory.json does not list */
 	char **task_dirs;
 	size_t ntask_dirs;
 };
+
+#define IMPORT_BATCH_ROWS 8192 /* rows of `underneath` per transaction */
+
+/* Every write of a take-in goes into a batch, begun at the first one. */
+static int batch_need(struct import_ctx *c)
+{
+	int r;
+
+	if (c->in_batch)
+		return 0;
+	r = store_batch_begin(c->fs->store);
+	if (r == 0)
+		c->in_batch = true;
+	return r;
+}
+
+static int batch_end(struct import_ctx *c)
+{
+	if (!c->in_batch)
+		return 0;
+	c->in_batch = false;
+	c->batch_docs = c->batch_rows = 0;
+	return store_batch_end(c->fs->store);
+}
+
+/* Ends the batch once it holds enough, so that a take-in cut short keeps most of its work. */
+static int batch_tick(struct import_ctx *c, bool doc)
+{
+	if (doc ? ++c->batch_docs < IMPORT_BATCH : ++c->batch_rows < IMPORT_BATCH_ROWS)
+		return 0;
+	return batch_end(c);
+}
+
+/* Records what was seen of rel (st; rev for a doc) as the store's row for it. */
+static int record(struct import_ctx *c, const char *rel, const struct stat *st, int64_t rev)
+{
+	struct store_seen e = seen_of(rel, st, rev);
+	int r;
+
+	if ((r = batch_need(c)) < 0 || (r = store_seen_put(c->fs->store, &e)) < 0)
+		return r;
+	return batch_tick(c, false);
+}
 
 static int count_entry(void *ctx, int dirfd, const char *name, const char *rel, const struct stat *st)
 {
@@ -157,125 +278,377 @@ static int count_entry(void *ctx, int dirfd, const char *name, const char *rel, 
 	return 0;
 }
 
+/* On a terminal, once the take-in has run for half a second, one line of progress. */
 static void progress(struct import_ctx *c, bool last)
 {
 	int64_t now = now_ns();
 
-	if (!c->tty || (!last && now - c->last_progress < 100000000))
+	if (!c->tty || (last ? !c->progress_shown : now - c->start_ns < 500000000 || now - c->last_progress < 100000000))
 		return;
 	c->last_progress = now;
-	fprintf(stderr, "\rconvfs: importing %lu/%lu entries, %.1f MB%s", c->rep.files, c->total,
-		(double)c->rep.bytes / 1e6, last ? "\n" : "");
+	c->progress_shown = true;
+	if (c->total)
+		fprintf(stderr, "\rconvfs: taking in %lu/%lu entries, %.1f MB%s", c->rep.files, c->total,
+			(double)c->rep.bytes / 1e6, last ? "\n" : "");
+	else
+		fprintf(stderr, "\rconvfs: looking for changes underneath: %lu entries, %.1f MB taken in%s",
+			c->rep.files, (double)c->rep.bytes / 1e6, last ? "\n" : "");
 }
 
-static int import_doc(struct import_ctx *c, int dirfd, const char *name, const char *rel, const struct stat *st)
+/* An entry of a store from before `underneath` that its first import took in, unchanged since. */
+static bool legacy_taken(const struct import_ctx *c, const struct store_seen *row, const struct stat *st)
 {
-	static const struct store_who who = { 0, "convfs-import" };
-	void *data = NULL;
-	size_t len = 0;
+	return c->legacy && !row && mtime_of(st) <= c->legacy_ns;
+}
+
+/*
+ * Opens the backing folder that holds rel (making it if the store has none:
+ * the folder may have been removed through the mount, and something new
+ * arrived in it underneath). Returns an fd or -errno.
+ */
+static int backing_parent(struct import_ctx *c, const char *rel, const char **ret_leaf)
+{
+	const char *slash = strrchr(rel, '/');
+	int dfd = plain_open_parent(c->fs, rel, ret_leaf);
+
+	if (dfd == -ENOENT && slash) {
+		_cleanup_free_ char *dir = strndup(rel, (size_t)(slash - rel));
+		int r;
+
+		if (!dir)
+			return -ENOMEM;
+		if ((r = plain_mkdirs(c->fs, dir)) < 0)
+			return r;
+		dfd = plain_open_parent(c->fs, rel, ret_leaf);
+	}
+	return dfd;
+}
+
+/*
+ * Makes leaf in dfd a copy of the regular file or symlink name in dirfd, with
+ * its mode and times. With replace, an existing leaf is replaced atomically
+ * (a copy beside it renamed over it); without, an existing leaf is -EEXIST.
+ */
+static int place_copy(struct import_ctx *c, int dirfd, const char *name, const struct stat *st, int dfd,
+		      const char *leaf, bool replace)
+{
+	_cleanup_sb_ struct sb tmp = SB_INIT;
+	mode_t mode = c->fs->shared ? (st->st_mode & 07777) : (st->st_mode & 07700);
+	const char *at = leaf;
+	int r = 0, fd;
+
+	if (replace) {
+		if ((r = sb_addf(&tmp, ".%s.convfs-take-in", leaf)) < 0)
+			return r;
+		at = tmp.buf;
+		if (unlinkat(dfd, at, 0) < 0 && errno != ENOENT)
+			return -errno;
+	}
+	if (S_ISLNK(st->st_mode)) {
+		char target[4096];
+		ssize_t n = readlinkat(dirfd, name, target, sizeof(target) - 1);
+		struct timespec times[2] = { st->st_atim, st->st_mtim };
+
+		if (n < 0)
+			return -errno;
+		target[n] = '\0';
+		if (symlinkat(target, dfd, at) < 0)
+			return -errno;
+		/* Its times, as a copied file's: what tells later whether the store changed it. */
+		if (utimensat(dfd, at, times, AT_SYMLINK_NOFOLLOW) < 0)
+			r = -errno;
+	} else {
+		fd = openat(dfd, at, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd < 0)
+			return -errno;
+		r = copy_file(dirfd, name, fd, st, mode);
+		close(fd);
+	}
+	if (r == 0 && replace && renameat(dfd, at, dfd, leaf) < 0)
+		r = -errno;
+	if (r < 0)
+		unlinkat(dfd, at, 0);
+	return r;
+}
+
+/* "<leaf>.offline-<mtime as YYYYmmddTHHMMSS>": where a version from underneath goes beside the store's. */
+static int beside_name(const char *leaf, const struct stat *st, struct sb *ret)
+{
+	struct tm tm;
+	char stamp[32];
+
+	if (!gmtime_r(&st->st_mtim.tv_sec, &tm) || strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%S", &tm) == 0)
+		return -EINVAL;
+	return sb_addf(ret, "%s.offline-%s", leaf, stamp);
+}
+
+/*
+ * Keeps the version underneath beside the store's, as a plain file with a
+ * new name. A name taken already holds this same version (the name is its
+ * mtime): then there is nothing to do.
+ */
+static int keep_beside(struct import_ctx *c, int dirfd, const char *name, const char *rel, const struct stat *st,
+		       int dfd, const char *leaf, const char *why)
+{
+	_cleanup_sb_ struct sb beside = SB_INIT;
 	int r;
 
-	r = map_file(dirfd, name, &data, &len);
-	if (r < 0) {
-		log_err("cannot read '%s': %s", rel, strerror(-r));
+	if ((r = beside_name(leaf, st, &beside)) < 0)
 		return r;
-	}
-	r = store_doc_commit(c->fs->store, rel, data ? data : "", len, &who, "import");
-	if (r == -EINVAL) {
-		r = store_doc_commit_raw(c->fs->store, rel, data ? data : "", len, &who, "import-damaged");
-		if (r == 0) {
-			c->rep.damaged++;
-			log_warn("'%s' does not parse; kept byte-for-byte as it is", rel);
-		}
-	}
-	if (data)
-		munmap(data, len);
-	if (r == 0)
-		r = store_doc_set_mtime(c->fs->store, rel, (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec);
-	if (r < 0) {
-		log_err("cannot import '%s': %s", rel, strerror(-r));
+	r = place_copy(c, dirfd, name, st, dfd, beside.buf, false);
+	if (r == -EEXIST)
+		return 0;
+	if (r < 0)
 		return r;
-	}
-	c->rep.docs++;
-	if (++c->in_batch >= IMPORT_BATCH) {
-		c->in_batch = 0;
-		if ((r = store_batch_end(c->fs->store)) < 0 || (r = store_batch_begin(c->fs->store)) < 0)
-			return r;
-	}
+	c->rep.beside++;
+	log_warn("'%s' %s; the store's version is kept, the one underneath is beside it as '%.*s%s'", rel, why,
+		 (int)(leaf - rel), rel, beside.buf);
 	return 0;
 }
 
-static int import_entry(void *ctx, int dirfd, const char *name, const char *rel, const struct stat *st)
+/*
+ * A plain file or symlink that is new or changed underneath. The backing
+ * tree's copy is the store's version; the rules:
+ *   - the store has none: copied in;
+ *   - the store's equals it already (size and mtime): nothing to copy;
+ *   - the store's is what was taken in last time (unchanged through the
+ *     mount): replaced by the new version;
+ *   - both changed: the store's stays, the version underneath goes beside it.
+ */
+static int take_plain(struct import_ctx *c, int dirfd, const char *name, const char *rel, const struct stat *st,
+		      const struct store_seen *row)
+{
+	struct stat bst;
+	const char *leaf;
+	bool has, same_type;
+	int dfd, r = 0;
+
+	if (legacy_taken(c, row, st))
+		return record(c, rel, st, 0);
+	if (c->readonly) {
+		c->rep.pending++;
+		return 0;
+	}
+	dfd = backing_parent(c, rel, &leaf);
+	if (dfd < 0)
+		return dfd;
+	has = fstatat(dfd, leaf, &bst, AT_SYMLINK_NOFOLLOW) == 0;
+	if (!has && errno != ENOENT) {
+		r = -errno;
+		goto out;
+	}
+	same_type = has && (bst.st_mode & S_IFMT) == (st->st_mode & S_IFMT);
+	if (!has) {
+		r = place_copy(c, dirfd, name, st, dfd, leaf, false);
+		c->rep.plain++;
+		c->rep.bytes += (unsigned long long)st->st_size;
+	} else if (same_type && bst.st_size == st->st_size && mtime_of(&bst) == mtime_of(st)) {
+		r = 0; /* taken in already (a take-in cut short before it recorded it) */
+	} else if (same_type && row && bst.st_size == row->size && mtime_of(&bst) == row->mtime_ns) {
+		r = place_copy(c, dirfd, name, st, dfd, leaf, true);
+		c->rep.plain++;
+		c->rep.bytes += (unsigned long long)st->st_size;
+	} else {
+		r = keep_beside(c, dirfd, name, rel, st, dfd, leaf,
+				row ? "changed underneath and in the store" : "is new underneath and differs from the store's");
+	}
+out:
+	close(dfd);
+	if (r == 0)
+		r = record(c, rel, st, 0);
+	return r;
+}
+
+/*
+ * A doc that is new or changed underneath: committed as a three-way merge
+ * whose base is the version taken in last time (none for a new file), so what
+ * the store gained since stays and what was written underneath is added.
+ */
+static int take_doc(struct import_ctx *c, int dirfd, const char *name, const char *rel, const struct stat *st,
+		    const struct store_seen *row)
+{
+	static const struct store_who who = { 0, "convfs-import" };
+	struct store *store = c->fs->store;
+	_cleanup_free_ char *data = NULL;
+	struct store_base *base = NULL;
+	struct store_stat before, after;
+	struct stat fst;
+	int64_t base_rev = row ? row->rev : 0, rev;
+	bool merged = false, exact, had;
+	size_t len = 0;
+	int r;
+
+	if (c->legacy && !row) {
+		const struct store_seen *imp = store_seen_find(&c->imports, rel);
+
+		base_rev = imp ? imp->rev : 0;
+		if (mtime_of(st) <= c->legacy_ns && imp)
+			return record(c, rel, st, base_rev);
+	}
+	if (c->readonly) {
+		c->rep.pending++;
+		return 0;
+	}
+	r = read_file(dirfd, name, &data, &len, &fst);
+	if (r < 0)
+		return r;
+	c->rep.bytes += len;
+	rev = base_rev; /* unless the store ends up holding exactly this file */
+	if ((r = batch_need(c)) < 0)
+		return r;
+	had = store_doc_stat(store, rel, &before) == 0;
+	if (base_rev > 0 && (r = store_base_at(store, rel, base_rev, &base)) < 0 && r != -ENOENT)
+		return r;
+	r = store_doc_commit_merged(store, rel, data, len, &who, "import", base, NULL, &merged);
+	store_base_free(base);
+	exact = r == 0 && !merged;
+	if (r == -EINVAL && had) {
+		/* A torn file must not replace a good version: it goes beside it. */
+		const char *leaf;
+		int dfd = backing_parent(c, rel, &leaf);
+
+		if (dfd < 0)
+			return dfd;
+		r = keep_beside(c, dirfd, name, rel, &fst, dfd, leaf, "changed underneath but does not parse");
+		close(dfd);
+		c->rep.damaged++;
+	} else if (r == -EINVAL) {
+		r = store_doc_commit_raw(store, rel, data, len, &who, "import-damaged");
+		if (r == 0) {
+			c->rep.damaged++;
+			exact = true;
+			log_warn("'%s' does not parse; kept byte-for-byte as it is", rel);
+		}
+	}
+	if (r == 0 && (r = store_doc_stat(store, rel, &after)) == 0) {
+		if (!had || after.rev != before.rev)
+			row ? c->rep.changed++ : c->rep.docs++;
+		if (merged)
+			c->rep.merged++;
+		/* The store holds exactly this file: the base of the next merge, and its mtime. */
+		if (exact) {
+			rev = after.rev;
+			if (!had || after.rev != before.rev)
+				r = store_doc_set_mtime(store, rel, mtime_of(&fst));
+		}
+	}
+	if (r < 0)
+		return r;
+	if ((r = record(c, rel, &fst, rev)) < 0)
+		return r;
+	return batch_tick(c, true);
+}
+
+/* A folder new underneath: made in the backing tree, unless the store removed it since. */
+static int take_dir(struct import_ctx *c, const char *rel, const struct stat *st, const struct store_seen *row)
+{
+	mode_t mode = c->fs->shared ? (st->st_mode & 07777) : (st->st_mode & 07700);
+	const char *leaf;
+	int dfd, r = 0;
+
+	if (legacy_taken(c, row, st))
+		return record(c, rel, st, 0);
+	if (c->readonly) {
+		c->rep.pending++;
+		return 0;
+	}
+	if (store_path_kind(rel) == STORE_PATH_DOC_DIR && !row) {
+		/* A folder of conversations (tasks/<id>, sessions/<id>); not a top-level one (state). */
+		if (strchr(rel, '/'))
+			c->rep.folders++;
+		/* Cline's rule: a task folder must be listed in taskHistory.json (report_orphans). */
+		if (strncmp(rel, "tasks/", 6) == 0) {
+			char **v = realloc(c->task_dirs, (c->ntask_dirs + 1) * sizeof(*v));
+
+			if (!v)
+				return -ENOMEM;
+			c->task_dirs = v;
+			if (!(v[c->ntask_dirs] = strdup(rel + 6)))
+				return -ENOMEM;
+			c->ntask_dirs++;
+		}
+	}
+	dfd = backing_parent(c, rel, &leaf);
+	if (dfd < 0)
+		return dfd;
+	if (mkdirat(dfd, leaf, mode | 0700) < 0 && errno != EEXIST)
+		r = -errno;
+	close(dfd);
+	if (r == 0)
+		r = record(c, rel, st, 0);
+	return r;
+}
+
+static int take_entry(void *ctx, int dirfd, const char *name, const char *rel, const struct stat *st)
 {
 	struct import_ctx *c = ctx;
-	struct fs *fs = c->fs;
 	enum store_path_kind kind = store_path_kind(rel);
-	mode_t mode = fs->shared ? (st->st_mode & 07777) : (st->st_mode & 07700);
-	const char *leaf;
-	int r = 0, dfd, fd;
+	struct store_seen *row = store_seen_find(&c->seen, rel);
+	int r;
 
 	c->rep.files++;
 	progress(c, false);
-	if (S_ISREG(st->st_mode) && (kind == STORE_PATH_ARRAY || kind == STORE_PATH_WHOLE)) {
-		c->rep.bytes += (unsigned long long)st->st_size;
-		return import_doc(c, dirfd, name, rel, st);
-	}
-	if (S_ISDIR(st->st_mode) && kind == STORE_PATH_DOC_DIR && strncmp(rel, "tasks/", 6) == 0) {
-		char **v = realloc(c->task_dirs, (c->ntask_dirs + 1) * sizeof(*v));
-
-		if (!v || !(v[c->ntask_dirs] = strdup(rel + 6)))
-			return -ENOMEM;
-		c->task_dirs = v;
-		c->ntask_dirs++;
-	}
-	dfd = plain_open_parent(fs, rel, &leaf);
-	if (dfd < 0)
-		return dfd;
+	if (row)
+		c->visited[row - c->seen.v] = true;
 	if (S_ISDIR(st->st_mode)) {
-		if (mkdirat(dfd, leaf, mode | 0700) < 0 && errno != EEXIST)
-			r = -errno;
-	} else if (S_ISREG(st->st_mode)) {
-		c->rep.bytes += (unsigned long long)st->st_size;
-		fd = openat(dfd, leaf, O_CREAT | O_TRUNC | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0600);
-		r = fd < 0 ? -errno : copy_file(dirfd, name, fd, st, mode);
-		if (fd >= 0)
-			close(fd);
-		c->rep.plain++;
-	} else if (S_ISLNK(st->st_mode)) {
-		char target[4096];
-		ssize_t n = readlinkat(dirfd, name, target, sizeof(target) - 1);
-
-		if (n < 0) {
-			r = -errno;
-		} else {
-			target[n] = '\0';
-			unlinkat(dfd, leaf, 0);
-			r = symlinkat(target, dfd, leaf) < 0 ? -errno : 0;
-		}
-		c->rep.plain++;
+		/* A folder's own attributes say nothing the walk into it does not. */
+		if (row && !row->gone && row->type == S_IFDIR)
+			return 0;
+		r = take_dir(c, rel, st, row);
+	} else if (row && seen_same(row, st)) {
+		return 0;
+	} else if (S_ISREG(st->st_mode) && (kind == STORE_PATH_ARRAY || kind == STORE_PATH_WHOLE)) {
+		r = take_doc(c, dirfd, name, rel, st, row);
+	} else if (S_ISREG(st->st_mode) || S_ISLNK(st->st_mode)) {
+		r = take_plain(c, dirfd, name, rel, st, row);
 	} else {
 		log_warn("'%s' is not a file, directory or symlink; not taken in", rel);
+		r = c->readonly ? 0 : record(c, rel, st, 0);
 	}
-	close(dfd);
+	if (r == -ENOENT) {
+		/* Gone while the walk looked at it: the next take-in sees what became of it. */
+		log_debug("'%s' went away underneath while it was taken in", rel);
+		return 0;
+	}
 	if (r < 0)
 		log_err("cannot take in '%s': %s", rel, strerror(-r));
 	return r;
 }
 
-/* Reports task folders with content that state/taskHistory.json does not list. */
+/* What the store saw underneath before and the walk did not find: reported, kept. */
+static int mark_missing(struct import_ctx *c)
+{
+	int r;
+
+	for (size_t i = 0; i < c->seen.n; i++) {
+		const struct store_seen *e = &c->seen.v[i];
+
+		if (c->visited[i] || e->gone)
+			continue;
+		if (e->type != S_IFDIR)
+			c->rep.missing++;
+		if (c->readonly)
+			continue;
+		if ((r = batch_need(c)) < 0 || (r = store_seen_mark_gone(c->fs->store, e->path)) < 0 ||
+		    (r = batch_tick(c, false)) < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* Reports new task folders with content that state/taskHistory.json underneath does not list. */
 static void report_orphans(struct import_ctx *c, int src_fd)
 {
-	void *data = NULL;
-	size_t len = 0;
+	_cleanup_free_ char *data = NULL;
 	cJSON *hist = NULL;
+	struct stat st;
+	size_t len = 0;
 	int hfd;
 
 	hfd = openat(src_fd, "state", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (hfd >= 0) {
-		if (map_file(hfd, "taskHistory.json", &data, &len) == 0 && data) {
+		if (read_file(hfd, "taskHistory.json", &data, &len, &st) == 0)
 			hist = cJSON_ParseWithLength(data, len);
-			munmap(data, len);
-		}
 		close(hfd);
 	}
 	if (c->ntask_dirs && !cJSON_IsArray(hist)) {
@@ -305,42 +678,86 @@ static void report_orphans(struct import_ctx *c, int src_fd)
 	cJSON_Delete(hist);
 }
 
-int fs_import(struct fs *fs, int src_fd, const char *src_name, struct import_report *ret)
+static void report(const struct import_ctx *c)
 {
-	struct import_ctx c = { .fs = fs, .tty = isatty(STDERR_FILENO) };
+	const struct import_report *p = &c->rep;
+
+	if (c->readonly) {
+		if (p->pending || p->missing)
+			log_warn("the store is read-only: %lu entries new or changed in the folder underneath '%s' are "
+				 "not taken in; %lu files missing underneath are kept in the store",
+				 p->pending, c->src_name, p->missing);
+		return;
+	}
+	if (!p->docs && !p->changed && !p->plain && !p->beside && !p->damaged && !p->missing && !p->folders) {
+		log_debug("nothing changed in the folder underneath '%s' (%lu entries, %.1f ms)", c->src_name, p->files,
+			  (double)(now_ns() - c->start_ns) / 1e6);
+		return;
+	}
+	log_info("took in from the folder underneath '%s': %lu new conversation folders, %lu new conversation "
+		 "files, %lu changed (%lu merged), %lu plain files copied in, %lu kept beside the store's as "
+		 "*.offline-*, %.1f MB; "
+		 "%lu damaged, %lu unlisted tasks; %lu files missing underneath kept in the store",
+		 c->src_name, p->folders, p->docs, p->changed, p->merged, p->plain, p->beside,
+		 (double)p->bytes / 1e6, p->damaged, p->orphans, p->missing);
+}
+
+int fs_take_in(struct fs *fs, int src_fd, const char *src_name, struct import_report *ret)
+{
+	struct import_ctx c = { .fs = fs, .src_name = src_name, .tty = isatty(STDERR_FILENO), .start_ns = now_ns(),
+				.readonly = store_is_readonly(fs->store) };
+	_cleanup_free_ char *imported = NULL;
 	int r;
 
-	if (c.tty) {
-		r = walk(src_fd, "", count_entry, &c.total);
-		if (r < 0)
-			return r;
-	}
-	r = store_batch_begin(fs->store);
+	r = store_seen_load(fs->store, &c.seen);
 	if (r < 0)
-		return r;
-	r = walk(src_fd, "", import_entry, &c);
+		goto out;
+	c.visited = calloc(c.seen.n ? c.seen.n : 1, sizeof(*c.visited));
+	if (!c.visited) {
+		r = -ENOMEM;
+		goto out;
+	}
+	r = store_seen_legacy(fs->store, &c.legacy_ns);
+	if (r == 0) {
+		c.legacy = true;
+		if ((r = store_seen_load_imports(fs->store, &c.imports)) < 0)
+			goto out;
+	} else if (r != -ENOENT) {
+		goto out;
+	}
+	/* The first take-in of a folder counts it first, for the progress line. */
+	if (c.tty && !c.seen.n && (r = walk(src_fd, "", count_entry, &c.total)) < 0)
+		goto out;
+	r = walk(src_fd, "", take_entry, &c);
 	progress(&c, true);
 	if (r == 0)
+		r = mark_missing(&c);
+	if (r == 0 && c.ntask_dirs)
 		report_orphans(&c, src_fd);
-	if (r == 0)
+	if (r == 0 && !c.readonly && store_meta_get(fs->store, "imported_from", &imported) == -ENOENT &&
+	    (r = batch_need(&c)) == 0)
 		r = store_meta_set(fs->store, "imported_from", src_name);
+	if (r == 0 && c.legacy && !c.readonly && (r = batch_need(&c)) == 0)
+		r = store_seen_legacy_done(fs->store);
 	{
-		int r2 = store_batch_end(fs->store);
+		int r2 = batch_end(&c);
 
 		if (r == 0)
 			r = r2;
 	}
+out:
 	for (size_t i = 0; i < c.ntask_dirs; i++)
 		free(c.task_dirs[i]);
 	free(c.task_dirs);
+	free(c.visited);
+	store_seen_set_release(&c.seen);
+	store_seen_set_release(&c.imports);
 	if (r < 0) {
 		log_err("cannot take in '%s': %s; run convfs again to retry, the folder is untouched", src_name,
 			strerror(-r));
 		return r;
 	}
-	if (c.rep.files)
-		log_info("took in '%s': %lu conversation files, %lu other files, %.1f MB; %lu damaged, %lu unlisted tasks",
-			 src_name, c.rep.docs, c.rep.plain, (double)c.rep.bytes / 1e6, c.rep.damaged, c.rep.orphans);
+	report(&c);
 	if (ret)
 		*ret = c.rep;
 	return 0;

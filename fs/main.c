@@ -7,8 +7,8 @@
  *
  * Mounting happens in this order, so that every failure is reported to the
  * terminal that ran convfs and nothing is left half done:
- *   1. open the store (creating it), take in the folder's existing content on
- *      the first mount, close the store again;
+ *   1. open the store (creating it), take in what is new or changed in the
+ *      folder underneath (all of it on the first mount), close the store again;
  *   2. unless -f, fork: the parent waits for the child's word and exits with it;
  *   3. the child opens the store, mounts, tells the parent, detaches and
  *      serves until unmounted, then closes the store cleanly.
@@ -28,7 +28,6 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <dirent.h>
 #include <sqlite3.h>
 
 #include "fs/fs.h"
@@ -57,8 +56,9 @@ static void usage(FILE *out, const char *prog)
 		"Mounts a Cline (or Roo Code, Kilo Code) history folder backed by a transactional\n"
 		"SQLite store: every save becomes one atomic commit, nothing a rewrite drops is\n"
 		"lost, and the extension keeps working unchanged. Mount it in place of\n"
-		"~/.config/Code/User/globalStorage/saoudrizwan.claude-dev; on the first mount the\n"
-		"folder's existing content is taken in (the folder itself is left untouched).\n"
+		"~/.config/Code/User/globalStorage/saoudrizwan.claude-dev; at each mount, what is\n"
+		"new or changed in the folder underneath is taken in (all of it the first time;\n"
+		"the folder itself is left untouched, nothing missing there is removed).\n"
 		"\n"
 		"options:\n"
 		"  -f                 stay in the foreground, log to stderr\n"
@@ -68,7 +68,8 @@ static void usage(FILE *out, const char *prog)
 		"                     live beside it in FILE.files/\n"
 		"  -o allow_other     let other users in (needs user_allow_other in /etc/fuse.conf);\n"
 		"                     without it the mount and its files are owner-only\n"
-		"  -o no_import       do not take in the folder's existing content\n"
+		"  -o no_import       do not take in what is new or changed in the folder\n"
+		"                     underneath at this mount\n"
 		"  -h, --help         this help\n"
 		"  -V, --version      the version\n"
 		"\n"
@@ -117,31 +118,12 @@ static int default_store_path(const char *mountpoint, char **ret)
 	return 0;
 }
 
-static bool dir_is_empty(int fd)
-{
-	int dfd = dup(fd);
-	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
-	struct dirent *de;
-	bool empty = true;
-
-	/* Not known to be empty: the import reads the folder and reports what fails. */
-	if (!d) {
-		log_warn("cannot list the mount point: %s", strerror(errno));
-		if (dfd >= 0)
-			close(dfd);
-		return false;
-	}
-	while ((de = readdir(d)))
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-			empty = false;
-	closedir(d);
-	return empty;
-}
-
-/* Step 1: create the store and take in the folder's content on the first mount. */
+/*
+ * Step 1: create the store and take in what is new or changed in the folder
+ * underneath (all of it on the first mount), unless -o no_import.
+ */
 static int prepare_store(struct fs *fs, const char *store_path, const char *mountpoint, bool no_import)
 {
-	_cleanup_free_ char *imported = NULL;
 	int r, mfd;
 
 	r = store_open(store_path, 0, &fs->store);
@@ -168,19 +150,16 @@ static int prepare_store(struct fs *fs, const char *store_path, const char *moun
 		store_free(TAKE_PTR(fs->store));
 		return r;
 	}
-	r = store_meta_get(fs->store, "imported_from", &imported);
-	if (r == -ENOENT && !no_import) {
+	if (!no_import) {
+		/* Opened before mounting: the mount will hide it. */
 		mfd = open(mountpoint, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (mfd < 0) {
 			r = -errno;
 			log_err("cannot open the mount point '%s': %s", mountpoint, strerror(errno));
 		} else {
-			r = dir_is_empty(mfd) ? store_meta_set(fs->store, "imported_from", mountpoint)
-					      : fs_import(fs, mfd, mountpoint, NULL);
+			r = fs_take_in(fs, mfd, mountpoint, NULL);
 			close(mfd);
 		}
-	} else if (r == -ENOENT) {
-		r = 0;
 	}
 	store_free(TAKE_PTR(fs->store));
 	return r;

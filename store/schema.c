@@ -100,6 +100,25 @@ static const char *const migrations[] = {
 	"  WHERE elems.doc_id = docs.id AND rev_to IS NULL) WHERE format = 0;"
 	"CREATE INDEX elems_loff ON elems(doc_id, loff, rev_from, rev_to);"
 	"ALTER TABLE tasks ADD COLUMN trashed_ns INTEGER;",
+
+	/*
+	 * 4 -> 5: what the store last saw of the folder underneath the mount,
+	 * so that every mount takes in what changed there (fs/import.c). A
+	 * store that took the folder in before this table existed gets the time
+	 * of that import, to tell what was taken in then from what came later.
+	 */
+	"CREATE TABLE underneath ("
+	"  path TEXT PRIMARY KEY,"
+	"  type INTEGER NOT NULL,"
+	"  size INTEGER NOT NULL,"
+	"  mtime_ns INTEGER NOT NULL,"
+	"  ino INTEGER NOT NULL,"
+	"  rev INTEGER,"
+	"  gone INTEGER NOT NULL DEFAULT 0"
+	") WITHOUT ROWID;"
+	"INSERT INTO meta(key, value) SELECT 'underneath_before',"
+	"  (SELECT coalesce(min(time_ns), 0) FROM revisions WHERE kind IN ('import', 'import-damaged'))"
+	"  WHERE EXISTS (SELECT 1 FROM meta WHERE key = 'imported_from');",
 };
 
 int store_schema_version(void)

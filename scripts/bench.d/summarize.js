@@ -61,11 +61,11 @@ if (data.import)
 	rows.push([`import (first mount) of ${sz.dataMB} MB, ${tasks} tasks`, 1, '—', ms(median(data.import.convfs)), '—', '']);
 if (data.ready) {
 	const v = median(data.ready.convfs);
-	rows.push(['mount ready (start to usable root), warm cache', data.ready.convfs.length, '—', ms(v), '—', verdict(v, 200, ' ms')]);
+	rows.push(['mount ready, nothing changed underneath (start to usable root), warm cache', data.ready.convfs.length, '—', ms(v), '—', verdict(v, 200, ' ms')]);
 }
 if (data.ready_cold) {
 	const v = median(data.ready_cold.convfs);
-	rows.push(['mount ready, cold cache', data.ready_cold.convfs.length, '—', ms(v), '—', verdict(v, 200, ' ms')]);
+	rows.push(['mount ready, nothing changed underneath, cold cache', data.ready_cold.convfs.length, '—', ms(v), '—', verdict(v, 200, ' ms')]);
 }
 timeRow('save_rename', `save ${bigMB} ui_messages.json, temp+rename`, 1.5);
 timeRow('save_inplace', `save ${bigMB} ui_messages.json, in place`, 1.5);

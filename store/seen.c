@@ -1,0 +1,206 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * seen.c: what the store last saw of the folder underneath the mount.
+ *
+ * One row of table `underneath` per entry (file, folder, symlink) of the
+ * folder convfs is mounted over, as it stood when a take-in last looked at it:
+ * its type, size, mtime and inode number, and for a doc the revision whose
+ * content is exactly that file's. fs/import.c walks the folder at every mount
+ * and compares each entry with its row; only entries that differ are read.
+ *
+ * Workload: one load of the whole table per mount (tens of thousands of rows,
+ * read in primary-key order, so sorted by path without a sort), then writes
+ * only for what changed. A row is never deleted: an entry missing underneath
+ * is marked gone (so it is reported once, and nothing of it leaves the store);
+ * if it comes back, it is compared with what was last seen of it.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/store_internal.h"
+#include "store/util.h"
+
+void store_seen_set_release(struct store_seen_set *set)
+{
+	if (!set)
+		return;
+	for (size_t i = 0; i < set->n; i++)
+		free(set->v[i].path);
+	free(set->v);
+	set->v = NULL;
+	set->n = 0;
+}
+
+/* Appends e (taking its path) to set, which has room for *alloc rows. */
+static int seen_push(struct store_seen_set *set, size_t *alloc, const struct store_seen *e)
+{
+	if (!e->path)
+		return -ENOMEM;
+	if (set->n == *alloc) {
+		size_t na = *alloc ? 2 * *alloc : 1024;
+		struct store_seen *v = realloc(set->v, na * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		set->v = v;
+		*alloc = na;
+	}
+	set->v[set->n++] = *e;
+	return 0;
+}
+
+int store_seen_load(struct store *st, struct store_seen_set *ret)
+{
+	STORE_LOCK(st);
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	struct store_seen_set set = { 0 };
+	size_t alloc = 0;
+	int r, rc;
+
+	/* WITHOUT ROWID: the primary key's order is the table's, BINARY collation is memcmp. */
+	r = store_prepare(st, "SELECT path, type, size, mtime_ns, ino, rev, gone FROM underneath ORDER BY path",
+			  &stmt);
+	if (r < 0)
+		return r;
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		struct store_seen e = {
+			.path = strdup((const char *)sqlite3_column_text(stmt, 0)),
+			.type = (uint32_t)sqlite3_column_int64(stmt, 1),
+			.size = sqlite3_column_int64(stmt, 2),
+			.mtime_ns = sqlite3_column_int64(stmt, 3),
+			.ino = (uint64_t)sqlite3_column_int64(stmt, 4),
+			.rev = sqlite3_column_int64(stmt, 5), /* NULL reads as 0 */
+			.gone = sqlite3_column_int(stmt, 6) != 0,
+		};
+
+		if ((r = seen_push(&set, &alloc, &e)) < 0) {
+			free(e.path);
+			store_seen_set_release(&set);
+			return r;
+		}
+	}
+	if (rc != SQLITE_DONE) {
+		store_seen_set_release(&set);
+		return store_fail(st, rc, "cannot read what was seen underneath");
+	}
+	*ret = set;
+	return 0;
+}
+
+static int seen_cmp(const void *key, const void *elem)
+{
+	return strcmp(key, ((const struct store_seen *)elem)->path);
+}
+
+struct store_seen *store_seen_find(const struct store_seen_set *set, const char *path)
+{
+	if (!set->n)
+		return NULL;
+	return bsearch(path, set->v, set->n, sizeof(set->v[0]), seen_cmp);
+}
+
+int store_seen_put(struct store *st, const struct store_seen *e)
+{
+	STORE_LOCK(st);
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	int r, rc;
+
+	if (st->readonly)
+		return -EROFS;
+	r = store_prepare(st, "INSERT OR REPLACE INTO underneath(path, type, size, mtime_ns, ino, rev, gone) "
+			      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)", &stmt);
+	if (r < 0)
+		return r;
+	sqlite3_bind_text(stmt, 1, e->path, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(stmt, 2, (sqlite3_int64)e->type);
+	sqlite3_bind_int64(stmt, 3, e->size);
+	sqlite3_bind_int64(stmt, 4, e->mtime_ns);
+	sqlite3_bind_int64(stmt, 5, (sqlite3_int64)e->ino);
+	if (e->rev > 0)
+		sqlite3_bind_int64(stmt, 6, e->rev);
+	else
+		sqlite3_bind_null(stmt, 6);
+	sqlite3_bind_int(stmt, 7, e->gone);
+	rc = sqlite3_step(stmt);
+	return rc == SQLITE_DONE ? 0 : store_fail(st, rc, "cannot record what was seen underneath");
+}
+
+int store_seen_mark_gone(struct store *st, const char *path)
+{
+	STORE_LOCK(st);
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	int r, rc;
+
+	if (st->readonly)
+		return -EROFS;
+	r = store_prepare(st, "UPDATE underneath SET gone = 1 WHERE path = ?1", &stmt);
+	if (r < 0)
+		return r;
+	sqlite3_bind_text(stmt, 1, path, -1, SQLITE_STATIC);
+	rc = sqlite3_step(stmt);
+	if (rc != SQLITE_DONE)
+		return store_fail(st, rc, "cannot record what is missing underneath");
+	return sqlite3_changes(st->db) ? 0 : -ENOENT;
+}
+
+int store_seen_legacy(struct store *st, int64_t *ret_ns)
+{
+	_cleanup_free_ char *v = NULL;
+	char *end;
+	long long ns;
+	int r;
+
+	r = store_meta_get(st, "underneath_before", &v);
+	if (r < 0)
+		return r;
+	errno = 0;
+	ns = strtoll(v, &end, 10);
+	*ret_ns = errno || *end || ns < 0 ? 0 : (int64_t)ns;
+	return 0;
+}
+
+int store_seen_legacy_done(struct store *st)
+{
+	STORE_LOCK(st);
+
+	if (st->readonly)
+		return -EROFS;
+	return store_exec(st, "DELETE FROM meta WHERE key = 'underneath_before'");
+}
+
+int store_seen_load_imports(struct store *st, struct store_seen_set *ret)
+{
+	STORE_LOCK(st);
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	struct store_seen_set set = { 0 };
+	size_t alloc = 0;
+	int r, rc;
+
+	/* One scan of the revision log (it has no index on path), once per store. */
+	r = store_prepare(st, "SELECT path, max(id) FROM revisions WHERE kind IN ('import', 'import-damaged') "
+			      "GROUP BY path ORDER BY path", &stmt);
+	if (r < 0)
+		return r;
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		struct store_seen e = { .path = strdup((const char *)sqlite3_column_text(stmt, 0)),
+					.rev = sqlite3_column_int64(stmt, 1) };
+
+		if ((r = seen_push(&set, &alloc, &e)) < 0) {
+			free(e.path);
+			store_seen_set_release(&set);
+			return r;
+		}
+	}
+	if (rc != SQLITE_DONE) {
+		store_seen_set_release(&set);
+		return store_fail(st, rc, "cannot read the first import");
+	}
+	*ret = set;
+	return 0;
+}
+
+bool store_is_readonly(const struct store *st)
+{
+	return st->readonly;
+}

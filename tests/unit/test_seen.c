@@ -1,0 +1,335 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * test_seen.c: what the store last saw of the folder underneath (store/seen.c),
+ * and the store calls the take-in (fs/import.c) makes of it: a doc changed on
+ * both sides merged against the version taken in last time.
+ *
+ * Most tests use a :memory: store; the migration tests build a schema-4 store
+ * in a file with schema.c's own migrations, as an older convfs left it.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <sqlite3.h>
+
+#include "store/store.h"
+#include "store/store_internal.h"
+#include "store/util.h"
+
+#define UI "tasks/1/ui_messages.json"
+#define HISTORY "state/taskHistory.json"
+
+static const struct store_who mount_who = { .pid = 4242, .comm = "code" };
+static const struct store_who import_who = { .pid = 0, .comm = "convfs-import" };
+
+static int setup_memory(void **state)
+{
+	struct store *st = NULL;
+
+	if (store_open(":memory:", 0, &st) < 0)
+		return -1;
+	*state = st;
+	return 0;
+}
+
+static int teardown_memory(void **state)
+{
+	store_free(*state);
+	return 0;
+}
+
+static int64_t db_int(sqlite3 *db, const char *sql)
+{
+	sqlite3_stmt *stmt = NULL;
+	int64_t v;
+
+	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &stmt, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(stmt), SQLITE_ROW);
+	v = sqlite3_column_int64(stmt, 0);
+	sqlite3_finalize(stmt);
+	return v;
+}
+
+/* The doc at path, read whole through a snapshot (free()). */
+static char *doc_read(struct store *st, const char *path)
+{
+	struct store_snap *snap = NULL;
+	struct sb sb = SB_INIT;
+	char buf[4096];
+	ssize_t n;
+	off_t off = 0;
+
+	assert_int_equal(store_snap_open(st, path, &snap), 0);
+	while ((n = store_snap_read(st, snap, buf, sizeof(buf), off)) > 0) {
+		assert_int_equal(sb_add(&sb, buf, (size_t)n), 0);
+		off += n;
+	}
+	assert_int_equal(n, 0);
+	store_snap_free(snap);
+	return sb.buf ? sb_detach(&sb, NULL) : strdup("");
+}
+
+static void put(struct store *st, const char *path, uint32_t type, int64_t size, int64_t rev)
+{
+	struct store_seen e = { .path = (char *)path, .type = type, .size = size, .mtime_ns = size * 1000,
+				.ino = (uint64_t)size + 7, .rev = rev };
+
+	assert_int_equal(store_seen_put(st, &e), 0);
+}
+
+/* Rows come back sorted by path in strcmp order, whatever order they were put in. */
+static void test_load_sorted_and_find(void **state)
+{
+	struct store *st = *state;
+	struct store_seen_set set = { 0 };
+	/* '-' sorts before '/': a folder's children need not follow it at once, find() must not care. */
+	static const char *const order[] = { "a", "a-b", "a/b", "a/c", "state", "state/taskHistory.json", "z" };
+	const struct store_seen *e;
+
+	assert_int_equal(store_seen_load(st, &set), 0);
+	assert_int_equal(set.n, 0);
+	assert_null(store_seen_find(&set, "a"));
+	store_seen_set_release(&set);
+
+	put(st, "z", S_IFREG, 1, 0);
+	put(st, "state/taskHistory.json", S_IFREG, 2, 17);
+	put(st, "a/c", S_IFREG, 3, 0);
+	put(st, "a", S_IFDIR, 4, 0);
+	put(st, "state", S_IFDIR, 5, 0);
+	put(st, "a/b", S_IFLNK, 6, 0);
+	put(st, "a-b", S_IFREG, 7, 0);
+	assert_int_equal(store_seen_load(st, &set), 0);
+	assert_int_equal(set.n, ARRAY_SIZE(order));
+	for (size_t i = 0; i < set.n; i++) {
+		assert_string_equal(set.v[i].path, order[i]);
+		assert_ptr_equal(store_seen_find(&set, order[i]), &set.v[i]);
+	}
+	assert_null(store_seen_find(&set, "a/"));
+	assert_null(store_seen_find(&set, "b"));
+	e = store_seen_find(&set, "state/taskHistory.json");
+	assert_non_null(e);
+	assert_int_equal(e->type, S_IFREG);
+	assert_int_equal(e->size, 2);
+	assert_int_equal(e->mtime_ns, 2000);
+	assert_int_equal(e->ino, 9);
+	assert_int_equal(e->rev, 17);
+	assert_false(e->gone);
+	e = store_seen_find(&set, "a/b");
+	assert_int_equal(e->type, S_IFLNK);
+	assert_int_equal(e->rev, 0);
+	store_seen_set_release(&set);
+	store_seen_set_release(&set); /* released twice: nothing left to free */
+	store_seen_set_release(NULL);
+}
+
+/* A put replaces the row; gone is set by mark_gone and cleared by the next put. */
+static void test_replace_and_gone(void **state)
+{
+	struct store *st = *state;
+	struct store_seen_set set = { 0 };
+
+	put(st, UI, S_IFREG, 10, 3);
+	put(st, UI, S_IFREG, 20, 5);
+	assert_int_equal(store_seen_mark_gone(st, UI), 0);
+	assert_int_equal(store_seen_mark_gone(st, "tasks/2/ui_messages.json"), -ENOENT);
+	assert_int_equal(store_seen_load(st, &set), 0);
+	assert_int_equal(set.n, 1);
+	assert_int_equal(set.v[0].size, 20);
+	assert_int_equal(set.v[0].rev, 5);
+	assert_true(set.v[0].gone);
+	store_seen_set_release(&set);
+
+	put(st, UI, S_IFREG, 30, 0);
+	assert_int_equal(store_seen_load(st, &set), 0);
+	assert_false(set.v[0].gone);
+	assert_int_equal(set.v[0].rev, 0); /* stored as NULL, read as 0 */
+	assert_int_equal(db_int(st->db, "SELECT count(*) FROM underneath WHERE rev IS NULL"), 1);
+	store_seen_set_release(&set);
+}
+
+/* An inode number past INT64_MAX (some filesystems) survives the signed column. */
+static void test_large_inode(void **state)
+{
+	struct store *st = *state;
+	struct store_seen_set set = { 0 };
+	struct store_seen e = { .path = (char *)"f", .type = S_IFREG, .ino = UINT64_MAX - 1, .mtime_ns = -5 };
+
+	assert_int_equal(store_seen_put(st, &e), 0);
+	assert_int_equal(store_seen_load(st, &set), 0);
+	assert_int_equal(set.v[0].ino, UINT64_MAX - 1);
+	assert_int_equal(set.v[0].mtime_ns, -5); /* a file dated before 1970 */
+	store_seen_set_release(&set);
+}
+
+static int commit(struct store *st, const char *path, const char *json)
+{
+	return store_doc_commit(st, path, json, strlen(json), &mount_who, "write");
+}
+
+static int take_in(struct store *st, const char *path, const char *json, const struct store_base *base,
+		   bool *ret_merged)
+{
+	return store_doc_commit_merged(st, path, json, strlen(json), &import_who, "import", base, NULL, ret_merged);
+}
+
+/*
+ * The take-in's merge: base = the revision that took the file in last time.
+ * What the store gained since (through the mount) stays, what was written
+ * underneath is added; the result differs from the file (merged).
+ */
+static void test_merge_against_last_take_in(void **state)
+{
+	struct store *st = *state;
+	struct store_base *base = NULL;
+	struct store_stat s;
+	_cleanup_free_ char *got = NULL, *hist = NULL;
+	bool merged = true;
+	int64_t taken;
+
+	/* First take-in: the store holds exactly the file. */
+	assert_int_equal(take_in(st, UI, "[{\"ts\":1},{\"ts\":2}]", NULL, &merged), 0);
+	assert_false(merged);
+	assert_int_equal(store_doc_stat(st, UI, &s), 0);
+	taken = s.rev;
+	/* Through the mount: a message appended. */
+	assert_int_equal(commit(st, UI, "[{\"ts\":1},{\"ts\":2},{\"ts\":4}]"), 0);
+	/* Underneath, offline: another one. */
+	assert_int_equal(store_base_at(st, UI, taken, &base), 0);
+	assert_int_equal(take_in(st, UI, "[{\"ts\":1},{\"ts\":2},{\"ts\":3}]", base, &merged), 0);
+	store_base_free(base);
+	assert_true(merged);
+	got = doc_read(st, UI);
+	assert_string_equal(got, "[{\"ts\":1},{\"ts\":2},{\"ts\":3},{\"ts\":4}]");
+
+	/* A new file underneath (no base) is merged into what the store has: nothing of it removed. */
+	assert_int_equal(commit(st, HISTORY, "[{\"id\":\"1\"},{\"id\":\"2\"}]"), 0);
+	assert_int_equal(take_in(st, HISTORY, "[{\"id\":\"3\"}]", NULL, &merged), 0);
+	assert_true(merged);
+	hist = doc_read(st, HISTORY);
+	assert_string_equal(hist, "[{\"id\":\"1\"},{\"id\":\"2\"},{\"id\":\"3\"}]");
+}
+
+/* A read-only store refuses writes up front, and says it is read-only. */
+static void test_readonly(void **state)
+{
+	char dir[] = "/tmp/convfs-seen-XXXXXX", path[64];
+	struct store *st = NULL;
+	struct store_seen_set set = { 0 };
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/store.db", dir);
+	assert_int_equal(store_open(path, 0, &st), 0);
+	assert_false(store_is_readonly(st));
+	put(st, "a", S_IFREG, 1, 0);
+	store_free(st);
+	assert_int_equal(store_open(path, STORE_OPEN_READONLY, &st), 0);
+	assert_true(store_is_readonly(st));
+	assert_int_equal(store_seen_load(st, &set), 0);
+	assert_int_equal(set.n, 1);
+	assert_int_equal(store_seen_put(st, &set.v[0]), -EROFS);
+	assert_int_equal(store_seen_mark_gone(st, "a"), -EROFS);
+	assert_int_equal(store_seen_legacy_done(st), -EROFS);
+	store_seen_set_release(&set);
+	store_free(st);
+	unlink(path);
+	rmdir(dir);
+}
+
+/*
+ * A schema-4 store that took its folder in (meta imported_from) gets the time
+ * of that import at migration; one that never took one in gets none.
+ */
+static void make_v4_store(const char *path, bool imported)
+{
+	struct store *st = NULL;
+	sqlite3 *db = NULL;
+	char *sql;
+
+	/* A store of this build, taken back to schema 4 as an older convfs left it. */
+	assert_int_equal(store_open(path, 0, &st), 0);
+	store_free(st);
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	sql = sqlite3_mprintf("DROP TABLE underneath; PRAGMA user_version = 4;"
+			      "INSERT INTO revisions(id, time_ns, path, kind) VALUES (1, 5000, %Q, 'import');"
+			      "INSERT INTO revisions(id, time_ns, path, kind) VALUES (2, 4000, 'state/x.json', 'import-damaged');"
+			      "INSERT INTO revisions(id, time_ns, path, kind) VALUES (3, 9000, %Q, 'write');"
+			      "INSERT INTO revisions(id, time_ns, path, kind) VALUES (4, 9500, %Q, 'import');"
+			      "%s",
+			      UI, UI, UI, imported ? "INSERT INTO meta VALUES ('imported_from', '/home/dev/gs');" : "");
+	assert_non_null(sql);
+	assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_free(sql);
+	sqlite3_close(db);
+}
+
+static void test_migrate_legacy(void **state)
+{
+	char dir[] = "/tmp/convfs-seen-XXXXXX", path[64];
+	struct store *st = NULL;
+	struct store_seen_set set = { 0 };
+	int64_t ns = -1;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/store.db", dir);
+	make_v4_store(path, true);
+	assert_int_equal(store_open(path, 0, &st), 0);
+	assert_int_equal(db_int(st->db, "PRAGMA user_version"), store_schema_version());
+	assert_int_equal(store_seen_legacy(st, &ns), 0);
+	assert_int_equal(ns, 4000); /* the first import */
+	assert_int_equal(store_seen_load_imports(st, &set), 0);
+	assert_int_equal(set.n, 2);
+	assert_string_equal(set.v[0].path, "state/x.json");
+	assert_int_equal(set.v[0].rev, 2);
+	assert_string_equal(set.v[1].path, UI);
+	assert_int_equal(set.v[1].rev, 4); /* the last import of it, not a write */
+	store_seen_set_release(&set);
+	assert_int_equal(store_seen_load(st, &set), 0);
+	assert_int_equal(set.n, 0);
+	store_seen_set_release(&set);
+	assert_int_equal(store_seen_legacy_done(st), 0);
+	assert_int_equal(store_seen_legacy(st, &ns), -ENOENT);
+	store_free(st);
+	unlink(path);
+
+	make_v4_store(path, false);
+	assert_int_equal(store_open(path, 0, &st), 0);
+	assert_int_equal(store_seen_legacy(st, &ns), -ENOENT);
+	store_free(st);
+	unlink(path);
+	rmdir(dir);
+}
+
+/* A new store has the table and no legacy time. */
+static void test_new_store(void **state)
+{
+	struct store *st = *state;
+	int64_t ns;
+
+	assert_int_equal(db_int(st->db, "SELECT count(*) FROM sqlite_master WHERE name = 'underneath'"), 1);
+	assert_int_equal(store_seen_legacy(st, &ns), -ENOENT);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_load_sorted_and_find, setup_memory, teardown_memory),
+		cmocka_unit_test_setup_teardown(test_replace_and_gone, setup_memory, teardown_memory),
+		cmocka_unit_test_setup_teardown(test_large_inode, setup_memory, teardown_memory),
+		cmocka_unit_test_setup_teardown(test_merge_against_last_take_in, setup_memory, teardown_memory),
+		cmocka_unit_test_setup_teardown(test_new_store, setup_memory, teardown_memory),
+		cmocka_unit_test(test_readonly),
+		cmocka_unit_test(test_migrate_legacy),
+	};
+
+	log_set_level(LOG_LEVEL_WARN);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
