@@ -209,7 +209,7 @@ sweep_all()
 }
 # (lib.sh's cleanup takes the test's status from $?.)
 status_is() { return "$1"; }
-trap 'st=$?; trap - ERR; sweep_all; status_is $st; cleanup' EXIT
+trap 'st=$?; trap - ERR; set +e; sweep_all; status_is $st; cleanup' EXIT
 
 # cline V HOME ARGS...: runs the CLI V with HOME (in the current directory).
 # BACKEND= (empty) lets 3.x start its background hub.
@@ -240,17 +240,39 @@ layout()
 	mkdir -p "$HOME_" "$DATA"
 }
 
+# 1.x runs its core (node on a 45 MB bundle) as a child and gives it about
+# 12 s to register; on a loaded machine, or with four starting at once on two
+# cores, that is not always enough ("failed to start instance: ... instance
+# not found in registry"), before anything reached the data folder. Such a run
+# is tried again, up to 3 times, and counted in $B/retries.
+STARTUP_FAILURE='failed to start (new |auth )?instance'
+
+# retry_startup V NAME CMD...: CMD, again while a 1.x start-up failed; its
+# output in $B/NAME.out and .err.
+retry_startup()
+{
+	local v=$1 name=$2 rc attempt
+	shift 2
+	for ((attempt = 1; ; attempt++)); do
+		rc=0
+		"$@" </dev/null >"$B/$name.out" 2>"$B/$name.err" || rc=$?
+		((rc != 0 && attempt < 4)) && [[ $v == 1.* ]] &&
+			grep -q -E "$STARTUP_FAILURE" "$B/$name.out" "$B/$name.err" || return $rc
+		echo "$name" >>"$B/retries"
+		sleep $((RANDOM % 3 + 1))
+	done
+}
+
 # auth V: points the client at the model server.
 auth()
 {
-	local v=$1 rc=0
+	local v=$1
 	mkdir -p "$B/ws-0"
 	case $v in
-	1.*) (cd "$B/ws-0" && cline "$v" "$HOME_" auth -p openai -k sk-fake -m fake-model -b "$BASE_URL") ;;
-	2.*) cline "$v" "$HOME_" auth -p openai -k sk-fake -m fake-model -b "$BASE_URL" --config "$CFG" ;;
-	*) cline "$v" "$HOME_" auth -p openai -k sk-fake -m fake-model -b "$BASE_URL" ;;
-	esac </dev/null >"$B/auth.out" 2>&1 || rc=$?
-	return $rc
+	1.*) retry_startup "$v" auth eval '(cd "$B/ws-0" && cline "$v" "$HOME_" auth -p openai -k sk-fake -m fake-model -b "$BASE_URL")' ;;
+	2.*) retry_startup "$v" auth cline "$v" "$HOME_" auth -p openai -k sk-fake -m fake-model -b "$BASE_URL" --config "$CFG" ;;
+	*) retry_startup "$v" auth cline "$v" "$HOME_" auth -p openai -k sk-fake -m fake-model -b "$BASE_URL" ;;
+	esac
 }
 
 tag_of() { echo "rc-$1-$(basename "$B")-$2"; }
@@ -263,10 +285,10 @@ run_task()
 	prompt="Create a file hello.txt containing a greeting ($(tag_of "$v" "$i"))"
 	mkdir -p "$ws"
 	case $v in
-	1.*) (cd "$ws" && cline "$v" "$HOME_" "$prompt" -y -m act -F json) ;;
-	2.*) cline "$v" "$HOME_" task "$prompt" -y --config "$CFG" -c "$ws" ;;
-	*) cline "$v" "$HOME_" --json "$prompt" -c "$ws" ;;
-	esac </dev/null >"$B/task-$i.out" 2>"$B/task-$i.err" || rc=$?
+	1.*) retry_startup "$v" "task-$i" eval '(cd "$ws" && cline "$v" "$HOME_" "$prompt" -y -m act -F json)' || rc=$? ;;
+	2.*) retry_startup "$v" "task-$i" cline "$v" "$HOME_" task "$prompt" -y --config "$CFG" -c "$ws" || rc=$? ;;
+	*) retry_startup "$v" "task-$i" cline "$v" "$HOME_" --json "$prompt" -c "$ws" || rc=$? ;;
+	esac
 	echo "$rc" >"$B/task-$i.rc"
 }
 
@@ -347,6 +369,13 @@ task_problems()
 	((${#why[@]} == 0)) || (IFS=';'; echo "${why[*]}")
 }
 
+# retries: "; N start-up retries" if there were any in $B.
+retries()
+{
+	[[ -s $B/retries ]] && echo "; $(wc -l <"$B/retries") start-up retries ($(sort "$B/retries" | uniq -c | awk '{ printf "%s%s x%d", s, $2, $1; s = ", " }'))"
+	return 0
+}
+
 # history_ids V: the ids in the client's own history.
 history_ids()
 {
@@ -383,7 +412,7 @@ declare -A IDS=() # "V mode i" -> task id
 # MODE plain: reported; mount: asserted.
 check_run()
 {
-	local v=$1 mode=$2 i id why hist view lost_hist=() lost_view=() bad=() kept=0 done_n=0 g
+	local v=$1 mode=$2 i id why hist view lost_hist=() lost_view=() bad=() kept=0 done_n=0 g found=0
 	hist=$(history_ids "$v")
 	view=
 	if [[ $mode == mount ]]; then
@@ -399,6 +428,7 @@ check_run()
 			done_n=$((done_n + 1))
 		fi
 		[[ -n $id ]] || continue
+		found=$((found + 1))
 		if has_line "$hist" "$id"; then
 			((i == 0)) || kept=$((kept + 1))
 		else
@@ -409,11 +439,11 @@ check_run()
 		fi
 	done
 	if [[ $mode == plain ]]; then
-		note "plain folder: $v completed $done_n of $((N + 1)) tasks; kept $kept of $N concurrent tasks in $(history_name "$v")$( ((${#lost_hist[@]} == 0)) || echo " (missing: ${lost_hist[*]})")"
+		note "plain folder: $v completed $done_n of $((N + 1)) tasks; kept $kept of $N concurrent tasks in $(history_name "$v")$( ((${#lost_hist[@]} == 0)) || echo " (missing: ${lost_hist[*]})")$(retries)"
 		for why in "${bad[@]}"; do note "plain folder: $v $why"; done
 		return 0
 	fi
-	note "mount: $v completed $done_n of $((N + 1)) tasks; kept $kept of $N concurrent tasks in $(history_name "$v"); $(( N + 1 - ${#lost_view[@]} )) of $((N + 1)) in the view"
+	note "mount: $v completed $done_n of $((N + 1)) tasks; kept $kept of $N concurrent tasks in $(history_name "$v"); $((found - ${#lost_view[@]})) of the $found tasks found are in the view$(retries)"
 	for why in "${bad[@]}"; do problem "mount: $v $why"; done
 	((${#lost_hist[@]} == 0)) || problem "mount: $v: $(history_name "$v") lacks ${lost_hist[*]}"
 	((${#lost_view[@]} == 0)) || problem "mount: $v: the view (workspaces/*/tasks/) lacks ${lost_view[*]}; it holds: $(tr "\n" " " <<<"$view")"
@@ -439,9 +469,9 @@ generation()
 	auth "$v" || rc=$?
 	if ((rc != 0)); then
 		if [[ $mode == mount ]]; then
-			problem "mount: $v: \`cline auth\` failed (status $rc): $(err_text "$B/auth.out")"
+			problem "mount: $v: \`cline auth\` failed (status $rc): $(err_text "$B/auth.out" "$B/auth.err")"
 		else
-			note "plain folder: $v: \`cline auth\` failed (status $rc): $(err_text "$B/auth.out")"
+			note "plain folder: $v: \`cline auth\` failed (status $rc): $(err_text "$B/auth.out" "$B/auth.err")"
 		fi
 	fi
 	run_tasks "$v" 0 0
@@ -488,7 +518,7 @@ kill_test()
 	step "$v: kill -9 of the daemon in the middle of a session save"
 	layout "$v" "$T/kill"
 	mount_convfs "$DATA" "$B/store.db"
-	auth "$v" || problem "kill: \`cline auth\` failed: $(err_text "$B/auth.out")"
+	auth "$v" || problem "kill: \`cline auth\` failed: $(err_text "$B/auth.out" "$B/auth.err")"
 	mkdir -p "$B/ws-1"
 	(
 		cd "$B" || exit 1
@@ -571,8 +601,8 @@ unmount_test()
 	layout "$v" "$T/unmount"
 	mount_convfs "$DATA" "$B/store.db"
 	dpid=${DAEMON_PID[$DATA]}
-	auth "$v" || problem "unmount: \`cline auth\` failed: $(err_text "$B/auth.out")"
-	BACKEND= run_tasks "$v" 1 1
+	auth "$v" || problem "unmount: \`cline auth\` failed: $(err_text "$B/auth.out" "$B/auth.err")"
+	BACKEND='' run_tasks "$v" 1 1
 	sid=$(task_id "$v" 1)
 	why=$(task_problems "$v" 1 "$sid")
 	[[ -z $why ]] || problem "unmount: the hub-mode task: $why"
