@@ -1,0 +1,696 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# real_clients.sh: the real Cline CLIs from npm run unchanged on the mount
+# (promise 11), driven headless against a stand-in model server of our own
+# (real_clients/model_server.js, on 127.0.0.1; no network, no key).
+#
+# For each CLI generation (1.0.10, 2.18.0, 3.0.65; installed once into
+# ${CONVFS_CLIENT_CACHE:-~/.cache/convfs/clients}/<version>), with HOME in the
+# test's temp dir:
+#   - on a plain folder (the control): one task, then 4 at once against the
+#     same data folder. What the client lost there is REPORTED, not asserted
+#     (e.g. "2.18.0 kept 2 of 4 concurrent tasks in state/taskHistory.json");
+#   - with convfs mounted over exactly the client's data folder, the same
+#     run, and it must lose nothing: every task ends (exit 0, hello.txt
+#     written, the completion in the client's own record), its files are
+#     valid JSON, it is in the client's own history (state/taskHistory.json
+#     for 1.x/2.x, `cline history --json` for 3.x) and in the view
+#     (workspaces/*/tasks/<id>); 1.0.10's shadow checkpoint repos pass
+#     `git fsck`; the daemon logs nothing unexpected; after a remount the
+#     history and the view still hold every task.
+# Then, with 3.0.65 on the mount:
+#   - kill: the daemon is killed (-9) in the middle of a session save (strace
+#     delays every ftruncate; the kill lands when the client has written the
+#     new content of <id>.messages.json and not yet truncated it); after a
+#     remount the file must be whole, valid JSON, and the version the client
+#     was writing or the one before it (taken from strace's record of every
+#     write), never torn, never older;
+#   - unmount while a client runs: a 3.x task in hub mode (its background hub
+#     keeps files in the data folder open) and a writer holding a file open:
+#     `fusermount3 -u` answers EBUSY; `fusermount3 -uz` detaches the mount,
+#     the writer goes on through its open descriptor, the daemon exits once the
+#     last one closes; after a remount everything written before, and every
+#     write that returned through a descriptor opened before, is there.
+# Client processes left behind (1.0.10's cline-core/cline-host, 3.x's hub) are
+# reported and killed before each unmount.
+#
+# Environment (besides lib.sh's):
+#   CONVFS_CLIENT_CACHE  where the CLIs are installed (default ~/.cache/convfs/clients)
+#   REAL_CLIENTS         the versions to run (default "1.0.10 2.18.0 3.0.65")
+#   REAL_CLIENT_TIMEOUT  seconds one client run may take (default 240)
+#   REAL_CLIENT_PARTS    which parts run (default "plain mount kill unmount")
+#   CI=true              a reason to skip (no npm registry, node < 20) fails
+# Outside CI it skips (exit 77) without node >= 20 or, when a CLI is not yet
+# in the cache, without the npm registry.
+
+# lib.sh's watchdog: meson gives 1440 s (see meson.build); run alone, as long.
+: "${TEST_TIMEOUT:=1440}"
+. "$(dirname "$0")/lib.sh"
+
+RCDIR=$TESTS_DIR/real_clients
+read -r -a VERSIONS <<<"${REAL_CLIENTS:-1.0.10 2.18.0 3.0.65}"
+CACHE=${CONVFS_CLIENT_CACHE:-$HOME/.cache/convfs/clients}
+CLIENT_SECS=${REAL_CLIENT_TIMEOUT:-240}
+N=4 # tasks at once
+PARTS=" ${REAL_CLIENT_PARTS:-plain mount kill unmount} "
+GREETING='Hello from fake LLM'
+
+declare -a REPORT=()
+# note MSG: a line for the report printed at the end (and at once).
+note()
+{
+	say "report: $*"
+	REPORT+=("$*")
+}
+
+skip()
+{
+	if [[ ${CI:-} == true ]]; then
+		fail "$* (CI=true: not skipped)"
+	fi
+	say "SKIP: $*"
+	exit 77
+}
+
+# step NAME: prints how long the previous step took.
+STEP=
+STEP_T=$SECONDS
+step()
+{
+	[[ -z $STEP ]] || say "time: $STEP took $((SECONDS - STEP_T)) s"
+	STEP=$1
+	STEP_T=$SECONDS
+	[[ -z $STEP ]] || say "--- $STEP"
+}
+
+# ---- preconditions -------------------------------------------------------------
+
+node_major=$(node -p 'process.versions.node.split(".")[0]')
+((node_major >= 20)) || skip "node $(node --version) is older than 20, the oldest the Cline CLIs run on"
+command -v npm >/dev/null || skip "npm is missing"
+command -v jq >/dev/null || fail "jq is missing"
+if ! command -v strace >/dev/null; then
+	say "strace is missing; installing it"
+	sudo=
+	[[ $(id -u) == 0 ]] || sudo=sudo
+	{ DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq strace ||
+		{ $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq strace; }; } >/dev/null 2>&1 || true
+fi
+HAVE_STRACE=1
+command -v strace >/dev/null || HAVE_STRACE=0
+
+# install_client V: npm's `cline@V` in $CACHE/V, once; a run that did not end
+# leaves no .installed mark and is done again.
+install_client()
+{
+	local v=$1 dir=$CACHE/$1
+	[[ -f $dir/.installed && -x $dir/node_modules/.bin/cline ]] && return 0
+	timeout 60 npm ping >/dev/null 2>&1 || skip "the npm registry cannot be reached (npm ping failed) to install cline@$v"
+	say "installing cline@$v into $dir"
+	mkdir -p "$CACHE"
+	(
+		flock 9
+		[[ -f $dir/.installed ]] && exit 0
+		rm -rf "$dir"
+		NO_AUTO_UPDATE=1 CLINE_NO_AUTO_UPDATE=1 timeout 900 \
+			npm install --prefix "$dir" "cline@$v" --no-audit --no-fund >"$T/npm-$v.log" 2>&1 || exit 1
+		[[ -x $dir/node_modules/.bin/cline ]] || exit 1
+		touch "$dir/.installed"
+	) 9>"$CACHE/.lock" || {
+		tail -n 20 "$T/npm-$v.log" >&2
+		skip "npm install cline@$v failed"
+	}
+}
+
+step "install the CLIs"
+for v in "${VERSIONS[@]}"; do
+	install_client "$v"
+done
+
+# ---- the model server and the clients ---------------------------------------
+
+step "start the model server"
+node "$RCDIR/model_server.js" "$T/port" "$T/model.log" $$ 2>"$T/model.err" &
+MODEL_PID=$!
+wait_for "$T/port" 10 || fail "the model server did not start:\n$(cat "$T/model.err")"
+PORT=$(cat "$T/port")
+BASE_URL=http://127.0.0.1:$PORT/v1
+say "model server on $BASE_URL"
+
+# pids_of_home HOME: processes running with HOME=HOME (a client and all its
+# children, background ones included).
+pids_of_home()
+{
+	grep -l -s -z -x -F "HOME=$1" /proc/[0-9]*/environ | awk -F/ -v me=$$ '$3 != me { print $3 }' || true
+}
+
+# pids_on DIR: processes with their cwd or an open file at or below DIR.
+pids_on()
+{
+	{
+		find /proc/[0-9]*/fd -mindepth 1 -maxdepth 1 \( -lname "$1" -o -lname "$1/*" \) -printf '%h\n'
+		find /proc/[0-9]*/cwd -maxdepth 0 \( -lname "$1" -o -lname "$1/*" \) -printf '%p\n'
+	} 2>/dev/null | awk -F/ -v me=$$ '$3 != me { print $3 }' | sort -un || true
+}
+
+# describe PID [DIR]: its command line and the files it holds below DIR.
+describe()
+{
+	local pid=$1 dir=${2:-} cmd files=
+	cmd=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | cut -c1-160) || true
+	if [[ -n $dir ]]; then
+		files=$(for f in /proc/"$pid"/fd/*; do readlink "$f"; done 2>/dev/null |
+			awk -v d="$dir/" 'index($0, d) == 1 { print substr($0, length(d) + 1) }' | sort | uniq -c |
+			awk '{ printf "%s%s(x%d)", sep, $2, $1; sep = ", " }')
+	fi
+	echo "pid $pid: ${cmd:-?}${files:+; open: $files}"
+}
+
+# stop_pids WHAT PIDS...: TERM, then KILL after 5 s.
+stop_pids()
+{
+	local p i
+	(($# > 0)) || return 0
+	kill -TERM "$@" 2>/dev/null || true
+	for ((i = 0; i < 50; i++)); do
+		for p in "$@"; do
+			kill -0 "$p" 2>/dev/null && [[ $(awk '{ print $3 }' "/proc/$p/stat" 2>/dev/null) != Z ]] && break
+			p=
+		done
+		[[ -z $p ]] && return 0
+		sleep 0.1
+	done
+	kill -KILL "$@" 2>/dev/null || true
+}
+
+# sweep HOME DIR WHAT: reports and stops every client process still running
+# with HOME, and every process holding files below DIR.
+sweep()
+{
+	local home=$1 dir=$2 what=$3 pids p
+	mapfile -t pids < <({ pids_of_home "$home"; pids_on "$dir"; } | sort -un)
+	for p in "${pids[@]}"; do
+		note "$what: left running: $(describe "$p" "$dir")"
+	done
+	stop_pids "${pids[@]}"
+}
+
+# Whatever happens, no client of ours is left behind.
+sweep_all()
+{
+	local p
+	for p in /proc/[0-9]*; do
+		[[ ${p#/proc/} == "$$" ]] && continue
+		grep -q -z "^HOME=$T/" "$p/environ" 2>/dev/null && kill -KILL "${p#/proc/}" 2>/dev/null
+	done
+	kill "$MODEL_PID" 2>/dev/null
+	return 0
+}
+# (lib.sh's cleanup takes the test's status from $?.)
+status_is() { return "$1"; }
+trap 'st=$?; trap - ERR; set +e; sweep_all; status_is $st; cleanup' EXIT
+
+# cline V HOME ARGS...: runs the CLI V with HOME (in the current directory).
+# BACKEND= (empty) lets 3.x start its background hub.
+cline()
+{
+	local v=$1 home=$2 backend=(CLINE_SESSION_BACKEND_MODE=local)
+	shift 2
+	[[ ${BACKEND-local} == local ]] || backend=()
+	env -u CLINE_DIR -u CLINE_DATA_DIR -u CLINE_SESSION_BACKEND_MODE -u XDG_CONFIG_HOME \
+		-u XDG_DATA_HOME -u XDG_CACHE_HOME -u XDG_STATE_HOME \
+		HOME="$home" PATH="$CACHE/$v/node_modules/.bin:$PATH" NO_COLOR=1 \
+		NO_AUTO_UPDATE=1 CLINE_NO_AUTO_UPDATE=1 "${backend[@]}" \
+		timeout -k 10 "$CLIENT_SECS" "$CACHE/$v/node_modules/.bin/cline" "$@"
+}
+
+# The layout of one run: $B (its folder), $HOME_ (the client's HOME), $CFG
+# (2.x's --config), $DATA (the client's data folder, where convfs mounts).
+layout()
+{
+	local v=$1
+	B=$2
+	HOME_=$B/home
+	CFG=$B/config
+	case $v in
+	2.*) DATA=$CFG/data ;;
+	*) DATA=$HOME_/.cline/data ;;
+	esac
+	mkdir -p "$HOME_" "$DATA"
+}
+
+# 1.x runs its core (node on a 45 MB bundle) as a child and gives it about
+# 12 s to register; on a loaded machine, or with four starting at once on two
+# cores, that is not always enough ("failed to start instance: ... instance
+# not found in registry"), before anything reached the data folder. Such a run
+# is tried again, up to 3 times, and counted in $B/retries.
+STARTUP_FAILURE='failed to start (new |auth )?instance'
+
+# retry_startup V NAME CMD...: CMD, again while a 1.x start-up failed; its
+# output in $B/NAME.out and .err.
+retry_startup()
+{
+	local v=$1 name=$2 rc attempt
+	shift 2
+	for ((attempt = 1; ; attempt++)); do
+		rc=0
+		"$@" </dev/null >"$B/$name.out" 2>"$B/$name.err" || rc=$?
+		((rc != 0 && attempt < 4)) && [[ $v == 1.* ]] &&
+			grep -q -E "$STARTUP_FAILURE" "$B/$name.out" "$B/$name.err" || return $rc
+		echo "$name" >>"$B/retries"
+		sleep $((RANDOM % 3 + 1))
+	done
+}
+
+# auth V: points the client at the model server.
+auth()
+{
+	local v=$1
+	mkdir -p "$B/ws-0"
+	case $v in
+	1.*) retry_startup "$v" auth eval '(cd "$B/ws-0" && cline "$v" "$HOME_" auth -p openai -k sk-fake -m fake-model -b "$BASE_URL")' ;;
+	2.*) retry_startup "$v" auth cline "$v" "$HOME_" auth -p openai -k sk-fake -m fake-model -b "$BASE_URL" --config "$CFG" ;;
+	*) retry_startup "$v" auth cline "$v" "$HOME_" auth -p openai -k sk-fake -m fake-model -b "$BASE_URL" ;;
+	esac
+}
+
+tag_of() { echo "rc-$1-$(basename "$B")-$2"; }
+
+# run_task V I: one task in workspace $B/ws-I; output in $B/task-I.{out,err},
+# exit status in $B/task-I.rc.
+run_task()
+{
+	local v=$1 i=$2 ws=$B/ws-$2 rc=0 prompt
+	prompt="Create a file hello.txt containing a greeting ($(tag_of "$v" "$i"))"
+	mkdir -p "$ws"
+	case $v in
+	1.*) retry_startup "$v" "task-$i" eval '(cd "$ws" && cline "$v" "$HOME_" "$prompt" -y -m act -F json)' || rc=$? ;;
+	2.*) retry_startup "$v" "task-$i" cline "$v" "$HOME_" task "$prompt" -y --config "$CFG" -c "$ws" || rc=$? ;;
+	*) retry_startup "$v" "task-$i" cline "$v" "$HOME_" --json "$prompt" -c "$ws" || rc=$? ;;
+	esac
+	echo "$rc" >"$B/task-$i.rc"
+}
+
+# run_tasks V FROM TO: tasks FROM..TO at once; waits for all.
+run_tasks()
+{
+	local v=$1 i pids=()
+	for ((i = $2; i <= $3; i++)); do
+		(
+			trap - ERR
+			set +e
+			run_task "$v" "$i"
+		) &
+		pids+=($!)
+	done
+	wait "${pids[@]}" || true
+}
+
+# task_id V I: the id the client gave task I, found in its own files.
+task_id()
+{
+	local v=$1 tag f
+	tag="($(tag_of "$v" "$2"))"
+	case $v in
+	3.*)
+		for f in "$DATA"/sessions/*/*.json; do
+			[[ $f == *.messages.json ]] && continue
+			grep -q -F -- "$tag" "$f" 2>/dev/null && { basename "$f" .json; return 0; }
+		done
+		;;
+	*)
+		for f in "$DATA"/tasks/*/ui_messages.json "$DATA"/tasks/*/api_conversation_history.json; do
+			grep -q -F -- "$tag" "$f" 2>/dev/null && { basename "$(dirname "$f")"; return 0; }
+		done
+		;;
+	esac
+	return 0
+}
+
+# err_text FILE...: the lines of a client's output that say what went wrong.
+err_text()
+{
+	cat "$@" 2>/dev/null | sed 's/\x1b\[[0-9;]*m//g' |
+		grep -a -i -E 'error|EPERM|EACCES|ENOENT|EINVAL|EIO|ENOTCONN|fail|denied' |
+		grep -a -v -E 'DeprecationWarning|^\s+at ' | head -n 3 | cut -c1-300 | tr '\n' ' '
+}
+
+# task_problems V I ID: why task I did not end well (empty if it did).
+task_problems()
+{
+	local v=$1 i=$2 id=$3 rc why=() f
+	rc=$(cat "$B/task-$i.rc")
+	((rc == 0)) || why+=("exit status $rc: $(err_text "$B/task-$i.err" "$B/task-$i.out")")
+	grep -q -F "$GREETING" "$B/ws-$i/hello.txt" 2>/dev/null || why+=("no hello.txt in its workspace")
+	if [[ -z $id ]]; then
+		why+=("none of its files in the data folder")
+	else
+		case $v in
+		3.*)
+			grep -q '"type":"run_result","finishReason":"completed"' "$B/task-$i.out" ||
+				why+=("no completed run_result in its output")
+			f=$DATA/sessions/$id/$id.json
+			[[ $(jq -r .status "$f" 2>/dev/null) == completed ]] || why+=("its manifest's status is not completed")
+			for f in "$DATA/sessions/$id/$id.json" "$DATA/sessions/$id/$id.messages.json"; do
+				jq empty "$f" 2>/dev/null || why+=("${f#"$DATA"/} is missing or not valid JSON")
+			done
+			;;
+		*)
+			jq -e 'any(.[]; .say == "completion_result" and .partial != true)' \
+				"$DATA/tasks/$id/ui_messages.json" >/dev/null 2>&1 ||
+				why+=("no completion_result in tasks/$id/ui_messages.json")
+			for f in ui_messages.json api_conversation_history.json task_metadata.json; do
+				jq empty "$DATA/tasks/$id/$f" 2>/dev/null || why+=("tasks/$id/$f is missing or not valid JSON")
+			done
+			;;
+		esac
+	fi
+	((${#why[@]} == 0)) || (IFS=';'; echo "${why[*]}")
+}
+
+# retries: "; N start-up retries" if there were any in $B.
+retries()
+{
+	[[ -s $B/retries ]] && echo "; $(wc -l <"$B/retries") start-up retries ($(sort "$B/retries" | uniq -c | awk '{ printf "%s%s x%d", s, $2, $1; s = ", " }'))"
+	return 0
+}
+
+# history_ids V: the ids in the client's own history.
+history_ids()
+{
+	case $1 in
+	3.*) (cd "$B" && cline "$1" "$HOME_" history --json --limit 500 </dev/null 2>"$B/history.err") |
+		jq -r '.[].sessionId' 2>/dev/null || true ;;
+	*) jq -r '.[].id' "$DATA/state/taskHistory.json" 2>/dev/null || true ;;
+	esac
+}
+
+history_name()
+{
+	case $1 in
+	3.*) echo '`cline history --json`' ;;
+	*) echo state/taskHistory.json ;;
+	esac
+}
+
+# view_ids: the task folders in the workspaces view.
+view_ids()
+{
+	[[ -d $DATA/workspaces ]] || return 0
+	find "$DATA/workspaces" -mindepth 3 -maxdepth 3 -path "$DATA/workspaces/*/tasks/*" -printf '%f\n' 2>/dev/null | sort -u
+}
+
+# has_line LIST WORD: WORD is a line of LIST.
+has_line() { grep -q -x -F -- "$2" <<<"$1"; }
+
+# ---- one generation on a plain folder or on the mount ------------------------
+
+declare -A IDS=() # "V mode i" -> task id
+
+# check_run V MODE: what became of tasks 0..N (0 alone, 1..N at once).
+# MODE plain: reported; mount: asserted.
+check_run()
+{
+	local v=$1 mode=$2 i id why hist view lost_hist=() lost_view=() bad=() kept=0 done_n=0 g found=0
+	hist=$(history_ids "$v")
+	view=
+	if [[ $mode == mount ]]; then
+		view=$(view_ids)
+	fi
+	for ((i = 0; i <= N; i++)); do
+		id=$(task_id "$v" "$i")
+		IDS["$v $mode $i"]=$id
+		why=$(task_problems "$v" "$i" "$id")
+		if [[ -n $why ]]; then
+			bad+=("task $i${id:+ ($id)}: $why")
+		else
+			done_n=$((done_n + 1))
+		fi
+		[[ -n $id ]] || continue
+		found=$((found + 1))
+		if has_line "$hist" "$id"; then
+			((i == 0)) || kept=$((kept + 1))
+		else
+			lost_hist+=("$id")
+		fi
+		if [[ $mode == mount ]] && ! has_line "$view" "$id"; then
+			lost_view+=("$id")
+		fi
+	done
+	if [[ $mode == plain ]]; then
+		note "plain folder: $v completed $done_n of $((N + 1)) tasks; kept $kept of $N concurrent tasks in $(history_name "$v")$( ((${#lost_hist[@]} == 0)) || echo " (missing: ${lost_hist[*]})")$(retries)"
+		for why in "${bad[@]}"; do note "plain folder: $v $why"; done
+		return 0
+	fi
+	note "mount: $v completed $done_n of $((N + 1)) tasks; kept $kept of $N concurrent tasks in $(history_name "$v"); $((found - ${#lost_view[@]})) of the $found tasks found are in the view$(retries)"
+	for why in "${bad[@]}"; do problem "mount: $v $why"; done
+	((${#lost_hist[@]} == 0)) || problem "mount: $v: $(history_name "$v") lacks ${lost_hist[*]}"
+	((${#lost_view[@]} == 0)) || problem "mount: $v: the view (workspaces/*/tasks/) lacks ${lost_view[*]}; it holds: $(tr "\n" " " <<<"$view")"
+	if [[ $v == 1.* ]]; then
+		[[ -n $(compgen -G "$DATA/checkpoints/*/.git") ]] || problem "mount: $v made no shadow checkpoint repo"
+		for g in "$DATA"/checkpoints/*/.git; do
+			[[ -d $g ]] || continue
+			git --git-dir="$g" fsck --full >"$B/fsck.out" 2>&1 ||
+				problem "mount: $v: git fsck of ${g#"$DATA"/} fails:\n$(head -n 5 "$B/fsck.out")"
+		done
+	fi
+}
+
+# generation V MODE: auth, one task, then N at once, in a fresh HOME.
+generation()
+{
+	local v=$1 mode=$2 rc=0 i id hist view missing=() missing_view=()
+	step "$v on a $([[ $mode == mount ]] && echo "convfs mount" || echo "plain folder")"
+	layout "$v" "$T/$v-$mode"
+	if [[ $mode == mount ]]; then
+		mount_convfs "$DATA" "$B/store.db"
+	fi
+	auth "$v" || rc=$?
+	if ((rc != 0)); then
+		if [[ $mode == mount ]]; then
+			problem "mount: $v: \`cline auth\` failed (status $rc): $(err_text "$B/auth.out" "$B/auth.err")"
+		else
+			note "plain folder: $v: \`cline auth\` failed (status $rc): $(err_text "$B/auth.out" "$B/auth.err")"
+		fi
+	fi
+	run_tasks "$v" 0 0
+	run_tasks "$v" 1 "$N"
+	check_run "$v" "$mode"
+	sweep "$HOME_" "$DATA" "$mode: $v"
+	[[ $mode == mount ]] || return 0
+	unmount_convfs "$DATA"
+	check_log "$B/store.db.log"
+	# Everything is still there after a remount.
+	mount_convfs "$DATA" "$B/store.db"
+	hist=$(history_ids "$v")
+	view=$(view_ids)
+	for ((i = 0; i <= N; i++)); do
+		id=${IDS["$v $mode $i"]}
+		[[ -n $id ]] || continue
+		has_line "$hist" "$id" || missing+=("$id")
+		has_line "$view" "$id" || missing_view+=("$id")
+	done
+	((${#missing[@]} == 0)) || problem "mount: $v: after a remount, $(history_name "$v") lacks ${missing[*]}"
+	((${#missing_view[@]} == 0)) || problem "mount: $v: after a remount, the view lacks ${missing_view[*]}"
+	sweep "$HOME_" "$DATA" "mount: $v (history after the remount)"
+	unmount_convfs "$DATA"
+	check_log "$B/store.db.log"
+}
+
+for v in "${VERSIONS[@]}"; do
+	[[ $PARTS != *" plain "* ]] || generation "$v" plain
+	[[ $PARTS != *" mount "* ]] || generation "$v" mount
+done
+
+V3=
+for v in "${VERSIONS[@]}"; do [[ $v == 3.* ]] && V3=$v; done
+
+# ---- 3.x: kill -9 of the daemon in the middle of a session save -------------
+
+# The daemon dies after the client's write of the new <id>.messages.json and
+# before its ftruncate (strace delays each ftruncate by a second, and the
+# kill lands during the third one on a messages file: the save after the
+# tool's result, with two saves before it).
+kill_test()
+{
+	local v=$1 sid msgs n i status=0 got="" k
+	step "$v: kill -9 of the daemon in the middle of a session save"
+	layout "$v" "$T/kill"
+	mount_convfs "$DATA" "$B/store.db"
+	auth "$v" || problem "kill: \`cline auth\` failed: $(err_text "$B/auth.out" "$B/auth.err")"
+	mkdir -p "$B/ws-1"
+	(
+		cd "$B" || exit 1
+		exec strace -f -qq -e signal=none -y -xx -s 16777216 -o "$B/strace.txt" \
+			-e trace=write,ftruncate -e inject=ftruncate:delay_enter=1000000 \
+			env -u CLINE_DIR -u CLINE_DATA_DIR HOME="$HOME_" NO_COLOR=1 NO_AUTO_UPDATE=1 \
+			CLINE_NO_AUTO_UPDATE=1 CLINE_SESSION_BACKEND_MODE=local \
+			"$CACHE/$v/node_modules/.bin/cline" --json \
+			"Create a file hello.txt containing a greeting ($(tag_of "$v" 1))" -c "$B/ws-1"
+	) </dev/null >"$B/task-1.out" 2>"$B/task-1.err" &
+	local spid=$!
+	# -xx writes paths in hex too.
+	local suffix
+	suffix=$(printf %s .messages.json | od -An -tx1 | tr -d ' \n' | sed 's/../\\\\x&/g')
+	for ((i = 0; i < 1200; i++)); do
+		n=$(grep -a -c -E "ftruncate\\([0-9]+<[^>]*$suffix>" "$B/strace.txt" 2>/dev/null || true)
+		((n >= 3)) && break
+		kill -0 "$spid" 2>/dev/null || break
+		sleep 0.05
+	done
+	if ((n < 3)); then
+		problem "kill: the client made $n saves of a messages file (ftruncate) before it ended; no kill"
+		wait "$spid" || true
+		sweep "$HOME_" "$DATA" "kill"
+		unmount_convfs "$DATA"
+		return 0
+	fi
+	msgs=$(grep -a -o -E "ftruncate\\([0-9]+<[^>]*$suffix>" "$B/strace.txt" | tail -n 1 | sed -E 's/^ftruncate\([0-9]+<//; s/>$//')
+	msgs=$(printf '%b' "$msgs")
+	kill_daemon "$DATA"
+	say "killed the daemon during the save of ${msgs#"$DATA"/}"
+	for ((i = 0; i < 100; i++)); do
+		kill -0 "$spid" 2>/dev/null || break
+		sleep 0.1
+	done
+	if kill -0 "$spid" 2>/dev/null; then
+		note "kill: the client still ran 10 s after the daemon died; stopped"
+	fi
+	sweep "$HOME_" "$DATA" "kill: after the daemon's death"
+	{ wait "$spid"; } 2>/dev/null || status=$?
+	note "kill: the client exited with status $status after the daemon died: $(err_text "$B/task-1.err" "$B/task-1.out")"
+	remove_dead_mount "$DATA"
+	mount_convfs "$DATA" "$B/store.db"
+	n=$(node "$RCDIR/strace_versions.js" "$B/strace.txt" "$msgs" "$B/versions")
+	sid=$(basename "$msgs" .messages.json)
+	if [[ ! -f $msgs ]]; then
+		problem "kill: ${msgs#"$DATA"/} is gone after the remount"
+	elif ! jq empty "$msgs" 2>/dev/null; then
+		problem "kill: ${msgs#"$DATA"/} is torn after the remount (not valid JSON; $(stat -c %s "$msgs") bytes, ends with: $(tail -c 60 "$msgs" | tr '\n' ' '))"
+	fi
+	if [[ -f $msgs ]]; then
+		for ((k = n; k >= 1; k--)); do
+			cmp -s "$msgs" "$B/versions/v-$(printf %03d "$k").json" && { got=$k; break; }
+		done
+		if [[ -z $got ]]; then
+			problem "kill: ${msgs#"$DATA"/} ($(stat -c %s "$msgs") bytes) is none of the $n versions the client wrote (sizes: $(stat -c %s "$B"/versions/v-*.json | tr '\n' ' '))"
+		elif ((got < n - 1)); then
+			problem "kill: ${msgs#"$DATA"/} is version $got of $n: a save whose close had returned (version $((n - 1))) is lost"
+		else
+			note "kill: after the remount ${msgs#"$DATA"/} is version $got of the $n the client wrote ($([[ $got == "$n" ]] && echo "the one being saved at the kill" || echo "the one before the kill")), valid JSON"
+		fi
+	fi
+	jq empty "$DATA/sessions/$sid/$sid.json" 2>/dev/null ||
+		note "kill: the manifest sessions/$sid/$sid.json is missing or not valid JSON after the remount"
+	history_ids "$v" | grep -q -x -F "$sid" && note "kill: \`cline history\` lists the session after the remount" ||
+		note "kill: \`cline history\` does not list the session after the remount"
+	sweep "$HOME_" "$DATA" "kill: after the remount"
+	unmount_convfs "$DATA"
+	check_log "$B/store.db.log"
+}
+
+# ---- unmount while a client runs ----------------------------------------------
+
+# A 3.x task in hub mode leaves its hub running, holding files open in the
+# data folder; a writer of ours holds one too and goes on appending.
+unmount_test()
+{
+	local v=$1 sid pids p before err rc=0 dpid lines i missing
+	step "$v: unmount while a client runs"
+	layout "$v" "$T/unmount"
+	mount_convfs "$DATA" "$B/store.db"
+	dpid=${DAEMON_PID[$DATA]}
+	auth "$v" || problem "unmount: \`cline auth\` failed: $(err_text "$B/auth.out" "$B/auth.err")"
+	BACKEND='' run_tasks "$v" 1 1
+	sid=$(task_id "$v" 1)
+	why=$(task_problems "$v" 1 "$sid")
+	[[ -z $why ]] || problem "unmount: the hub-mode task: $why"
+	mapfile -t pids < <(pids_on "$DATA")
+	if ((${#pids[@]} == 0)); then
+		note "unmount: after a hub-mode task no process holds a file on the mount"
+	fi
+	for p in "${pids[@]}"; do
+		note "unmount: after a hub-mode task, still running: $(describe "$p" "$DATA")"
+	done
+	mkdir "$DATA/notes"
+	echo "written before the unmount" >"$DATA/notes/before.txt"
+	node "$RCDIR/append_writer.js" "$DATA/notes/writer.log" "$B/writer.record" "$B/writer.stop" >"$B/writer.out" 2>&1 &
+	local wpid=$!
+	for ((i = 0; i < 100; i++)); do
+		[[ -f $B/writer.record && $(wc -l <"$B/writer.record") -ge 5 ]] && break
+		sleep 0.1
+	done
+	before=$(wc -l <"$B/writer.record")
+	if fusermount3 -u "$DATA" 2>"$B/umount.err"; then
+		problem "unmount: fusermount3 -u succeeded while files were open on the mount"
+		note "unmount: fusermount3 -u succeeded at once, with files open"
+	else
+		err=$(cat "$B/umount.err")
+		note "unmount: fusermount3 -u with files open: $err"
+		[[ $err == *"Device or resource busy"* ]] || problem "unmount: fusermount3 -u failed, but not with EBUSY: $err"
+		fusermount3 -uz "$DATA" 2>"$B/umount.err" || problem "unmount: fusermount3 -uz failed: $(cat "$B/umount.err")"
+		mountpoint -q "$DATA" && problem "unmount: '$DATA' is still a mount point after fusermount3 -uz"
+		kill -0 "$dpid" 2>/dev/null && note "unmount: after fusermount3 -uz the daemon still runs (files are open)" ||
+			note "unmount: after fusermount3 -uz the daemon exited at once"
+		# The writer goes on through its descriptor; a new file made by
+		# path now lands in the folder underneath.
+		sleep 1
+		echo "written by path after the lazy unmount" >"$DATA/notes-after.txt" 2>/dev/null &&
+			note "unmount: after the lazy unmount, a file created by path (notes-after.txt) went to the folder underneath, not to the mount"
+	fi
+	touch "$B/writer.stop"
+	wait "$wpid" || problem "unmount: the writer failed: $(cat "$B/writer.out")"
+	lines=$(wc -l <"$B/writer.record")
+	note "unmount: the writer appended $lines lines through its open descriptor, $((lines - before)) of them after fusermount3 -u was tried"
+	# Everything else of the client's goes too.
+	sweep "$HOME_" "$DATA" "unmount: after the lazy unmount"
+	if wait_gone "$dpid" 15; then
+		wait "$dpid" && rc=0 || rc=$?
+		unset 'DAEMON_PID[$DATA]'
+		((rc == 0)) || problem "unmount: the daemon exited with status $rc after the lazy unmount"
+		note "unmount: the daemon exited (status $rc) once the last file on the detached mount was closed"
+	else
+		problem "unmount: the daemon still runs 15 s after every client was stopped"
+		kill_daemon "$DATA"
+	fi
+	mountpoint -q "$DATA" && fusermount3 -uz "$DATA"
+	mount_convfs "$DATA" "$B/store.db"
+	[[ $(cat "$DATA/notes/before.txt" 2>/dev/null) == "written before the unmount" ]] ||
+		problem "unmount: notes/before.txt is lost after the remount"
+	missing=$(awk '{ print "line " $1 }' "$B/writer.record" | grep -v -x -F -f "$DATA/notes/writer.log" | head -n 5 || true)
+	[[ -z $missing ]] || problem "unmount: writes that had returned are lost after the remount: $(tr "\n" " " <<<"$missing")"
+	[[ -n $missing ]] || note "unmount: after the remount all $lines appended lines are there, those written after the lazy unmount included"
+	if [[ -n $sid ]]; then
+		for f in "$DATA/sessions/$sid/$sid.json" "$DATA/sessions/$sid/$sid.messages.json"; do
+			jq empty "$f" 2>/dev/null || problem "unmount: ${f#"$DATA"/} is missing or not valid JSON after the remount"
+		done
+		history_ids "$v" | grep -q -x -F "$sid" || problem "unmount: \`cline history\` lacks $sid after the remount"
+		view_ids | grep -q -x -F "$sid" || problem "unmount: the view lacks $sid after the remount"
+	fi
+	if [[ -e $DATA/notes-after.txt ]]; then
+		note "unmount: after the remount notes-after.txt (made in the folder underneath) shows on the mount"
+	else
+		note "unmount: after the remount notes-after.txt (made in the folder underneath) does not show on the mount"
+	fi
+	sweep "$HOME_" "$DATA" "unmount: after the remount"
+	unmount_convfs "$DATA"
+	check_log "$B/store.db.log"
+}
+
+if [[ -n $V3 && $PARTS == *" kill "* ]]; then
+	if ((HAVE_STRACE)); then
+		kill_test "$V3"
+	else
+		problem "strace is missing and could not be installed: no kill test"
+	fi
+fi
+[[ -z $V3 || $PARTS != *" unmount "* ]] || unmount_test "$V3"
+step ""
+
+# What the clients asked of the model server.
+say "model server: $(jq -r '.url' "$T/model.log" | sort | uniq -c | tr '\n' ' ')"
+say "time: all of it took $SECONDS s"
+say "report:"
+printf '  %s\n' "${REPORT[@]}" >&2
+pass
