@@ -244,7 +244,7 @@ layout()
 # 12 s to register; on a loaded machine, or with four starting at once on two
 # cores, that is not always enough ("failed to start instance: ... instance
 # not found in registry"), before anything reached the data folder. Such a run
-# is tried again, up to 3 times, and counted in $B/retries.
+# is tried again, up to twice, and counted in $B/retries.
 STARTUP_FAILURE='failed to start (new |auth )?instance'
 
 # retry_startup V NAME CMD...: CMD, again while a 1.x start-up failed; its
@@ -256,7 +256,7 @@ retry_startup()
 	for ((attempt = 1; ; attempt++)); do
 		rc=0
 		"$@" </dev/null >"$B/$name.out" 2>"$B/$name.err" || rc=$?
-		((rc != 0 && attempt < 4)) && [[ $v == 1.* ]] &&
+		((rc != 0 && attempt < 3)) && [[ $v == 1.* ]] &&
 			grep -q -E "$STARTUP_FAILURE" "$B/$name.out" "$B/$name.err" || return $rc
 		echo "$name" >>"$B/retries"
 		sleep $((RANDOM % 3 + 1))
