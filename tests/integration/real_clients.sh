@@ -39,6 +39,7 @@
 #   CONVFS_CLIENT_CACHE  where the CLIs are installed (default ~/.cache/convfs/clients)
 #   REAL_CLIENTS         the versions to run (default "1.0.10 2.18.0 3.0.65")
 #   REAL_CLIENT_TIMEOUT  seconds one client run may take (default 240)
+#   REAL_CLIENT_GAP      seconds between the starts of 1.x tasks run at once (default 8)
 #   REAL_CLIENT_PARTS    which parts run (default "plain mount kill unmount")
 #   CI=true              a reason to skip (no npm registry, node < 20) fails
 # Outside CI it skips (exit 77) without node >= 20 or, when a CLI is not yet
@@ -283,6 +284,7 @@ run_task()
 {
 	local v=$1 i=$2 ws=$B/ws-$2 rc=0 prompt
 	prompt="Create a file hello.txt containing a greeting ($(tag_of "$v" "$i"))"
+	((${SLOW_MS:-0} > 0)) && prompt+=" [slow $SLOW_MS]"
 	mkdir -p "$ws"
 	case $v in
 	1.*) retry_startup "$v" "task-$i" eval '(cd "$ws" && cline "$v" "$HOME_" "$prompt" -y -m act -F json)' || rc=$? ;;
@@ -293,16 +295,22 @@ run_task()
 }
 
 # run_tasks V FROM TO: tasks FROM..TO at once; waits for all.
+# 1.x starts a core of its own for each task (node on a 45 MB bundle) and
+# gives it about 12 s to come up, which two cores cannot do for four at once:
+# 1.x tasks start GAP s apart, and the model holds each one's first reply
+# until the last has started, so that they still work and save at once.
 run_tasks()
 {
-	local v=$1 i pids=()
+	local v=$1 i pids=() gap=0
+	[[ $v == 1.* ]] && gap=${REAL_CLIENT_GAP:-8}
 	for ((i = $2; i <= $3; i++)); do
 		(
 			trap - ERR
 			set +e
-			run_task "$v" "$i"
+			SLOW_MS=$(((gap > 0) * (($3 - i) * gap * 1000 + 2000))) run_task "$v" "$i"
 		) &
 		pids+=($!)
+		((i < $3 && gap > 0)) && sleep "$gap"
 	done
 	wait "${pids[@]}" || true
 }
