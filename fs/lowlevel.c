@@ -255,16 +255,17 @@ static bool is_view_volatile_dir(const char *path)
  * How long the kernel may keep attributes it got with st. Each name of a file
  * is a node of its own here (a node is a path), so each name of a hard-linked
  * file is an inode of its own in the kernel too, and what changes through one
- * name (its link count, mode, size, bytes) would not show under another. So a
- * plain file with more than one name is never cached: every stat asks, and
- * every read first checks its attributes and drops its pages if the file
- * changed (libfuse turns on auto_inval_data).
+ * name (its link count, mode, owner, times, size, bytes) would not show under
+ * another. So a file with more than one name (of any type but a folder: a
+ * fifo, a socket, a symlink have links too) is never cached: every stat asks,
+ * and every read of a regular file first checks its attributes and drops its
+ * pages if the file changed (libfuse turns on auto_inval_data).
  */
 static double attr_timeout(const struct stat *st, double timeout)
 {
 	if (S_ISDIR(st->st_mode))
 		return TIMEOUT;
-	return S_ISREG(st->st_mode) && st->st_nlink > 1 ? 0 : timeout;
+	return st->st_nlink > 1 ? 0 : timeout;
 }
 
 /* Replies with the entry parent/name, whose path is path, counting a lookup. */

@@ -918,6 +918,107 @@ static int check_link_errors(void)
 	return 0;
 }
 
+/*
+ * Hard links of a fifo, a socket and a symlink (and a regular file): what
+ * changes through one name (the link count, the mode, the owner, the ctime)
+ * shows through every other at once, as pjdfstest's link/00 and unlink/00
+ * check. (Each name is an inode of its own in the kernel's cache of a FUSE
+ * mount: a file with several names must not be cached.)
+ */
+static int make_special(const char *type, const char *name)
+{
+	if (strcmp(type, "regular") == 0)
+		return write_str(name, "x");
+	if (strcmp(type, "fifo") == 0) {
+		TRY(mkfifo(name, 0644));
+	} else if (strcmp(type, "socket") == 0) {
+		struct sockaddr_un sa = { .sun_family = AF_UNIX };
+		int s = TRY(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+
+		snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", name);
+		if (bind(s, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+			int e = errno;
+
+			close(s);
+			return bad("bind '%s': %s", name, en(e));
+		}
+		TRY(close(s));
+	} else {
+		TRY(symlink("nowhere", name));
+	}
+	return 0;
+}
+
+static int want_links(const char *path, nlink_t n, mode_t mode, uid_t uid, gid_t gid)
+{
+	struct stat st;
+
+	TRY(lstat(path, &st));
+	if (st.st_nlink != n || (mode && (st.st_mode & 07777) != mode) || st.st_uid != uid || st.st_gid != gid)
+		return bad("'%s' has %lu links, mode %04o, owner %d:%d; expected %lu, %04o, %d:%d", path,
+			   (unsigned long)st.st_nlink, st.st_mode & 07777, (int)st.st_uid, (int)st.st_gid,
+			   (unsigned long)n, mode ? mode : st.st_mode & 07777, (int)uid, (int)gid);
+	return 0;
+}
+
+static int link_special(const char *t)
+{
+	bool lnk = strcmp(t, "symlink") == 0;
+	uid_t uid = geteuid();
+	gid_t gid = getegid();
+	mode_t mode = 0;
+	struct stat before, st;
+
+	CALL(make_special(t, "n0"));
+	CALL(want_links("n0", 1, 0, uid, gid)); /* now in the kernel's cache, if it caches */
+	TRY(link("n0", "n1"));
+	CALL(want_links("n0", 2, 0, uid, gid));
+	CALL(want_links("n1", 2, 0, uid, gid));
+	TRY(link("n1", "n2"));
+	CALL(want_links("n0", 3, 0, uid, gid));
+	CALL(want_links("n2", 3, 0, uid, gid));
+	if (!lnk) { /* Linux has no lchmod */
+		TRY(chmod("n1", 0640));
+		mode = M(0640);
+	}
+	if (uid == 0) {
+		TRY(lchown("n1", 65534, 65533));
+		uid = 65534;
+		gid = 65533;
+	}
+	CALL(want_links("n0", 3, mode, uid, gid));
+	CALL(want_links("n1", 3, mode, uid, gid));
+	CALL(want_links("n2", 3, mode, uid, gid));
+	/* unlink of one name: the others' count and ctime follow */
+	TRY(lstat("n0", &before));
+	sleep_ms(30);
+	TRY(unlink("n1"));
+	CALL(want_gone("n1"));
+	CALL(want_links("n0", 2, mode, uid, gid));
+	CALL(want_links("n2", 2, mode, uid, gid));
+	TRY(lstat("n0", &st));
+	WANT(ts_ns(st.st_ctim) > ts_ns(before.st_ctim), "unlink of another name did not move the ctime of 'n0'");
+	TRY(unlink("n2"));
+	CALL(want_links("n0", 1, mode, uid, gid));
+	TRY(unlink("n0"));
+	CALL(want_gone("n0"));
+	return 0;
+}
+
+static int check_link_special(void)
+{
+	static const char *const types[] = { "regular", "fifo", "socket", "symlink" };
+
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+		if (link_special(types[i]) < 0) {
+			char msg[sizeof(why)];
+
+			snprintf(msg, sizeof(msg), "%s", why);
+			return bad("%s: %s", types[i], msg);
+		}
+	return 0;
+}
+
 static int check_symlink(void)
 {
 	char buf[PATH_MAX];
@@ -2223,6 +2324,7 @@ static const struct check checks[] = {
 	{ "rename_open", check_rename_open },
 	{ "link", check_link },
 	{ "link_errors", check_link_errors },
+	{ "link_special", check_link_special },
 	{ "symlink", check_symlink },
 	{ "unlink_open", check_unlink_open },
 	{ "unlink_rmdir_errors", check_unlink_rmdir_errors },
