@@ -1019,6 +1019,103 @@ static int check_link_special(void)
 	return 0;
 }
 
+/*
+ * Paths near PATH_MAX (pjdfstest's open/03, mkdir/03, link/03, rename/02,
+ * ...): a path of PATH_MAX - 1 bytes from the working folder works for every
+ * call, one of PATH_MAX bytes is ENAMETOOLONG. Below a mount's root the path
+ * from the root is longer than the caller's (as on any filesystem); and
+ * deeper still, reached by chdir a folder at a time, the path from the root
+ * is several times PATH_MAX.
+ */
+static int check_long_paths(void)
+{
+	static char dir[PATH_MAX], p[PATH_MAX + 2], q[PATH_MAX + 2];
+	char comp[101], buf[8];
+	size_t len = 0, leaf;
+	struct stat st;
+	int fd, depth;
+	DIR *d;
+
+	memset(comp, 'd', 100);
+	comp[100] = '\0';
+	while (len + 101 + 150 <= PATH_MAX - 1) {
+		memcpy(dir + len, comp, 100);
+		dir[len + 100] = '\0';
+		TRY(mkdir(dir, 0755));
+		dir[len + 100] = '/';
+		len += 101;
+		dir[len] = '\0';
+	}
+	leaf = PATH_MAX - 1 - len; /* between 150 and 250 bytes: the whole path is PATH_MAX - 1 */
+	memcpy(p, dir, len);
+	memset(p + len, 'f', leaf);
+	p[len + leaf] = '\0';
+	memcpy(q, p, len + leaf + 1);
+	q[len] = 'g';
+	WANT(strlen(p) == PATH_MAX - 1, "the path is %zu bytes", strlen(p));
+	CALL(write_str(p, "long"));
+	CALL(want_str(p, "long"));
+	TRY(truncate(p, 2));
+	TRY(stat(p, &st));
+	WANT(st.st_size == 2, "truncate of a long path: size %lld", (long long)st.st_size);
+	TRY(chmod(p, 0640));
+	CALL(want_mode(p, M(0640)));
+	TRY(link(p, q));
+	CALL(want_nlink(p, 2));
+	TRY(unlink(q));
+	TRY(rename(p, q));
+	CALL(want_gone(p));
+	TRY(rename(q, p));
+	TRY(symlink("target", q));
+	WANT(TRY(readlink(q, buf, sizeof(buf))) == 6, "readlink of a long path");
+	TRY(unlink(q));
+	TRY(mkfifo(q, 0644));
+	TRY(unlink(q));
+	TRY(mkdir(q, 0755));
+	TRY(rmdir(q));
+	TRY(unlink(p));
+	CALL(want_gone(p));
+	/* one byte more: the kernel's limit */
+	strcat(p, "x");
+	WANT_ERR(open(p, O_CREAT | O_WRONLY, 0644), ENAMETOOLONG);
+	WANT_ERR(mkdir(p, 0755), ENAMETOOLONG);
+	/* deeper, a folder at a time */
+	TRY(chdir(dir));
+	for (depth = 0; depth < 60; depth++) {
+		TRY(mkdir(comp, 0755));
+		TRY(chdir(comp));
+	}
+	CALL(write_str("deep", "deep"));
+	CALL(want_str("deep", "deep"));
+	TRY(link("deep", "deep2"));
+	CALL(want_nlink("deep", 2));
+	TRY(rename("deep2", "deep3"));
+	TRY(mkdir("sub", 0755));
+	TRY(rename("deep3", "sub/deep3"));
+	CALL(want_str("sub/deep3", "deep"));
+	d = opendir(".");
+	WANT(d, "opendir of a deep folder: %s", en(errno));
+	{
+		int n = 0;
+		struct dirent *de;
+
+		while ((de = readdir(d)))
+			n++;
+		closedir(d);
+		WANT(n == 4, "a deep folder lists %d entries, expected 4", n);
+	}
+	fd = TRY(open("sub", O_RDONLY | O_DIRECTORY));
+	TRY(unlinkat(fd, "deep3", 0));
+	TRY(close(fd));
+	TRY(rmdir("sub"));
+	TRY(unlink("deep"));
+	for (; depth > 0; depth--) {
+		TRY(chdir(".."));
+		TRY(rmdir(comp));
+	}
+	return 0;
+}
+
 static int check_symlink(void)
 {
 	char buf[PATH_MAX];
@@ -2325,6 +2422,7 @@ static const struct check checks[] = {
 	{ "link", check_link },
 	{ "link_errors", check_link_errors },
 	{ "link_special", check_link_special },
+	{ "long_paths", check_long_paths },
 	{ "symlink", check_symlink },
 	{ "unlink_open", check_unlink_open },
 	{ "unlink_rmdir_errors", check_unlink_rmdir_errors },
