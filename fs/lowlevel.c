@@ -138,33 +138,46 @@ static struct node *child_get(struct node *parent, const char *name)
 /*
  * Writes the path of n (plus "/name" if name) into out, starting with '/'.
  * *ret_removed tells whether n, or a folder above it, was removed or replaced:
- * the path is then the last one it had. Table lock held.
+ * the path is then the last one it had. Its length has no bound but memory:
+ * a folder deep in the tree names its files with paths longer than PATH_MAX
+ * (plain.c resolves those a piece at a time). Table lock held.
  */
 static int node_path(const struct node *n, const char *name, struct sb *out, bool *ret_removed)
 {
-	const struct node *chain[PATH_MAX / 2];
-	size_t depth = 0;
+	size_t len = name ? 1 + strlen(name) : 0, pos;
 	bool removed = false;
-	int r = 0;
+	int r;
 
-	for (; n != &root; n = n->parent) {
-		if (depth == ARRAY_SIZE(chain))
-			return -ENAMETOOLONG;
-		if (!n->hashed)
+	for (const struct node *c = n; c != &root; c = c->parent) {
+		if (!c->hashed)
 			removed = true;
-		chain[depth++] = n;
+		len += 1 + strlen(c->name);
 	}
+	if (len == 0)
+		len = 1; /* the root: "/" */
 	out->len = 0;
-	r = sb_add(out, "/", depth || name ? 0 : 1);
-	while (r == 0 && depth > 0)
-		r = sb_addf(out, "/%s", chain[--depth]->name);
-	if (r == 0 && name)
-		r = sb_addf(out, "/%s", name);
-	if (r == 0 && out->len >= PATH_MAX)
-		r = -ENAMETOOLONG;
+	r = sb_grow(out, len);
+	if (r < 0)
+		return r;
+	/* Filled from its end: the name, then each folder up to the root. */
+	pos = len;
+	if (name) {
+		pos -= strlen(name);
+		memcpy(out->buf + pos, name, strlen(name));
+		out->buf[--pos] = '/';
+	}
+	for (const struct node *c = n; c != &root; c = c->parent) {
+		pos -= strlen(c->name);
+		memcpy(out->buf + pos, c->name, strlen(c->name));
+		out->buf[--pos] = '/';
+	}
+	if (pos == 1)
+		out->buf[0] = '/';
+	out->len = len;
+	out->buf[len] = '\0';
 	if (ret_removed)
 		*ret_removed = removed;
-	return r;
+	return 0;
 }
 
 static int path_of(fuse_ino_t ino, const char *name, struct sb *out, bool *ret_removed)
@@ -255,16 +268,17 @@ static bool is_view_volatile_dir(const char *path)
  * How long the kernel may keep attributes it got with st. Each name of a file
  * is a node of its own here (a node is a path), so each name of a hard-linked
  * file is an inode of its own in the kernel too, and what changes through one
- * name (its link count, mode, size, bytes) would not show under another. So a
- * plain file with more than one name is never cached: every stat asks, and
- * every read first checks its attributes and drops its pages if the file
- * changed (libfuse turns on auto_inval_data).
+ * name (its link count, mode, owner, times, size, bytes) would not show under
+ * another. So a file with more than one name (of any type but a folder: a
+ * fifo, a socket, a symlink have links too) is never cached: every stat asks,
+ * and every read of a regular file first checks its attributes and drops its
+ * pages if the file changed (libfuse turns on auto_inval_data).
  */
 static double attr_timeout(const struct stat *st, double timeout)
 {
 	if (S_ISDIR(st->st_mode))
 		return TIMEOUT;
-	return S_ISREG(st->st_mode) && st->st_nlink > 1 ? 0 : timeout;
+	return st->st_nlink > 1 ? 0 : timeout;
 }
 
 /* Replies with the entry parent/name, whose path is path, counting a lookup. */

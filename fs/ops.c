@@ -136,7 +136,7 @@ static void doc_fill_stat(const struct fs *fs, const struct store_stat *s, struc
 static int plain_fail(const char *what, const char *r, int err)
 {
 	if (err != ENOENT && err != EEXIST && err != ENOTEMPTY && err != ENOTDIR && err != EISDIR &&
-	    err != ELOOP && err != EACCES && err != EPERM && err != ENODATA && err != EAGAIN)
+	    err != ELOOP && err != EACCES && err != EPERM && err != ENODATA && err != EAGAIN && err != EFBIG)
 		log_warn("cannot %s '%s': %s", what, r, strerror(err));
 	return -err;
 }

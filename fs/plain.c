@@ -128,7 +128,7 @@ static int walk_beneath(int dirfd, const char *rel, int flags, mode_t mode)
 	}
 }
 
-static int openat2_beneath(int dirfd, const char *rel, int flags, mode_t mode)
+static int openat2_one(int dirfd, const char *rel, int flags, mode_t mode)
 {
 	struct open_how how = {
 		.flags = (uint64_t)flags | O_CLOEXEC,
@@ -153,6 +153,41 @@ static int openat2_beneath(int dirfd, const char *rel, int flags, mode_t mode)
 	return fd < 0 ? -errno : fd;
 }
 
+/*
+ * A path of the mount is as long as the folders above it make it: a caller
+ * deep in the tree names a file near PATH_MAX relative to its own folder,
+ * and the path from the root is longer (as it would be on any filesystem).
+ * The kernel takes at most PATH_MAX bytes per call, so a longer rel is
+ * resolved a piece at a time: each piece a run of whole components under
+ * PATH_MAX, opened O_PATH | O_DIRECTORY beneath the folder the last piece
+ * gave, with the same guarantee (no symlink followed, nothing above).
+ */
+static int openat2_beneath(int dirfd, const char *rel, int flags, mode_t mode)
+{
+	_cleanup_close_ int cur = -1;
+	char piece[PATH_MAX];
+
+	while (strlen(rel) >= PATH_MAX) {
+		const char *cut = rel + PATH_MAX - 1;
+		int fd;
+
+		while (cut > rel && *cut != '/')
+			cut--;
+		if (cut == rel)
+			return -ENAMETOOLONG; /* no component is that long */
+		memcpy(piece, rel, (size_t)(cut - rel));
+		piece[cut - rel] = '\0';
+		fd = openat2_one(cur >= 0 ? cur : dirfd, piece, O_PATH | O_DIRECTORY, 0);
+		if (fd < 0)
+			return fd;
+		if (cur >= 0)
+			close(cur);
+		cur = fd;
+		rel = cut + 1;
+	}
+	return openat2_one(cur >= 0 ? cur : dirfd, rel, flags, mode);
+}
+
 int plain_open(const struct fs *fs, const char *rel, int flags, mode_t mode)
 {
 	return openat2_beneath(fs->root_fd, *rel ? rel : ".", flags, mode);
@@ -161,7 +196,7 @@ int plain_open(const struct fs *fs, const char *rel, int flags, mode_t mode)
 int plain_open_parent(const struct fs *fs, const char *rel, const char **ret_leaf)
 {
 	const char *slash = strrchr(rel, '/');
-	char buf[4096];
+	_cleanup_free_ char *buf = NULL;
 	int fd;
 
 	if (!slash) {
@@ -170,10 +205,9 @@ int plain_open_parent(const struct fs *fs, const char *rel, const char **ret_lea
 			*ret_leaf = rel;
 		return fd;
 	}
-	if ((size_t)(slash - rel) >= sizeof(buf))
-		return -ENAMETOOLONG;
-	memcpy(buf, rel, (size_t)(slash - rel));
-	buf[slash - rel] = '\0';
+	buf = strndup(rel, (size_t)(slash - rel));
+	if (!buf)
+		return -ENOMEM;
 	fd = openat2_beneath(fs->root_fd, buf, O_PATH | O_DIRECTORY, 0);
 	if (fd >= 0)
 		*ret_leaf = slash + 1;
@@ -182,12 +216,10 @@ int plain_open_parent(const struct fs *fs, const char *rel, const char **ret_lea
 
 int plain_mkdirs(const struct fs *fs, const char *rel)
 {
-	char buf[4096];
-	size_t n = strlen(rel);
+	_cleanup_free_ char *buf = strdup(rel);
 
-	if (n >= sizeof(buf))
-		return -ENAMETOOLONG;
-	memcpy(buf, rel, n + 1);
+	if (!buf)
+		return -ENOMEM;
 	for (char *p = buf; ; p++) {
 		if (*p == '/' || *p == '\0') {
 			char save = *p;
