@@ -239,13 +239,11 @@ static bool is_view_path(const char *path)
 }
 
 /*
- * A task's folder in the view (workspaces/<ws>/tasks/<id>, workspaces/.trash/<id>):
- * it comes and goes with changes made through the compat tree (rm -r, mv back),
- * so the kernel asks again on every path walk. So does a view folder shown
- * under another name while the client has its own (workspaces/<name>.view):
- * it goes when the client's does. (Dropping the entry when a task moves would
- * take the folder's lock in the kernel from the daemon, which can hang a
- * daemon killed meanwhile for good.)
+ * A view folder shown under another name while the client has its own
+ * (workspaces/<name>.view): it goes when the client's does, so the kernel
+ * asks again on every path walk through it. (Dropping the entry when it
+ * goes would take the folder's lock in the kernel from the daemon, which can
+ * hang a daemon killed meanwhile for good.)
  */
 static bool is_view_volatile_dir(const char *path)
 {
@@ -256,12 +254,71 @@ static bool is_view_volatile_dir(const char *path)
 		return false;
 	p = path + 12;
 	n = strlen(p);
-	if (!strchr(p, '/') && n > sl && strcmp(p + n - sl, VIEW_CLASH_SUFFIX) == 0)
-		return true;
-	if (strncmp(p, ".trash/", 7) == 0)
-		return p[7] && !strchr(p + 7, '/');
-	p = strchr(p, '/');
-	return p && strncmp(p, "/tasks/", 7) == 0 && p[7] && !strchr(p + 7, '/');
+	return !strchr(p, '/') && n > sl && strcmp(p + n - sl, VIEW_CLASH_SUFFIX) == 0;
+}
+
+/* n is a task's folder in the view: workspaces/<ws>/tasks/<id> or workspaces/.trash/<id>. */
+static bool is_view_task_node(const struct node *n)
+{
+	const struct node *p = n->parent, *ws;
+
+	if (!p || !p->parent)
+		return false;
+	if (strcmp(p->name, ".trash") == 0)
+		return p->parent->parent == &root && strcmp(p->parent->name, "workspaces") == 0;
+	ws = p->parent;
+	return strcmp(p->name, "tasks") == 0 && ws->parent && ws->parent->parent == &root &&
+	       strcmp(ws->parent->name, "workspaces") == 0;
+}
+
+/*
+ * A task's folder in the view comes and goes with changes made anywhere
+ * (rm -r or mv in the compat tree, a history item that names its workspace,
+ * the trash), yet a path walk through it must not ask the daemon each time:
+ * `ls -l` of a checkpoint's 10,000 files walks through it twice a file. So
+ * its entry is cached like any folder's, and whenever the store says a task
+ * may have moved, the kernel drops the attributes of every task folder it
+ * holds: the next stat or walk through one that moved asks, and gets ENOENT.
+ * The entries themselves stay (see is_view_volatile_dir() for why they are
+ * not dropped); a name the kernel still holds answers ENOENT until it goes.
+ */
+void ll_placement_check(struct fs *fs)
+{
+	static uint64_t seen;
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	_cleanup_free_ fuse_ino_t *inos = NULL;
+	size_t n = 0, cap = 0;
+	uint64_t now = store_placement_generation(fs->store);
+
+	if (!session || __atomic_load_n(&seen, __ATOMIC_ACQUIRE) == now)
+		return;
+	pthread_mutex_lock(&lock);
+	__atomic_store_n(&seen, now, __ATOMIC_RELEASE);
+	pthread_mutex_lock(&table_lock);
+	for (unsigned b = 0; b < HASH_BUCKETS; b++)
+		for (struct node *x = buckets[b]; x; x = x->hnext) {
+			if (!is_view_task_node(x))
+				continue;
+			if (n == cap) {
+				size_t ncap = cap ? 2 * cap : 64;
+				fuse_ino_t *m = realloc(inos, ncap * sizeof(*m));
+
+				if (!m) {
+					/* The kernel keeps what it has for a second at most. */
+					log_warn("out of memory while telling the kernel that tasks moved");
+					goto out;
+				}
+				inos = m;
+				cap = ncap;
+			}
+			inos[n++] = node_ino(x);
+		}
+out:
+	pthread_mutex_unlock(&table_lock);
+	/* A node freed meanwhile: the kernel ignores an unknown id. */
+	for (size_t i = 0; i < n; i++)
+		fuse_lowlevel_notify_inval_inode(session, inos[i], 0, 0);
+	pthread_mutex_unlock(&lock);
 }
 
 /*
@@ -623,6 +680,7 @@ static void ll_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 		r = op_unlink(path.buf);
 	if (r == 0)
 		name_removed(parent, name);
+	ll_placement_check(fs_current);
 	fuse_reply_err(req, -r);
 }
 
@@ -637,6 +695,7 @@ static void ll_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 		r = op_rmdir(path.buf);
 	if (r == 0)
 		name_removed(parent, name);
+	ll_placement_check(fs_current);
 	fuse_reply_err(req, -r);
 }
 
@@ -689,6 +748,7 @@ static void ll_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 		}
 		pthread_mutex_unlock(&table_lock);
 	}
+	ll_placement_check(fs_current);
 	fuse_reply_err(req, -r);
 }
 

@@ -112,6 +112,7 @@ static void invalidate(struct fs *fs, const char *r)
 	ll_invalidate(fs, r);
 	if (store_path_conversation(r, task, sizeof(task)) == 0)
 		view_invalidate_conversation(fs, task);
+	ll_placement_check(fs);
 }
 
 static void doc_fill_stat(const struct fs *fs, const struct store_stat *s, struct stat *st)

@@ -22,6 +22,8 @@ extern __thread gid_t fs_caller_gid;
 
 /* Drops the kernel's cached pages and attributes of the file at rel (lowlevel.c). */
 void ll_invalidate(struct fs *fs, const char *rel);
+/* If a task may have moved since the last call, drops the kernel's attributes of the view's task folders. */
+void ll_placement_check(struct fs *fs);
 
 typedef int (*op_list_fn)(void *ctx, const char *name, mode_t type, uint64_t ino);
 

@@ -953,6 +953,11 @@ void view_invalidate_conversation(struct fs *fs, const char *task_id)
 	ll_invalidate(fs, rel);
 	snprintf(rel, sizeof(rel), "workspaces/%s/tasks", name);
 	ll_invalidate(fs, rel);
+	if (trashed)
+		snprintf(rel, sizeof(rel), "workspaces/.trash/%s", task_id);
+	else
+		snprintf(rel, sizeof(rel), "workspaces/%s/tasks/%s", name, task_id);
+	ll_invalidate(fs, rel);
 }
 
 int view_render(struct fs *fs, const struct view_path *vp, char **ret, size_t *ret_len, int64_t *ret_mtime_ns,

@@ -82,6 +82,11 @@ uint64_t store_generation(struct store *st)
 	return __atomic_load_n(&st->generation, __ATOMIC_ACQUIRE);
 }
 
+uint64_t store_placement_generation(struct store *st)
+{
+	return __atomic_load_n(&st->placement, __ATOMIC_ACQUIRE);
+}
+
 static void tx_rollback(struct store *st)
 {
 	sqlite3_exec(st->db, st->batch_depth ? "ROLLBACK TO doc; RELEASE doc" : "ROLLBACK", NULL, NULL, NULL);
@@ -174,7 +179,11 @@ static int task_set_workspace(struct store *st, const char *task_id, const char 
 	sqlite3_bind_text(upd, 1, task_id, -1, SQLITE_STATIC);
 	sqlite3_bind_text(upd, 2, key, -1, SQLITE_STATIC);
 	rc = sqlite3_step(upd);
-	return rc == SQLITE_DONE ? 0 : store_fail(st, rc, "cannot record a task's workspace");
+	if (rc != SQLITE_DONE)
+		return store_fail(st, rc, "cannot record a task's workspace");
+	if (sqlite3_changes(st->db) > 0)
+		placement_moved(st);
+	return 0;
 }
 
 /* Learns the task and workspace from one history item (HistoryItem). */
@@ -375,6 +384,7 @@ static int doc_set_present(struct store *st, int64_t id, bool present, int64_t r
 	sqlite3_bind_int64(upd, 2, rev);
 	sqlite3_bind_int64(upd, 3, now);
 	sqlite3_bind_int(upd, 4, present);
+	placement_moved(st);
 	rc = sqlite3_step(upd);
 	return rc == SQLITE_DONE ? 0 : store_fail(st, rc, present ? "cannot bring a doc back" : "cannot remove a doc");
 }
@@ -1212,6 +1222,7 @@ static int set_trashed(struct store *st, const char *task_id, int64_t when)
 	sqlite3_bind_text(stmt, 1, task_id, -1, SQLITE_STATIC);
 	if (when)
 		sqlite3_bind_int64(stmt, 2, when);
+	placement_moved(st);
 	rc = sqlite3_step(stmt);
 	return rc == SQLITE_DONE ? 0 : store_fail(st, rc, "cannot mark a task");
 }
@@ -1402,6 +1413,7 @@ static int create_locked(struct store *st, const char *task_id, const char *tpat
 			return r;
 		sqlite3_bind_text(ws, 1, task_id, -1, SQLITE_STATIC);
 		sqlite3_bind_text(ws, 2, ws_key, -1, SQLITE_STATIC);
+		placement_moved(st);
 		if ((rc = sqlite3_step(ws)) != SQLITE_DONE)
 			return store_fail(st, rc, "cannot place a task in its workspace");
 	}

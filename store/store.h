@@ -82,6 +82,13 @@ void store_free(struct store *st);
  */
 uint64_t store_generation(struct store *st);
 
+/*
+ * A number that changes whenever a task may have moved: to or from the
+ * trash, to another workspace, or one of its docs came or went. A view
+ * that caches where tasks are checks it again when this changes.
+ */
+uint64_t store_placement_generation(struct store *st);
+
 /* Schema version this build writes. */
 int store_schema_version(void);
 

@@ -20,6 +20,7 @@ struct store {
 	pthread_mutex_t lock;
 	int batch_depth; /* > 0 while store_batch_begin() is open */
 	uint64_t generation; /* bumped by every committed change */
+	uint64_t placement;  /* bumped whenever a task may have moved (placement_moved()) */
 	bool readonly;
 	/*
 	 * The last blob read, kept open: SQLite finds offset k of a blob by
@@ -32,6 +33,16 @@ struct store {
 	const char *blob_table, *blob_column; /* string literals, compared by address */
 	int64_t blob_rowid;
 };
+
+/*
+ * A task may have moved: to or from the trash, to another workspace, or a
+ * doc of it came or went. Bumped as the change is made, before its commit:
+ * one that is rolled back only costs the caller a needless check.
+ */
+static inline void placement_moved(struct store *st)
+{
+	__atomic_add_fetch(&st->placement, 1, __ATOMIC_RELEASE);
+}
 
 /* Closes the kept blob handle, if any. Called with the store's lock held. */
 void store_blob_drop(struct store *st);

@@ -310,6 +310,9 @@ else
 fi
 
 save_task "$TB" "$VB" "$T/saved-$TB"
+# The kernel holds the view's folder of the task, fresh, as the compat tree
+# loses it: it must not go on showing it (see check_removed).
+stat "$VB" >/dev/null
 if rm -r "$CB" 2>"$T/rm.err"; then
 	check_removed "$TB" "$VB" "rm -r of tasks/$TB"
 	if mv "$W/.trash/$TB" "$CB" 2>"$T/mv.err"; then
