@@ -32,6 +32,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -702,6 +703,185 @@ static void report(const struct import_ctx *c)
 		 (double)p->bytes / 1e6, p->damaged, p->orphans, p->missing);
 }
 
+/* ---- the quick check ---------------------------------------------------------- */
+
+/*
+ * At most mounts nothing changed underneath, and the walk that proves it is
+ * all system calls (getdents, fstatat): at 10,000 tasks, 40,000 entries. So
+ * it runs first, read-only, on QUICK_THREADS threads: each takes a share of
+ * the folders one level down (tasks/<id>, by a hash of the name) and all
+ * below them; thread 0 also the top level. A folder the store knows, which
+ * readdir says is still a folder, is not stat'ed: a folder's own attributes
+ * say nothing the walk into it does not. The check marks rows visited and
+ * stops all threads at the first difference. If there is none and nothing
+ * is missing, the take-in is done; otherwise the take-in proper walks again,
+ * on one thread, and does what the differences need.
+ */
+#define QUICK_THREADS 2
+
+struct quick {
+	const struct store_seen_set *seen;
+	bool *visited;  /* each row is found by one thread at most: distinct bytes */
+	bool *differs;  /* shared: set by the first thread that finds a difference */
+	int src_fd;
+	unsigned k;     /* this thread's share */
+	unsigned long entries;
+	pthread_t thread;
+	int r;
+};
+
+/* The share of a folder one level down: FNV-1a of its name. */
+static unsigned quick_share(const char *name)
+{
+	uint32_t h = 2166136261u;
+
+	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+		h = (h ^ *p) * 16777619u;
+	return h % QUICK_THREADS;
+}
+
+static void quick_differs(struct quick *q, const char *rel, const char *what)
+{
+	log_debug("the folder underneath changed: '%s' %s", rel, what);
+	__atomic_store_n(q->differs, true, __ATOMIC_RELAXED);
+}
+
+/* Looks at one entry of the folder dfd, whose path is rel; descends into folders. */
+static int quick_dir(struct quick *q, int dfd, struct sb *path, unsigned depth);
+
+static int quick_entry(struct quick *q, int dfd, const struct dirent *de, struct sb *path, unsigned depth)
+{
+	const struct store_seen *row = store_seen_find(q->seen, path->buf);
+	bool known_dir = row && !row->gone && row->type == S_IFDIR;
+	struct stat st;
+	int sub;
+
+	if (!row) {
+		quick_differs(q, path->buf, "is new");
+		return 0;
+	}
+	if (!(known_dir && de->d_type == DT_DIR)) {
+		if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			if (errno != ENOENT)
+				return -errno;
+			quick_differs(q, path->buf, "went away");
+			return 0;
+		}
+		if (S_ISDIR(st.st_mode) ? !known_dir : !seen_same(row, &st)) {
+			quick_differs(q, path->buf, "changed");
+			return 0;
+		}
+		if (!S_ISDIR(st.st_mode)) {
+			q->visited[row - q->seen->v] = true;
+			return 0;
+		}
+	}
+	q->visited[row - q->seen->v] = true;
+	sub = openat(dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (sub < 0) {
+		if (errno != ENOENT && errno != ENOTDIR && errno != ELOOP)
+			return -errno;
+		quick_differs(q, path->buf, "is no longer a folder");
+		return 0;
+	}
+	return quick_dir(q, sub, path, depth + 1);
+}
+
+/* Walks the open folder dfd (closing it), whose path is path, at depth (0: the top). */
+static int quick_dir(struct quick *q, int dfd, struct sb *path, unsigned depth)
+{
+	size_t len = path->len;
+	struct dirent *de;
+	DIR *d = fdopendir(dfd);
+	int r = 0;
+
+	if (!d) {
+		r = -errno;
+		close(dfd);
+		return r;
+	}
+	while (r == 0 && !__atomic_load_n(q->differs, __ATOMIC_RELAXED) && (errno = 0, de = readdir(d))) {
+		bool mine = depth == 0 ? q->k == 0 : depth == 1 ? quick_share(de->d_name) == q->k : true;
+
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		path->len = len;
+		if ((len && (r = sb_add(path, "/", 1)) < 0) || (r = sb_adds(path, de->d_name)) < 0)
+			break;
+		if (mine) {
+			q->entries++;
+			r = quick_entry(q, dfd, de, path, depth);
+		} else if (depth == 0 && de->d_type == DT_DIR) {
+			/* The top level is thread 0's; the others only go down into it. */
+			int sub = openat(dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+			if (sub >= 0)
+				r = quick_dir(q, sub, path, depth + 1);
+			else if (errno != ENOENT && errno != ENOTDIR && errno != ELOOP)
+				r = -errno;
+		}
+	}
+	if (r == 0 && errno != 0)
+		r = -errno;
+	path->len = len;
+	if (path->buf)
+		path->buf[len] = '\0';
+	closedir(d);
+	return r;
+}
+
+static void *quick_run(void *arg)
+{
+	struct quick *q = arg;
+	_cleanup_sb_ struct sb path = SB_INIT;
+	int fd = openat(q->src_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	q->r = fd < 0 ? -errno : quick_dir(q, fd, &path, 0);
+	return NULL;
+}
+
+/*
+ * True if nothing changed underneath since the last take-in: every entry is
+ * as the store saw it, and nothing it saw is missing. Counts the entries.
+ */
+static bool quick_unchanged(struct import_ctx *c, int src_fd)
+{
+	struct quick q[QUICK_THREADS];
+	bool differs = false;
+	int r = 0;
+
+	for (unsigned k = 0; k < QUICK_THREADS; k++) {
+		q[k] = (struct quick){ .seen = &c->seen, .visited = c->visited, .differs = &differs,
+				       .src_fd = src_fd, .k = k };
+		/* A thread that cannot start: its share runs here, after the others. */
+		if (k == 0 || pthread_create(&q[k].thread, NULL, quick_run, &q[k]) != 0)
+			q[k].thread = 0;
+	}
+	for (unsigned k = 0; k < QUICK_THREADS; k++)
+		if (!q[k].thread)
+			quick_run(&q[k]);
+	for (unsigned k = 0; k < QUICK_THREADS; k++) {
+		if (q[k].thread)
+			pthread_join(q[k].thread, NULL);
+		if (q[k].r < 0 && r == 0)
+			r = q[k].r;
+		c->rep.files += q[k].entries;
+	}
+	if (r < 0) {
+		/* The take-in proper says what failed, with the path. */
+		log_debug("the quick check of the folder underneath failed: %s", strerror(-r));
+		differs = true;
+	}
+	for (size_t i = 0; !differs && i < c->seen.n; i++)
+		if (!c->visited[i] && !c->seen.v[i].gone)
+			differs = true;
+	if (differs) {
+		memset(c->visited, 0, c->seen.n * sizeof(*c->visited));
+		c->rep.files = 0;
+	}
+	return !differs;
+}
+
 int fs_take_in(struct fs *fs, int src_fd, const char *src_name, struct import_report *ret)
 {
 	struct import_ctx c = { .fs = fs, .src_name = src_name, .tty = isatty(STDERR_FILENO), .start_ns = now_ns(),
@@ -725,6 +905,13 @@ int fs_take_in(struct fs *fs, int src_fd, const char *src_name, struct import_re
 	} else if (r != -ENOENT) {
 		goto out;
 	}
+	/* Nothing changed: the common case, checked first, fast. */
+	r = 0;
+	if (c.seen.n && !c.legacy && store_meta_get(fs->store, "imported_from", &imported) == 0 &&
+	    quick_unchanged(&c, src_fd))
+		goto out;
+	free(imported);
+	imported = NULL;
 	/* The first take-in of a folder counts it first, for the progress line. */
 	if (c.tty && !c.seen.n && (r = walk(src_fd, "", count_entry, &c.total)) < 0)
 		goto out;

@@ -152,4 +152,26 @@ check_log "$T/log5"
 [[ $(sqlite3 "$STORE" 'SELECT count(*), sum(gone), sum(mtime_ns % 1000003), sum(rev), sum(ino % 1000003) FROM underneath') == "$rows" ]] ||
 	problem "a mount with nothing changed changed what the store saw underneath"
 
+
+# ---- 6. one difference alone is found ----------------------------------------------
+# A mount looks for any difference first, on two threads, each over a share
+# of the folders one level down; each kind of difference, alone, must still
+# reach the take-in: a new file at the top, a new file in a task folder (a
+# share of one of the threads), a file gone.
+say "one difference alone"
+# alone N WHAT PATTERN: mounts, unmounts, and checks that the take-in logged PATTERN.
+alone()
+{
+	mount_convfs_log "$M" "$T/log6-$1" -o "store=$STORE"
+	unmount_convfs "$M"
+	log_has "$T/log6-$1" "^convfs: info: took in from the folder underneath '$M': $3" "$2 alone"
+	check_log "$T/log6-$1"
+}
+echo 'top' >"$M/alone-top.txt"
+alone 1 "a new file at the top" "0 new conversation folders, 0 new conversation files, 0 changed \(0 merged\), 1 plain files copied in, .*; 0 files missing underneath"
+echo 'deep' >"$M/tasks/$A/alone-deep.txt"
+alone 2 "a new file in a task folder" "0 new conversation folders, 0 new conversation files, 0 changed \(0 merged\), 1 plain files copied in, .*; 0 files missing underneath"
+rm "$M/tasks/$A/alone-deep.txt"
+alone 3 "a file gone" "0 new conversation folders, 0 new conversation files, 0 changed \(0 merged\), 0 plain files copied in, .*; 1 files missing underneath"
+
 pass
