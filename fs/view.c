@@ -229,6 +229,58 @@ static int ckpt_match(void *ctx, const struct store_checkpoint *c)
 	return 0;
 }
 
+/*
+ * With -o allow_other, other users reach the backing tree through the mount,
+ * and libgit2 follows symlinks inside a repository and opens it by path. So
+ * it only opens one that no other user can swap or redirect: checkpoints/,
+ * checkpoints/<key>/ and the .git folder itself (rel) must each be owned by
+ * the daemon's user and writable by neither group nor others. (A daemon
+ * running as root does not open a repository of the users it lets in: it
+ * would read, as root, whatever their symlinks inside it point at.) A
+ * repository that fails is not opened; its checkpoints show the conversation
+ * only, and one warning a repository says why.
+ */
+static bool git_dir_guarded(struct fs *fs, const char *rel)
+{
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	static char warned[16][64];
+	static unsigned nwarned;
+	char part[64];
+	const char *bad = NULL;
+	struct stat st;
+
+	/* Each folder from the top: checkpoints, checkpoints/<key>, rel. */
+	for (size_t n = strcspn(rel, "/"); !bad; n += 1 + strcspn(rel + n + 1, "/")) {
+		int fd;
+
+		snprintf(part, sizeof(part), "%.*s", (int)n, rel);
+		fd = plain_open(fs, part, O_PATH | O_DIRECTORY | O_NOFOLLOW, 0);
+		if (fd < 0 || fstat(fd, &st) < 0)
+			bad = "cannot be opened";
+		else if (st.st_uid != fs->uid)
+			bad = "is owned by another user";
+		else if (st.st_mode & (S_IWGRP | S_IWOTH))
+			bad = "is writable by group or others";
+		if (fd >= 0)
+			close(fd);
+		if (!rel[n])
+			break;
+	}
+	if (!bad)
+		return true;
+	pthread_mutex_lock(&lock);
+	for (unsigned i = 0; i < nwarned; i++)
+		if (strcmp(warned[i], rel) == 0)
+			goto out;
+	if (nwarned < ARRAY_SIZE(warned))
+		snprintf(warned[nwarned++], sizeof(warned[0]), "%s", rel);
+	log_warn("the shadow repository '%s' is not opened: '%s' %s, and with allow_other another user could "
+		 "redirect it; its checkpoints show the conversation only", rel, part, bad);
+out:
+	pthread_mutex_unlock(&lock);
+	return false;
+}
+
 /* The shadow repo of a task's workspace, if it is a real folder in the backing tree. */
 static void ckpt_git_dir(struct fs *fs, struct view_path *vp)
 {
@@ -249,7 +301,8 @@ static void ckpt_git_dir(struct fs *fs, struct view_path *vp)
 	dfd = plain_open_parent(fs, rel, &leaf);
 	if (dfd < 0)
 		return;
-	if (fstatat(dfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
+	if (fstatat(dfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) &&
+	    (!fs->shared || git_dir_guarded(fs, rel)))
 		snprintf(vp->git_dir, sizeof(vp->git_dir), "%s/%s", fs->backing_path, rel);
 	close(dfd);
 }

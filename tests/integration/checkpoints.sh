@@ -29,6 +29,10 @@
 #   D. A commit of 10,000 files: `ls files/` lists 10000 names and
 #      `ls -l files/` takes under 10 s (the time is printed; killed at 12 s).
 #      Under valgrind (CONVFS_VALGRIND=1), 1,000 files.
+#   E. With -o allow_other, a shadow repo that another user could swap or
+#      redirect (its .git writable by others, or checkpoints/<key> owned by
+#      another user) is not opened: no files/, one warning; once it is the
+#      daemon user's alone again, it is.
 
 . "$(dirname "$0")/lib.sh"
 
@@ -507,5 +511,36 @@ fi
 
 unmount_convfs "$mnt"
 check_log "$log" "^convfs: warning: .*${BOGUS:0:7}"
+
+# ---- E. -o allow_other: a repository others could redirect ---------------------
+# With other users let in, libgit2 (which follows symlinks inside .git and
+# opens a repository by path) only opens a repository that no other user can
+# change: one writable by others, or owned by another user (whose symlinks a
+# daemon running as root would follow as root), shows its checkpoints without
+# files/, with a warning.
+say "E. -o allow_other and who may change the repository"
+BG=$store.files/checkpoints/$K/.git
+s1=$C/$(snapshot_name 1)
+first=$(git --git-dir="$BG" ls-tree --name-only "${HASHES[0]}" | head -n 1)
+# not_opened WHAT WARNING: a mount with allow_other does not open the repository.
+not_opened()
+{
+	mount_convfs "$mnt" "$store" -o allow_other
+	[[ -d $s1 ]] || problem "with allow_other and $1, the checkpoint folder $(snapshot_name 1) is not there"
+	[[ ! -e $s1/files ]] || problem "with allow_other, a shadow repository $1 was opened"
+	unmount_convfs "$mnt"
+	log_has "$log" "^convfs: warning: the shadow repository 'checkpoints/$K/\\.git' is not opened: $2" "a shadow repository $1"
+}
+chmod o+w "$BG"
+not_opened "writable by others" "'checkpoints/$K/\\.git' is writable by group or others"
+chmod o-w "$BG"
+chown 65534 "$store.files/checkpoints/$K"
+not_opened "in a folder of another user" "'checkpoints/$K' is owned by another user"
+chown 0 "$store.files/checkpoints/$K"
+mount_convfs "$mnt" "$store" -o allow_other
+same "$s1/files/$first" <(git --git-dir="$BG" cat-file blob "${HASHES[0]}:$first") \
+	"with allow_other, $(snapshot_name 1)/files/$first of a repository no other user can change"
+unmount_convfs "$mnt"
+check_log "$log" "^convfs: warning: .*(${BOGUS:0:7}|is not opened: .* (is writable by group or others|is owned by another user))"
 
 pass
