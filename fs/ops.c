@@ -498,7 +498,7 @@ int op_getattr_if_owner(uint64_t fh, pid_t tgid, struct stat *st)
 /*
  * Whose attributes chmod, chown and utimens change. Docs and the view take
  * none (0: a doc is always 0600, and its mtime is the time its content last
- * changed, promise 5); checkpoint snapshots refuse them (-EROFS); 1: a plain
+ * changed); checkpoint snapshots refuse them (-EROFS); 1: a plain
  * file, which the caller changes.
  */
 static int attr_target(struct fs *fs, const char *path, const struct fs_file *f)

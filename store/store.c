@@ -6,7 +6,7 @@
  * serialises writers anyway, and the hot read paths hold the lock only for a
  * few indexed lookups. The database runs in WAL mode with synchronous=NORMAL:
  * a committed transaction survives the daemon being killed (the WAL is in the
- * kernel's page cache), which is what promise 4 asks; an fsync of the WAL on
+ * kernel's page cache), so nothing a writer was told is saved is lost with it; an fsync of the WAL on
  * every commit would only add protection against power loss, at a large cost.
  */
 #include <errno.h>

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
-# bad_input.sh: bad input gets a clear error and loses nothing (promise 7).
+# bad_input.sh: bad input gets a clear error and loses nothing.
 #
 # On a mount of the 2.18.0 fixture:
 #   - malformed JSON of every kind (truncated, a top-level object, invalid

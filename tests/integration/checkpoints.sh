@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
 # checkpoints.sh: a task's checkpoints as read-only snapshot folders
-# (workspaces/<ws>/tasks/<id>/checkpoints/<NNN>-<short hash>/, issue 5).
+# (workspaces/<ws>/tasks/<id>/checkpoints/<NNN>-<short hash>/).
 #
 #   A. Over the 1.0.10 fixture (a real shadow repo, two checkpoints): exactly
 #      001-<7 hex> and 002-<7 hex>, in the order of the conversation; the

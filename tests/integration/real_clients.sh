@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
 # real_clients.sh: the real Cline CLIs from npm run unchanged on the mount
-# (promise 11), driven headless against a stand-in model server of our own
+# (not imitations of them), driven headless against a stand-in model server of our own
 # (real_clients/model_server.js, on 127.0.0.1; no network, no key).
 #
 # For each CLI generation (1.0.10, 2.18.0, 3.0.65; installed once into
