@@ -6,7 +6,7 @@
  *
  * Input: one mode byte, then the texts of base, head and new, separated by
  * NUL bytes (JSON text holds none). The lists are made from the texts as the
- * store makes them (store/doc.c): elements from json_scan_array(), a history
+ * store makes them (store/array.c): elements from json_scan_array(), a history
  * item's key from its "id", a message's from its "ts", else the hash of its
  * bytes; head elements carry their bytes only for history (load_rows()), base
  * elements only for history and not for a writer's own merged commit (an
@@ -129,7 +129,7 @@ static size_t elem_len(const struct side *d, size_t i)
 	return d->sp[i].end - d->sp[i].start;
 }
 
-/* fetch_by_hash() of doc.c: the bytes of a base element, found by hash among the doc's rows. */
+/* fetch_by_hash() of array.c: the bytes of a base element, found by hash among the doc's rows. */
 struct fetch_ctx {
 	const struct side *base;
 	bool fails;

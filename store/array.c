@@ -1,0 +1,744 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * array.c: commits of array docs, merged commits, and appends.
+ *
+ * An array doc (taskHistory.json, api_conversation_history.json,
+ * ui_messages.json, a session's messages) is kept one element a row in
+ * `elems`, each with its exact bytes, the bytes before it ("pre": the comma
+ * and any white space) and its byte offset in the rendered file. The file is
+ * head + (pre + json)... + tail, so any byte range is found with one indexed
+ * lookup on (doc_id, off) and nothing is ever rendered whole: a 20 MB
+ * conversation streams.
+ *
+ * Rows are never rewritten in place. A commit keeps the longest prefix of
+ * elements whose bytes are unchanged, closes the rest (rev_to = this
+ * revision) and inserts the new tail with rev_from = this revision. A reader
+ * that took a snapshot at revision R sees exactly the rows with
+ * rev_from <= R < rev_to, so it reads the old or the new version, never a
+ * mix; and a rewrite that drops messages keeps them as older revisions.
+ */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "store/doc_internal.h"
+#include "store/json.h"
+#include "store/util.h"
+
+/* ---- array docs --------------------------------------------------------- */
+
+struct span {
+	size_t pre, start, end;
+};
+
+struct span_vec {
+	struct span *v;
+	size_t n, alloc;
+};
+
+static int span_push(void *ctx, size_t pre, size_t start, size_t end)
+{
+	struct span_vec *sv = ctx;
+
+	if (sv->n == sv->alloc) {
+		size_t na = sv->alloc ? sv->alloc * 2 : 256;
+		struct span *p = realloc(sv->v, na * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		sv->v = p;
+		sv->alloc = na;
+	}
+	sv->v[sv->n++] = (struct span){ pre, start, end };
+	return 0;
+}
+
+/*
+ * Counts the leading elements of the doc's current rendering whose bytes
+ * equal the new content's: these rows are kept as they are.
+ */
+static int common_prefix(struct store *st, int64_t doc_id, const char *data, const struct span_vec *sv,
+			 size_t *ret_k)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	size_t k = 0;
+	int r, rc;
+
+	r = store_prepare(st, "SELECT pre, json FROM elems WHERE doc_id = ?1 AND rev_to IS NULL ORDER BY seq", &stmt);
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(stmt, 1, doc_id);
+	while (k < sv->n && (rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		const struct span *e = &sv->v[k];
+		size_t plen = (size_t)sqlite3_column_bytes(stmt, 0);
+		const void *p = sqlite3_column_blob(stmt, 0);
+		size_t jlen = (size_t)sqlite3_column_bytes(stmt, 1);
+		const void *j = sqlite3_column_blob(stmt, 1);
+
+		if (plen != e->start - e->pre || jlen != e->end - e->start ||
+		    (plen && memcmp(p, data + e->pre, plen) != 0) || memcmp(j, data + e->start, jlen) != 0)
+			break;
+		k++;
+	}
+	if (k < sv->n && rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return store_fail(st, rc, "cannot read elements");
+	*ret_k = k;
+	return 0;
+}
+
+/*
+ * Where the JSONL line after a current element starts: its loff + len + 1.
+ * by_seq: the element is the current one at position seq of doc; else row id.
+ */
+static int line_end(struct store *st, int64_t doc_id, int64_t seq_or_id, bool by_seq, int64_t *ret)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	int r, rc;
+
+	r = store_prepare(st, by_seq ? "SELECT coalesce(loff, 0) + len + 1 FROM elems "
+				       "WHERE doc_id = ?1 AND seq = ?2 AND rev_to IS NULL"
+				     : "SELECT coalesce(loff, 0) + len + 1 FROM elems WHERE id = ?2", &stmt);
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(stmt, 1, doc_id);
+	sqlite3_bind_int64(stmt, 2, seq_or_id);
+	rc = sqlite3_step(stmt);
+	if (rc != SQLITE_ROW)
+		return rc == SQLITE_DONE ? -EIO : store_fail(st, rc, "cannot find an element's line");
+	*ret = sqlite3_column_int64(stmt, 0);
+	return 0;
+}
+
+/* Inserts elements from..n-1 of sv; *loff is where the first one's line starts, and is moved on. */
+static int elems_insert(struct store *st, int64_t doc_id, const char *data, const struct span_vec *sv, size_t from,
+			int64_t rev, const struct doc_layout *lay, int64_t now, int64_t *loff)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	int r, rc;
+
+	r = store_prepare(st, "INSERT INTO elems(doc_id, seq, off, pre, len, json, key, ts, rev_from, h, loff) "
+			      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)", &stmt);
+	if (r < 0)
+		return r;
+	for (size_t i = from; i < sv->n; i++) {
+		const struct span *e = &sv->v[i];
+		const char *j = data + e->start;
+		size_t jlen = e->end - e->start;
+
+		sqlite3_reset(stmt);
+		sqlite3_clear_bindings(stmt);
+		sqlite3_bind_int64(stmt, 1, doc_id);
+		sqlite3_bind_int64(stmt, 2, (int64_t)i);
+		sqlite3_bind_int64(stmt, 3, (int64_t)e->pre);
+		sqlite3_bind_text(stmt, 4, data + e->pre, (int)(e->start - e->pre), SQLITE_STATIC);
+		sqlite3_bind_int64(stmt, 5, (int64_t)jlen);
+		sqlite3_bind_text64(stmt, 6, j, jlen, SQLITE_STATIC, SQLITE_UTF8);
+		if ((r = elem_bind_identity(st, stmt, 7, 10, lay, j, jlen, now)) < 0)
+			return r;
+		sqlite3_bind_int64(stmt, 9, rev);
+		sqlite3_bind_int64(stmt, 11, *loff);
+		rc = sqlite3_step(stmt);
+		if (rc != SQLITE_DONE)
+			return store_fail(st, rc, "cannot store an element");
+		*loff += (int64_t)jlen + 1;
+	}
+	return 0;
+}
+
+/* ---- merged commits ------------------------------------------------------------ */
+
+
+int store_base_from_snap(const struct store_snap *snap, struct store_base **ret)
+{
+	struct store_base *b = calloc(1, sizeof(*b));
+
+	if (!b)
+		return -ENOMEM;
+	b->doc_id = snap->doc_id;
+	b->rev = snap->rev;
+	b->read = true;
+	*ret = b;
+	return 0;
+}
+
+void store_base_free(struct store_base *base)
+{
+	if (!base)
+		return;
+	merge_list_release(&base->list);
+	free(base);
+}
+
+int64_t store_base_rev(const struct store_base *base)
+{
+	return base->rev;
+}
+
+bool store_base_is_read(const struct store_base *base)
+{
+	return base->read;
+}
+
+int base_at_rev(int64_t doc_id, int64_t rev, struct store_base **ret)
+{
+	struct store_base *b = calloc(1, sizeof(*b));
+
+	if (!b)
+		return -ENOMEM;
+	b->doc_id = doc_id;
+	b->rev = rev;
+	*ret = b;
+	return 0;
+}
+
+#define ROWS_CURRENT (-1)
+
+/*
+ * Loads the rows of a doc valid at revision rev (ROWS_CURRENT: the current
+ * ones; closed: the ones that revision rev closed, i.e. a removed doc's last
+ * content) as identities; history items also with their bytes (small).
+ * The bytes are copied into *ret_store, which must outlive the list.
+ */
+static int load_rows(struct store *st, int64_t doc_id, int64_t rev, bool closed, enum doc_ident ident,
+		     struct merge_list *ret, struct sb *ret_store)
+{
+	bool bytes = ident == IDENT_ITEM_ID; /* history items are merged field by field */
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	struct merge_list l = { 0 };
+	size_t *offsets = NULL;
+	int r, rc;
+
+	r = store_prepare(st, rev == ROWS_CURRENT
+		? "SELECT id, key, ts, h, len, CASE WHEN ?3 THEN json END FROM elems "
+		  "WHERE doc_id = ?1 AND rev_to IS NULL ORDER BY off"
+		: closed
+		? "SELECT id, key, ts, h, len, CASE WHEN ?3 THEN json END FROM elems "
+		  "WHERE doc_id = ?1 AND rev_to = ?2 ORDER BY off"
+		: "SELECT id, key, ts, h, len, CASE WHEN ?3 THEN json END FROM elems "
+		  "WHERE doc_id = ?1 AND rev_from <= ?2 AND (rev_to IS NULL OR rev_to > ?2) ORDER BY off", &stmt);
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(stmt, 1, doc_id);
+	sqlite3_bind_int64(stmt, 2, rev);
+	sqlite3_bind_int(stmt, 3, bytes);
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		struct merge_elem e = { 0 };
+
+		e.ref = sqlite3_column_int64(stmt, 0);
+		e.hash = (uint64_t)sqlite3_column_int64(stmt, 3);
+		e.len = (size_t)sqlite3_column_int64(stmt, 4);
+		e.has_ts = sqlite3_column_type(stmt, 2) != SQLITE_NULL;
+		e.ts = sqlite3_column_int64(stmt, 2);
+		e.key = e.hash;
+		/* as doc_elem_identity() gave it when the row was written */
+		if (ident != IDENT_TS && sqlite3_column_type(stmt, 1) != SQLITE_NULL)
+			e.key = doc_key_of_text((const char *)sqlite3_column_text(stmt, 1),
+						(size_t)sqlite3_column_bytes(stmt, 1));
+		else if (ident == IDENT_TS && e.has_ts)
+			e.key = (uint64_t)e.ts;
+		if (bytes) {
+			/* Offsets now, pointers once the buffer stops moving. */
+			size_t *o = realloc(offsets, (l.n + 1) * sizeof(*o));
+
+			if (!o) {
+				r = -ENOMEM;
+				break;
+			}
+			offsets = o;
+			offsets[l.n] = ret_store->len;
+			if ((r = sb_add(ret_store, sqlite3_column_blob(stmt, 5), e.len)) < 0)
+				break;
+		}
+		if ((r = merge_list_push(&l, &e)) < 0)
+			break;
+	}
+	if (r == 0 && rc != SQLITE_DONE)
+		r = store_fail(st, rc, "cannot read elements");
+	if (r == 0 && bytes)
+		for (size_t i = 0; i < l.n; i++)
+			l.v[i].json = ret_store->buf + offsets[i];
+	free(offsets);
+	if (r < 0) {
+		merge_list_release(&l);
+		return r;
+	}
+	*ret = l;
+	return 0;
+}
+
+struct fetch_ctx {
+	struct store *st;
+	int64_t doc_id;
+};
+
+/* The bytes of a base history item known only by its hash (an explicit base). */
+static int fetch_by_hash(void *ctx, const struct merge_elem *e, char **ret_json, size_t *ret_len)
+{
+	struct fetch_ctx *c = ctx;
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	char *p;
+
+	if (store_prepare(c->st, "SELECT json FROM elems WHERE doc_id = ?1 AND h = ?2 AND key IS NOT NULL LIMIT 1",
+			  &stmt) < 0)
+		return -EIO;
+	sqlite3_bind_int64(stmt, 1, c->doc_id);
+	sqlite3_bind_int64(stmt, 2, (sqlite3_int64)e->hash);
+	if (sqlite3_step(stmt) != SQLITE_ROW)
+		return -ENOENT;
+	p = strndup((const char *)sqlite3_column_text(stmt, 0), (size_t)sqlite3_column_bytes(stmt, 0));
+	if (!p)
+		return -ENOMEM;
+	*ret_json = p;
+	*ret_len = strlen(p);
+	return 0;
+}
+
+/*
+ * Writes the merged list as the doc's new current rows: rows up to the first
+ * difference with head stay, the rest are closed and the merged tail is
+ * inserted (head rows copied by id, the writer's from its bytes).
+ */
+static int write_merged(struct store *st, const struct doc_row *d, const struct merge_list *head,
+			const struct merge_list *m, const char *data, const struct span_vec *sv, size_t head_len,
+			size_t tail, size_t len, int64_t rev, int64_t now, const struct doc_layout *lay, int64_t *ret_size,
+			int64_t *ret_lsize)
+{
+	_cleanup_stmt_ sqlite3_stmt *copy = NULL, *ins = NULL, *pre_of = NULL;
+	const char *sep = ",";
+	size_t sep_len = 1, first_pre_len = sv->n ? sv->v[0].start - sv->v[0].pre : 0;
+	const char *first_pre = sv->n ? data + sv->v[0].pre : "";
+	size_t f = 0;
+	int64_t off, loff = 0;
+	int r, rc;
+
+	if (sv->n >= 2) {
+		sep = data + sv->v[1].pre;
+		sep_len = sv->v[1].start - sv->v[1].pre;
+	}
+	/* A removed doc's rows are all closed: everything is inserted anew. */
+	if (d->present && strlen(d->head) == head_len && memcmp(d->head, data, head_len) == 0)
+		while (f < m->n && f < head->n && m->v[f].origin == MERGE_FROM_HEAD && m->v[f].ref == head->v[f].ref)
+			f++;
+	r = elems_close(st, d->id, (int64_t)f, rev);
+	if (r < 0)
+		return r;
+	/* The offset where row f starts: the end of row f-1. */
+	off = (int64_t)head_len;
+	if (f > 0) {
+		r = store_prepare(st, "SELECT off + length(CAST(pre AS BLOB)) + len FROM elems WHERE id = ?1", &pre_of);
+		if (r < 0)
+			return r;
+		sqlite3_bind_int64(pre_of, 1, head->v[f - 1].ref);
+		rc = sqlite3_step(pre_of);
+		if (rc != SQLITE_ROW)
+			return store_fail(st, rc, "cannot find an element's end");
+		off = sqlite3_column_int64(pre_of, 0);
+		if ((r = line_end(st, d->id, head->v[f - 1].ref, false, &loff)) < 0)
+			return r;
+	}
+	r = store_prepare(st, "INSERT INTO elems(doc_id, seq, off, pre, len, json, key, ts, h, rev_from, loff) "
+			      "SELECT doc_id, ?2, ?3, ?4, len, json, key, ts, h, ?5, ?6 FROM elems WHERE id = ?1", &copy);
+	if (r < 0)
+		return r;
+	r = store_prepare(st, "INSERT INTO elems(doc_id, seq, off, pre, len, json, key, ts, h, rev_from, loff) "
+			      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)", &ins);
+	if (r < 0)
+		return r;
+	for (size_t i = f; i < m->n; i++) {
+		const struct merge_elem *e = &m->v[i];
+		const char *pre = i == 0 ? first_pre : sep;
+		size_t pre_len = i == 0 ? first_pre_len : sep_len;
+		sqlite3_stmt *stmt = e->origin == MERGE_FROM_HEAD ? copy : ins;
+
+		sqlite3_reset(stmt);
+		sqlite3_clear_bindings(stmt);
+		if (e->origin == MERGE_FROM_HEAD) {
+			sqlite3_bind_int64(copy, 1, e->ref);
+			sqlite3_bind_int64(copy, 2, (int64_t)i);
+			sqlite3_bind_int64(copy, 3, off);
+			sqlite3_bind_text(copy, 4, pre, (int)pre_len, SQLITE_STATIC);
+			sqlite3_bind_int64(copy, 5, rev);
+			sqlite3_bind_int64(copy, 6, loff);
+		} else {
+			sqlite3_bind_int64(ins, 1, d->id);
+			sqlite3_bind_int64(ins, 2, (int64_t)i);
+			sqlite3_bind_int64(ins, 3, off);
+			sqlite3_bind_text(ins, 4, pre, (int)pre_len, SQLITE_STATIC);
+			sqlite3_bind_int64(ins, 5, (int64_t)e->len);
+			sqlite3_bind_text64(ins, 6, e->json, e->len, SQLITE_STATIC, SQLITE_UTF8);
+			if ((r = elem_bind_identity(st, ins, 7, 9, lay, e->json, e->len, now)) < 0)
+				return r;
+			sqlite3_bind_int64(ins, 10, rev);
+			sqlite3_bind_int64(ins, 11, loff);
+		}
+		rc = sqlite3_step(stmt);
+		if (rc != SQLITE_DONE)
+			return store_fail(st, rc, "cannot store a merged element");
+		off += (int64_t)(pre_len + e->len);
+		loff += (int64_t)e->len + 1;
+	}
+	*ret_size = off + (int64_t)(len - tail);
+	*ret_lsize = loff;
+	return 0;
+}
+
+/* True if the merged list is exactly what the writer wrote. */
+static bool merged_is_new(const struct merge_list *m, const struct merge_list *n)
+{
+	if (m->n != n->n)
+		return false;
+	for (size_t i = 0; i < m->n; i++)
+		if (m->v[i].hash != n->v[i].hash)
+			return false;
+	return true;
+}
+
+/*
+ * Keeps in l only the history items of tasks in workspace ws_key (NULL: tasks
+ * with none): the base of a writer of workspaces/<ws>/taskHistory.json is
+ * what it saw there, that workspace's items only.
+ */
+static int filter_ws(struct store *st, struct merge_list *l, const char *ws_key)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	size_t out = 0;
+	int r, rc;
+
+	r = store_prepare(st, "SELECT t.id FROM tasks t LEFT JOIN workspaces w ON w.id = t.workspace_id "
+			      "WHERE (?1 IS NULL AND w.id IS NULL) OR w.key = ?1", &stmt);
+	if (r < 0)
+		return r;
+	if (ws_key)
+		sqlite3_bind_text(stmt, 1, ws_key, -1, SQLITE_STATIC);
+	{
+		struct merge_list ids = { 0 };
+
+		while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+			struct merge_elem e = { .key = doc_key_of_text((const char *)sqlite3_column_text(stmt, 0),
+								       (size_t)sqlite3_column_bytes(stmt, 0)) };
+
+			if ((r = merge_list_push(&ids, &e)) < 0)
+				break;
+		}
+		if (r == 0 && rc != SQLITE_DONE)
+			r = store_fail(st, rc, "cannot list a workspace's tasks");
+		for (size_t i = 0; r == 0 && i < l->n; i++) {
+			bool in = false;
+
+			for (size_t j = 0; j < ids.n && !in; j++)
+				in = ids.v[j].key == l->v[i].key;
+			if (in)
+				l->v[out++] = l->v[i];
+		}
+		merge_list_release(&ids);
+	}
+	if (r == 0)
+		l->n = out;
+	return r;
+}
+
+int commit_array(struct store *st, const char *path, const struct doc_layout *lay, const char *data,
+		 size_t len, const struct store_who *who, const char *kind, bool merge,
+		 const struct store_base *base, struct store_base **ret_base, bool *ret_merged,
+		 const char *ws_key)
+{
+	struct span_vec sv = { 0 };
+	struct doc_row d = { 0 };
+	struct json_error jerr = { 0 };
+	struct merge_list nl = { 0 }, hl = { 0 }, bl_loaded = { 0 }, ml = { 0 };
+	struct merge_stats ms = { 0 };
+	struct store_base *nb = NULL;
+	_cleanup_sb_ struct sb hbytes = SB_INIT, bbytes = SB_INIT;
+	bool is_history = lay->ident == IDENT_ITEM_ID, merged = false;
+	size_t head = 0, tail = 0, k = 0;
+	int64_t now = now_ns(), rev = 0, size = (int64_t)len, lsize = 0;
+	char detail[320];
+	int r;
+
+	r = json_scan_array_at(data, len, lay->array_member, span_push, &sv, &head, &tail, &jerr);
+	if (r < 0) {
+		if (r == -EINVAL)
+			log_warn("refusing to commit '%s': not %s: %s at byte %zu; nothing stored changes", path,
+				 lay->array_member ? "a JSON object with an array of messages" : "a JSON array", jerr.msg,
+				 jerr.offset);
+		free(sv.v);
+		return r;
+	}
+	pthread_mutex_lock(&st->lock);
+	r = tx_begin(st);
+	if (r < 0)
+		goto unlock;
+	r = doc_lookup_or_insert(st, path, DOC_ARRAY, now, &d);
+	if (r < 0)
+		goto rollback;
+	if (base && base->doc_id != d.id)
+		base = NULL; /* the doc was made anew since */
+	/*
+	 * Merge when someone committed since this writer's base. A doc that was
+	 * renamed away (Roo's safeWriteJson moves it to .bak before renaming the
+	 * new file in) merges with its last content.
+	 */
+	/*
+	 * History items are removed only by a writer that read them: a window's
+	 * reload can race its own save, so a base that is the writer's own last
+	 * write does not license removals, and such a commit always merges.
+	 */
+	if (merge && d.format == DOC_ARRAY && (d.present ? d.nelems > 0 : base != NULL) &&
+	    (!base || base->explicit_list || base->rev != d.rev || (is_history && !base->read) || ws_key)) {
+		/* Someone committed since this writer's base: merge three ways. */
+		static const struct merge_list nothing_seen = { 0 };
+		/* Without a base the writer has seen nothing: what is stored stays. */
+		const struct merge_list *bl = &nothing_seen;
+		struct fetch_ctx fc = { st, d.id };
+
+		for (size_t i = 0; i < sv.n; i++) {
+			struct merge_elem e = { .json = data + sv.v[i].start, .len = sv.v[i].end - sv.v[i].start,
+						.ref = (int64_t)i, .origin = MERGE_FROM_NEW };
+
+			doc_elem_identity(lay->ident, e.json, e.len, &e, NULL);
+			if ((r = merge_list_push(&nl, &e)) < 0)
+				goto rollback;
+		}
+		if ((r = load_rows(st, d.id, d.present ? ROWS_CURRENT : d.rev, !d.present, lay->ident, &hl, &hbytes)) < 0)
+			goto rollback;
+		if (base && base->explicit_list) {
+			bl = &base->list;
+		} else if (base) {
+			if ((r = load_rows(st, d.id, base->rev, false, lay->ident, &bl_loaded, &bbytes)) < 0)
+				goto rollback;
+			if (ws_key && (r = filter_ws(st, &bl_loaded, *ws_key ? ws_key : NULL)) < 0)
+				goto rollback;
+			bl = &bl_loaded;
+		}
+		if ((r = merge_lists(is_history ? MERGE_HISTORY : MERGE_MESSAGES, bl, base && base->read, &hl, &nl,
+				     fetch_by_hash, &fc, &ml, &ms)) < 0)
+			goto rollback;
+		merged = !merged_is_new(&ml, &nl);
+		r = revision_add(st, path, who, merged ? "merge" : kind, now, &rev);
+		if (r < 0)
+			goto rollback;
+		r = write_merged(st, &d, &hl, &ml, data, &sv, head, tail, len, rev, now, lay, &size, &lsize);
+		if (r < 0)
+			goto rollback;
+		r = doc_update(st, d.id, DOC_ARRAY, size, now, rev, data, head, data + tail, len - tail,
+			       (int64_t)ml.n, lsize);
+		if (r < 0)
+			goto rollback;
+		snprintf(detail, sizeof(detail),
+			 "{\"merged\":%s,\"base\":%" PRId64 ",\"head\":%" PRId64 ",\"written\":%zu,\"result\":%zu,"
+			 "\"from_writer\":%zu,\"kept_stored\":%zu,\"others_kept\":%zu,\"removed\":%zu,"
+			 "\"fields_merged\":%zu,\"size\":%" PRId64 "}",
+			 merged ? "true" : "false", base ? base->rev : (int64_t)-1, d.rev, nl.n, ml.n, ms.from_new,
+			 ms.from_head, ms.others_kept, ms.removed, ms.fields, size);
+	} else {
+		if (d.format == DOC_ARRAY && d.present && strlen(d.head) == head && memcmp(d.head, data, head) == 0) {
+			r = common_prefix(st, d.id, data, &sv, &k);
+			if (r < 0)
+				goto rollback;
+			if (k == sv.n && (int64_t)k == d.nelems && strlen(d.tail) == len - tail &&
+			    memcmp(d.tail, data + tail, len - tail) == 0) {
+				rev = d.rev; /* nothing changed: no revision, no new mtime */
+				r = 0;
+				tx_rollback(st);
+				goto done;
+			}
+		}
+		r = revision_add(st, path, who, kind, now, &rev);
+		if (r < 0)
+			goto rollback;
+		lsize = 0;
+		if (k > 0 && (r = line_end(st, d.id, (int64_t)k - 1, true, &lsize)) < 0)
+			goto rollback;
+		if (d.format == DOC_ARRAY && (r = elems_close(st, d.id, (int64_t)k, rev)) < 0)
+			goto rollback;
+		r = elems_insert(st, d.id, data, &sv, k, rev, lay, now, &lsize);
+		if (r < 0)
+			goto rollback;
+		r = doc_update(st, d.id, DOC_ARRAY, (int64_t)len, now, rev, data, head, data + tail, len - tail,
+			       (int64_t)sv.n, lsize);
+		if (r < 0)
+			goto rollback;
+		snprintf(detail, sizeof(detail), "{\"kept\":%zu,\"superseded\":%" PRId64 ",\"added\":%zu,\"size\":%zu}",
+			 k, d.format == DOC_ARRAY && d.present ? d.nelems - (int64_t)k : 0, sv.n - k, len);
+	}
+	r = revision_detail(st, rev, d.id, detail);
+	if (r < 0)
+		goto rollback;
+	r = tx_commit(st);
+	if (r < 0)
+		goto rollback;
+done:
+	if (ret_base) {
+		if (merged) {
+			/* The writer's view is what it wrote, not what is stored: keep it. */
+			nb = calloc(1, sizeof(*nb));
+			if (nb) {
+				nb->doc_id = d.id;
+				nb->rev = rev;
+				nb->explicit_list = true;
+				nb->list = nl;
+				for (size_t i = 0; i < nb->list.n; i++)
+					nb->list.v[i].json = NULL;
+				nl = (struct merge_list){ 0 };
+			}
+		} else {
+			base_at_rev(d.id, rev, &nb);
+		}
+		*ret_base = nb; /* NULL on allocation failure: the next commit has no base, which is safe */
+	}
+	if (ret_merged)
+		*ret_merged = merged;
+	goto unlock;
+rollback:
+	tx_rollback(st);
+unlock:
+	pthread_mutex_unlock(&st->lock);
+	doc_row_release(&d);
+	merge_list_release(&nl);
+	merge_list_release(&hl);
+	merge_list_release(&bl_loaded);
+	merge_list_release(&ml);
+	free(sv.v);
+	return r;
+}
+
+/* ---- appends ------------------------------------------------------------------ */
+
+int store_line_check(const char *path, size_t i, const struct store_line *l, const char *require_member)
+{
+	struct json_error jerr = { 0 };
+	size_t a, b, k = 0;
+
+	while (k < l->len && (l->data[k] == ' ' || l->data[k] == '\t'))
+		k++;
+	if (json_validate(l->data, l->len, &jerr) < 0) {
+		log_warn("refusing to append to '%s': line %zu is not valid JSON: %s at byte %zu; nothing stored",
+			 path, i + 1, jerr.msg, jerr.offset);
+		return -EINVAL;
+	}
+	if (k >= l->len || l->data[k] != '{') {
+		log_warn("refusing to append to '%s': line %zu is not a JSON object; nothing stored", path, i + 1);
+		return -EINVAL;
+	}
+	if (require_member && json_object_member(l->data, l->len, require_member, &a, &b) < 0) {
+		log_warn("refusing to append to '%s': line %zu has no \"%s\"; nothing stored", path, i + 1,
+			 require_member);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/*
+ * Appends lines to doc d as revision rev, inside the caller's transaction,
+ * and updates the doc's row.
+ */
+int append_rows(struct store *st, const struct doc_row *dr, const char *path, const struct store_line *lines,
+		size_t n, int64_t rev, int64_t now)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	const struct doc_row d = *dr;
+	struct doc_layout lay;
+	const char *head = "[", *tail = "]";
+	int64_t off, loff, seq;
+	int r, rc;
+
+	if (doc_layout_of(path, &lay) < 0 || lay.kind != STORE_PATH_ARRAY)
+		return -EINVAL;
+	if (d.present && d.format == DOC_ARRAY && d.size > 0) {
+		head = d.head;
+		tail = d.tail;
+		off = d.size - (int64_t)strlen(d.tail);
+		loff = d.lsize;
+		seq = d.nelems;
+	} else if (lay.array_member) {
+		log_warn("refusing to append to '%s': it has no content to append to", path);
+		return -ENOENT; /* the object around the array is the client's to write first */
+	} else {
+		off = 1;
+		loff = 0;
+		seq = 0;
+	}
+	r = store_prepare(st, "INSERT INTO elems(doc_id, seq, off, pre, len, json, key, ts, rev_from, h, loff) "
+			      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)", &stmt);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < n; i++, seq++) {
+		const struct store_line *l = &lines[i];
+		const char *pre = seq == 0 ? "" : ",";
+
+		sqlite3_reset(stmt);
+		sqlite3_clear_bindings(stmt);
+		sqlite3_bind_int64(stmt, 1, d.id);
+		sqlite3_bind_int64(stmt, 2, seq);
+		sqlite3_bind_int64(stmt, 3, off);
+		sqlite3_bind_text(stmt, 4, pre, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(stmt, 5, (int64_t)l->len);
+		sqlite3_bind_text64(stmt, 6, l->data, l->len, SQLITE_STATIC, SQLITE_UTF8);
+		if ((r = elem_bind_identity(st, stmt, 7, 10, &lay, l->data, l->len, now)) < 0)
+			return r;
+		sqlite3_bind_int64(stmt, 9, rev);
+		sqlite3_bind_int64(stmt, 11, loff);
+		rc = sqlite3_step(stmt);
+		if (rc != SQLITE_DONE)
+			return store_fail(st, rc, "cannot append an element");
+		off += (int64_t)(strlen(pre) + l->len);
+		loff += (int64_t)l->len + 1;
+	}
+	return doc_update(st, d.id, DOC_ARRAY, off + (int64_t)strlen(tail), now, rev, head, strlen(head), tail,
+			  strlen(tail), seq, loff);
+}
+
+/* The part of store_doc_append() under the lock. */
+static int append_locked(struct store *st, const char *path, const struct store_line *lines, size_t n,
+			 const struct store_who *who)
+{
+	struct doc_row d = { 0 };
+	int64_t now = now_ns(), rev;
+	char detail[64];
+	int r;
+
+	r = tx_begin(st);
+	if (r < 0)
+		return r;
+	r = doc_lookup_or_insert(st, path, DOC_ARRAY, now, &d);
+	if (r < 0)
+		goto rollback;
+	if (d.present && d.format != DOC_ARRAY && d.size > 0) {
+		log_warn("refusing to append to '%s': it is kept as found, unparsed; rewrite it whole first", path);
+		r = -EINVAL;
+		goto rollback;
+	}
+	if ((r = revision_add(st, path, who, "append", now, &rev)) < 0)
+		goto rollback;
+	if ((r = append_rows(st, &d, path, lines, n, rev, now)) < 0)
+		goto rollback;
+	snprintf(detail, sizeof(detail), "{\"appended\":%zu}", n);
+	if ((r = revision_detail(st, rev, d.id, detail)) < 0 || (r = tx_commit(st)) < 0)
+		goto rollback;
+	doc_row_release(&d);
+	return 0;
+rollback:
+	tx_rollback(st);
+	doc_row_release(&d);
+	return r;
+}
+
+int store_doc_append(struct store *st, const char *path, const struct store_line *lines, size_t n,
+		     const char *require_member, const struct store_who *who)
+{
+	int r;
+
+	if (st->readonly)
+		return -EROFS;
+	if (store_path_kind(path) != STORE_PATH_ARRAY)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++)
+		if ((r = store_line_check(path, i, &lines[i], require_member)) < 0)
+			return r;
+	if (n == 0)
+		return 0;
+	STORE_LOCK(st);
+	return append_locked(st, path, lines, n, who);
+}

@@ -1,0 +1,408 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * read.c: stat, lists, and snapshots of docs.
+ *
+ * A snapshot is one version of a doc, pinned at its revision: whatever is
+ * committed meanwhile, a reader of a snapshot reads that version whole, as
+ * the file or as JSON Lines (the view), by byte ranges found with indexed
+ * lookups, never rendered whole.
+ */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "store/doc_internal.h"
+#include "store/json.h"
+#include "store/util.h"
+
+/* ---- stat, list, snapshots -------------------------------------------------- */
+
+static void stat_from_row(sqlite3_stmt *stmt, int col, struct store_stat *s)
+{
+	s->ino = STORE_INO_BASE + (uint64_t)sqlite3_column_int64(stmt, col);
+	s->size = sqlite3_column_int64(stmt, col + 1);
+	s->mtime_ns = sqlite3_column_int64(stmt, col + 2);
+	s->ctime_ns = sqlite3_column_int64(stmt, col + 3);
+	s->rev = sqlite3_column_int64(stmt, col + 4);
+	s->lsize = sqlite3_column_int64(stmt, col + 5);
+}
+
+int store_doc_stat(struct store *st, const char *path, struct store_stat *ret)
+{
+	STORE_LOCK(st);
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	int r, rc;
+
+	r = store_prepare(st, "SELECT id, size, mtime_ns, ctime_ns, rev, lsize FROM docs WHERE path = ?1 AND present", &stmt);
+	if (r < 0)
+		goto out;
+	sqlite3_bind_text(stmt, 1, path, -1, SQLITE_STATIC);
+	rc = sqlite3_step(stmt);
+	if (rc == SQLITE_ROW)
+		stat_from_row(stmt, 0, ret);
+	r = rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -ENOENT : store_fail(st, rc, "cannot stat a doc");
+out:
+	return r;
+}
+
+struct listed {
+	char *name;
+	struct store_stat stat;
+};
+
+/* Runs a listing query into memory, then calls fn without holding the lock. */
+static int list_query(struct store *st, const char *sql, const char *arg, store_list_fn fn, void *ctx)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	struct listed *v = NULL;
+	size_t n = 0, alloc = 0;
+	int r, rc;
+
+	pthread_mutex_lock(&st->lock);
+	r = store_prepare(st, sql, &stmt);
+	if (r < 0) {
+		pthread_mutex_unlock(&st->lock);
+		return r;
+	}
+	if (arg)
+		sqlite3_bind_text(stmt, 1, arg, -1, SQLITE_STATIC);
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		if (n == alloc) {
+			size_t na = alloc ? alloc * 2 : 16;
+			struct listed *p = realloc(v, na * sizeof(*p));
+
+			if (!p) {
+				r = -ENOMEM;
+				break;
+			}
+			v = p;
+			alloc = na;
+		}
+		v[n].name = dup_text(stmt, 0);
+		if (!v[n].name) {
+			r = -ENOMEM;
+			break;
+		}
+		stat_from_row(stmt, 1, &v[n].stat);
+		n++;
+	}
+	if (r == 0 && rc != SQLITE_DONE)
+		r = store_fail(st, rc, "cannot list docs");
+	store_stmt_release(TAKE_PTR(stmt));
+	pthread_mutex_unlock(&st->lock);
+	for (size_t i = 0; i < n; i++) {
+		if (r == 0)
+			r = fn(ctx, v[i].name, &v[i].stat);
+		free(v[i].name);
+	}
+	free(v);
+	return r;
+}
+
+int store_doc_list(struct store *st, const char *dir, store_list_fn fn, void *ctx)
+{
+	return list_query(st, "SELECT name, id, size, mtime_ns, ctime_ns, rev, lsize FROM docs "
+			      "WHERE parent = ?1 AND present ORDER BY name", dir, fn, ctx);
+}
+
+int store_doc_foreach(struct store *st, store_list_fn fn, void *ctx)
+{
+	return list_query(st, "SELECT path, id, size, mtime_ns, ctime_ns, rev, lsize FROM docs WHERE present ORDER BY path",
+			  NULL, fn, ctx);
+}
+
+static int snap_open(struct store *st, const char *path, bool jsonl, bool removed, struct store_snap **ret);
+
+int store_snap_open(struct store *st, const char *path, struct store_snap **ret)
+{
+	return snap_open(st, path, false, false, ret);
+}
+
+int store_snap_open_jsonl(struct store *st, const char *path, struct store_snap **ret)
+{
+	return snap_open(st, path, true, false, ret);
+}
+
+int store_snap_open_removed(struct store *st, const char *path, bool jsonl, struct store_snap **ret)
+{
+	return snap_open(st, path, jsonl, true, ret);
+}
+
+/*
+ * removed: path must be a removed doc, and the snapshot is its last version:
+ * the revision before the one that removed it, whose rows that revision
+ * closed (revisions only grow, so every row of that version is visible).
+ */
+static int snap_open(struct store *st, const char *path, bool jsonl, bool removed, struct store_snap **ret)
+{
+	STORE_LOCK(st);
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	struct doc_row d = { 0 };
+	struct store_snap *s;
+	int r, rc;
+
+	r = doc_lookup(st, path, &d);
+	if (r < 0)
+		goto out;
+	if (d.present == removed || (removed && d.rev < 2)) {
+		r = -ENOENT;
+		goto out;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		r = -ENOMEM;
+		goto out;
+	}
+	if (jsonl && d.format != DOC_ARRAY) {
+		free(s);
+		r = -EINVAL; /* a damaged file kept as found has no lines */
+		goto out;
+	}
+	s->doc_id = d.id;
+	s->rev = removed ? d.rev - 1 : d.rev;
+	s->jsonl = jsonl;
+	s->size = jsonl ? d.lsize : d.size;
+	s->lsize = d.lsize;
+	s->mtime_ns = d.mtime_ns;
+	s->ctime_ns = d.ctime_ns;
+	s->format = d.format;
+	s->head_len = strlen(d.head);
+	s->tail_len = strlen(d.tail);
+	s->head = TAKE_PTR(d.head);
+	s->tail = TAKE_PTR(d.tail);
+	if (d.format != DOC_ARRAY && d.size > 0) {
+		r = store_prepare(st, "SELECT id FROM blobs WHERE doc_id = ?1 AND rev <= ?2 ORDER BY rev DESC LIMIT 1",
+				  &stmt);
+		if (r < 0) {
+			store_snap_free(s);
+			goto out;
+		}
+		sqlite3_bind_int64(stmt, 1, d.id);
+		sqlite3_bind_int64(stmt, 2, s->rev);
+		rc = sqlite3_step(stmt);
+		if (rc != SQLITE_ROW) {
+			r = rc == SQLITE_DONE ? -EIO : store_fail(st, rc, "cannot find a file version");
+			if (rc == SQLITE_DONE)
+				log_err("store: '%s' has no content for revision %" PRId64, path, d.rev);
+			store_snap_free(s);
+			goto out;
+		}
+		s->blob_rowid = sqlite3_column_int64(stmt, 0);
+	}
+	*ret = s;
+	r = 0;
+out:
+	doc_row_release(&d);
+	return r;
+}
+
+void store_snap_free(struct store_snap *snap)
+{
+	if (!snap)
+		return;
+	free(snap->head);
+	free(snap->tail);
+	free(snap);
+}
+
+int64_t store_snap_size(const struct store_snap *snap)
+{
+	return snap->size;
+}
+
+void store_snap_stat(const struct store_snap *snap, struct store_stat *ret)
+{
+	*ret = (struct store_stat){
+		.ino = STORE_INO_BASE + (uint64_t)snap->doc_id,
+		.size = snap->size,
+		.lsize = snap->lsize,
+		.mtime_ns = snap->mtime_ns,
+		.ctime_ns = snap->ctime_ns,
+		.rev = snap->rev,
+	};
+}
+
+int64_t store_snap_rev(const struct store_snap *snap)
+{
+	return snap->rev;
+}
+
+/* Copies the part of src[0, n), placed at file offset at, that falls in [pos, end). */
+static size_t copy_part(char *buf, off_t buf_off, const char *src, off_t at, size_t n, off_t end)
+{
+	off_t a = at > buf_off ? at : buf_off;
+	off_t b = at + (off_t)n < end ? at + (off_t)n : end;
+
+	if (b <= a)
+		return 0;
+	memcpy(buf + (a - buf_off), src + (a - at), (size_t)(b - a));
+	return (size_t)(b - a);
+}
+
+static int blob_read(struct store *st, const char *table, const char *column, int64_t rowid, char *dst, size_t n,
+		     int64_t at)
+{
+	int rc = SQLITE_ERROR;
+
+	if (st->blob && st->blob_table == table && st->blob_column == column) {
+		rc = st->blob_rowid == rowid ? SQLITE_OK : sqlite3_blob_reopen(st->blob, rowid);
+		if (rc == SQLITE_OK)
+			rc = sqlite3_blob_read(st->blob, dst, (int)n, (int)at);
+		/* Any failure (a handle expired by a change, most likely): afresh. */
+	}
+	if (rc != SQLITE_OK) {
+		store_blob_drop(st);
+		rc = sqlite3_blob_open(st->db, "main", table, column, rowid, 0, &st->blob);
+		if (rc == SQLITE_OK)
+			rc = sqlite3_blob_read(st->blob, dst, (int)n, (int)at);
+		if (rc != SQLITE_OK) {
+			int r = store_fail(st, rc, "cannot read stored content");
+
+			store_blob_drop(st);
+			return r;
+		}
+	}
+	st->blob_table = table;
+	st->blob_column = column;
+	st->blob_rowid = rowid;
+	return 0;
+}
+
+static ssize_t read_array(struct store *st, struct store_snap *s, char *buf, off_t off, off_t end)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	off_t tail_at = s->size - (off_t)s->tail_len;
+	int r, rc;
+
+	copy_part(buf, off, s->head, 0, s->head_len, end);
+	if (off < tail_at && end > (off_t)s->head_len) {
+		r = store_prepare(st,
+			"SELECT id, off, pre, len, CASE WHEN len <= " "65536" " THEN json END FROM elems "
+			"WHERE doc_id = ?1 AND rev_from <= ?3 AND (rev_to IS NULL OR rev_to > ?3) AND off < ?4 AND off >= "
+			"  coalesce((SELECT max(off) FROM elems WHERE doc_id = ?1 AND off <= ?2 AND rev_from <= ?3 "
+			"           AND (rev_to IS NULL OR rev_to > ?3)), 0) "
+			"ORDER BY off", &stmt);
+		if (r < 0)
+			return r;
+		sqlite3_bind_int64(stmt, 1, s->doc_id);
+		sqlite3_bind_int64(stmt, 2, off);
+		sqlite3_bind_int64(stmt, 3, s->rev);
+		sqlite3_bind_int64(stmt, 4, end);
+		while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+			int64_t id = sqlite3_column_int64(stmt, 0);
+			off_t at = sqlite3_column_int64(stmt, 1);
+			size_t plen = (size_t)sqlite3_column_bytes(stmt, 2);
+			size_t jlen = (size_t)sqlite3_column_int64(stmt, 3);
+			off_t jat = at + (off_t)plen;
+
+			copy_part(buf, off, (const char *)sqlite3_column_blob(stmt, 2), at, plen, end);
+			if (sqlite3_column_type(stmt, 4) != SQLITE_NULL) {
+				copy_part(buf, off, (const char *)sqlite3_column_blob(stmt, 4), jat, jlen, end);
+			} else {
+				off_t a = jat > off ? jat : off;
+				off_t b = jat + (off_t)jlen < end ? jat + (off_t)jlen : end;
+
+				if (b > a && (r = blob_read(st, "elems", "json", id, buf + (a - off), (size_t)(b - a),
+							    a - jat)) < 0)
+					return r;
+			}
+		}
+		if (rc != SQLITE_DONE)
+			return store_fail(st, rc, "cannot read elements");
+	}
+	copy_part(buf, off, s->tail, tail_at, s->tail_len, end);
+	return end - off;
+}
+
+/* A JSONL line: the element's bytes, line breaks as spaces, then "\n". */
+static ssize_t read_jsonl(struct store *st, struct store_snap *s, char *buf, off_t off, off_t end)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	int r, rc;
+
+	r = store_prepare(st,
+		"SELECT id, loff, len, CASE WHEN len <= 65536 THEN json END FROM elems "
+		"WHERE doc_id = ?1 AND rev_from <= ?3 AND (rev_to IS NULL OR rev_to > ?3) AND loff < ?4 AND loff >= "
+		"  coalesce((SELECT max(loff) FROM elems WHERE doc_id = ?1 AND loff <= ?2 AND rev_from <= ?3 "
+		"           AND (rev_to IS NULL OR rev_to > ?3)), 0) "
+		"ORDER BY loff", &stmt);
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(stmt, 1, s->doc_id);
+	sqlite3_bind_int64(stmt, 2, off);
+	sqlite3_bind_int64(stmt, 3, s->rev);
+	sqlite3_bind_int64(stmt, 4, end);
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		int64_t id = sqlite3_column_int64(stmt, 0);
+		off_t at = sqlite3_column_int64(stmt, 1);
+		size_t jlen = (size_t)sqlite3_column_int64(stmt, 2);
+		off_t a = at > off ? at : off;
+		off_t b = at + (off_t)jlen < end ? at + (off_t)jlen : end;
+
+		if (sqlite3_column_type(stmt, 3) != SQLITE_NULL)
+			copy_part(buf, off, (const char *)sqlite3_column_blob(stmt, 3), at, jlen, end);
+		else if (b > a && (r = blob_read(st, "elems", "json", id, buf + (a - off), (size_t)(b - a), a - at)) < 0)
+			return r;
+		for (off_t i = a; i < b; i++)
+			if (buf[i - off] == '\n' || buf[i - off] == '\r')
+				buf[i - off] = ' ';
+		if (at + (off_t)jlen >= off && at + (off_t)jlen < end)
+			buf[at + (off_t)jlen - off] = '\n';
+	}
+	if (rc != SQLITE_DONE)
+		return store_fail(st, rc, "cannot read elements");
+	return end - off;
+}
+
+ssize_t store_snap_read(struct store *st, struct store_snap *s, char *buf, size_t size, off_t off)
+{
+	off_t end;
+	ssize_t r;
+
+	if (off < 0)
+		return -EINVAL;
+	if (off >= s->size || size == 0)
+		return 0;
+	end = (off_t)size > s->size - off ? s->size : off + (off_t)size;
+	pthread_mutex_lock(&st->lock);
+	if (s->jsonl)
+		r = read_jsonl(st, s, buf, off, end);
+	else if (s->format == DOC_ARRAY)
+		r = read_array(st, s, buf, off, end);
+	else
+		r = blob_read(st, "blobs", "data", s->blob_rowid, buf, (size_t)(end - off), off) < 0 ? -EIO : end - off;
+	pthread_mutex_unlock(&st->lock);
+	return r;
+}
+
+int store_snap_limit(struct store *st, struct store_snap *s, int64_t n)
+{
+	STORE_LOCK(st);
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	int r, rc;
+
+	if (s->format != DOC_ARRAY)
+		return -EINVAL;
+	if (n <= 0) {
+		s->size = s->jsonl ? 0 : (int64_t)s->head_len; /* the compat rendering keeps its '[' */
+		return 0;
+	}
+	r = store_prepare(st, "SELECT off + length(CAST(pre AS BLOB)) + len, coalesce(loff, 0) + len + 1 FROM elems "
+			      "WHERE doc_id = ?1 AND seq = ?2 AND rev_from <= ?3 AND (rev_to IS NULL OR rev_to > ?3)", &stmt);
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(stmt, 1, s->doc_id);
+	sqlite3_bind_int64(stmt, 2, n - 1);
+	sqlite3_bind_int64(stmt, 3, s->rev);
+	rc = sqlite3_step(stmt);
+	if (rc == SQLITE_DONE)
+		return 0; /* fewer elements than n: the whole snapshot */
+	if (rc != SQLITE_ROW)
+		return store_fail(st, rc, "cannot find an element");
+	s->size = sqlite3_column_int64(stmt, s->jsonl ? 1 : 0);
+	if (!s->jsonl)
+		s->tail_len = 0; /* a cut array has no tail; the compat cut is for internal use only */
+	return 0;
+}
