@@ -1,0 +1,332 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * names.c: unlink, rename, link, symlink, readlink and mknod.
+ *
+ * A rename of a plain temp file over a doc commits the temp file's bytes as
+ * one revision (Cline's temp + rename), merged like a write; a rename of a
+ * doc or a task folder moves it in the store; everything else is a rename
+ * in the backing tree, through parent fds.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <fuse_lowlevel.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fs/ops_internal.h"
+#include "fs/snap.h"
+#include "store/util.h"
+
+int op_unlink(const char *path)
+{
+	struct fs *fs = fs_get();
+	const char *r = fs_rel(path), *leaf;
+	int dfd, res;
+
+	if (in_readonly_view(fs, r))
+		return -EROFS;
+	if (fs_is_doc(r)) {
+		struct store_who who;
+		struct fs_proc proc;
+
+		fs_caller(&proc, &who);
+		return store_doc_remove(fs->store, r, &who, "unlink");
+	}
+	{
+		struct view_path vp;
+
+		res = view_parse(fs, r, &vp);
+		if (res < 0)
+			return res;
+		/* A task's files in the view go with their folder: rm -r moves it to the trash. */
+		if (vp.kind == VIEW_MESSAGES || vp.kind == VIEW_UI || vp.kind == VIEW_TASK_JSON || vp.kind == VIEW_METADATA)
+			return 0;
+		if (vp.kind != VIEW_NONE)
+			return -EPERM;
+	}
+	dfd = plain_open_parent(fs, r, &leaf);
+	if (dfd < 0)
+		return dfd;
+	res = unlinkat(dfd, leaf, 0) < 0 ? plain_fail("remove", r, errno) : 0;
+	close(dfd);
+	return res;
+}
+
+/*
+ * Commits the plain file `from` as the new content of doc `to` (ws_key NULL),
+ * or of the workspace's taskHistory.json at view path `to` (ws_key "" for
+ * unknown), then removes `from`: a temp file renamed over it.
+ */
+static int rename_in(struct fs *fs, const char *from, const char *to, unsigned int flags, const char *ws_key)
+{
+	struct store_who who;
+	struct store_stat ss;
+	struct fs_proc proc;
+	struct commit_req req = { .doc = to, .ws_key = ws_key, .base_path = to, .kind = "rename",
+				  .proc = &proc, .who = &who };
+	struct stat st;
+	const char *leaf;
+	int fd, dfd, r;
+
+	if (!ws_key && (flags & RENAME_NOREPLACE) && store_doc_stat(fs->store, to, &ss) == 0)
+		return -EEXIST;
+	fd = plain_open(fs, from, O_RDONLY, 0);
+	if (fd < 0)
+		return fd;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		r = S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+		close(fd);
+		return r;
+	}
+	fs_caller(&proc, &who);
+	r = commit_fd(fs, &req, fd);
+	close(fd);
+	if (r < 0) {
+		if (r != -EINVAL) /* EINVAL was logged with its reason by the store */
+			log_err("cannot commit '%s' as '%s': %s; the previous version stays", from, to, strerror(-r));
+		return r;
+	}
+	dfd = plain_open_parent(fs, from, &leaf);
+	if (dfd < 0 || unlinkat(dfd, leaf, 0) < 0)
+		log_warn("committed '%s' as '%s' but cannot remove it: %s", from, to,
+			 strerror(dfd < 0 ? -dfd : errno));
+	if (dfd >= 0)
+		close(dfd);
+	fs_invalidate(fs, ws_key ? "state/taskHistory.json" : to);
+	return 0;
+}
+
+/* Writes doc `from` out as the plain file `to`, then removes the doc. */
+static int rename_out(struct fs *fs, const char *from, const char *to, unsigned int flags)
+{
+	_cleanup_free_ char *buf = NULL;
+	struct store_snap *snap = NULL;
+	struct store_who who;
+	struct fs_proc proc;
+	char tmp[96];
+	const char *leaf;
+	struct stat st;
+	off_t off = 0;
+	int dfd, fd = -1, r;
+
+	dfd = plain_open_parent(fs, to, &leaf);
+	if (dfd < 0)
+		return dfd;
+	if ((flags & RENAME_NOREPLACE) && fstatat(dfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		r = -EEXIST;
+		goto out;
+	}
+	r = store_snap_open(fs->store, from, &snap);
+	if (r < 0)
+		goto out;
+	snprintf(tmp, sizeof(tmp), ".convfs-rename.%d.%lld", (int)getpid(), (long long)now_ns());
+	fd = openat(dfd, tmp, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		r = plain_fail("create", to, errno);
+		goto out;
+	}
+	buf = malloc(1 << 20);
+	if (!buf) {
+		r = -ENOMEM;
+		goto out_unlink;
+	}
+	for (;;) {
+		ssize_t n = store_snap_read(fs->store, snap, buf, 1 << 20, off);
+
+		if (n == 0)
+			break;
+		if (n < 0 || pwrite(fd, buf, (size_t)n, off) != n) {
+			r = n < 0 ? (int)n : plain_fail("write", to, errno);
+			goto out_unlink;
+		}
+		off += n;
+	}
+	fs_caller(&proc, &who);
+	r = store_doc_remove(fs->store, from, &who, "rename-out");
+	if (r < 0)
+		goto out_unlink;
+	if (renameat(dfd, tmp, dfd, leaf) < 0) {
+		r = -errno;
+		log_err("moved '%s' out of the store but cannot name it '%s': %s; its content stays in the store",
+			from, to, strerror(errno));
+		goto out_unlink;
+	}
+	goto out;
+out_unlink:
+	unlinkat(dfd, tmp, 0);
+out:
+	if (fd >= 0)
+		close(fd);
+	store_snap_free(snap);
+	close(dfd);
+	return r;
+}
+
+int op_rename(const char *from, const char *to, unsigned int flags)
+{
+	struct fs *fs = fs_get();
+	enum store_path_kind kf, kt;
+	int r;
+
+	backing_check(fs);
+	from = fs_rel(from);
+	to = fs_rel(to);
+	if (in_readonly_view(fs, from) || in_readonly_view(fs, to))
+		return -EROFS;
+	{
+		struct view_path vf, vt;
+		int pf = view_parse(fs, from, &vf), pt = view_parse(fs, to, &vt);
+
+		if (pf < 0 && pf != -ENOENT)
+			return pf;
+		if (vf.kind == VIEW_TASK && vf.trash && pf == 0) {
+			/* mv workspaces/.trash/<id> back to a tasks/ folder: the task comes back. */
+			bool to_view = vt.kind == VIEW_TASK && !vt.trash && pt == -ENOENT;
+			char dir[96];
+			bool to_compat = store_conversation_dir(vf.task, dir, sizeof(dir)) == 0 && strcmp(to, dir) == 0;
+
+			if ((!to_view && !to_compat) || (to_view && strcmp(vt.task, vf.task) != 0))
+				return -EINVAL; /* a task comes back under its own id */
+			return task_restore(fs, vf.task);
+		}
+		if (vt.kind == VIEW_WS_HISTORY && pt == 0 && vf.kind == VIEW_NONE && !fs_is_doc(from))
+			return rename_in(fs, from, to, flags, vt.unknown ? "" : vt.key);
+		if (vf.kind == VIEW_NONE && pt == 0 && view_is_top(&vt) && !strchr(to + 11, '/')) {
+			/* A client's entry renamed onto a view folder's name wins: the view's moves aside. */
+			if (flags & RENAME_NOREPLACE)
+				return -EEXIST;
+			vt.kind = VIEW_NONE;
+		}
+		if (vf.kind != VIEW_NONE || vt.kind != VIEW_NONE)
+			return vf.kind == VIEW_TASK || vt.kind == VIEW_TASK ? -EXDEV : -EPERM;
+		if (strncmp(to, "workspaces/", 11) == 0 && !strchr(to + 11, '/') &&
+		    (r = backing_mkdirs(fs, "workspaces", 10)) < 0)
+			return r; /* the client's first entry of its own in workspaces/ */
+	}
+	kf = store_path_kind(from);
+	kt = store_path_kind(to);
+	/* Directories that hold docs move by copy: mv falls back on EXDEV. */
+	if (kf == STORE_PATH_DOC_DIR || kf == STORE_PATH_TASKS_DIR || kt == STORE_PATH_DOC_DIR ||
+	    kt == STORE_PATH_TASKS_DIR)
+		return -EXDEV;
+	if (fs_is_doc(from) || fs_is_doc(to)) {
+		if (flags & RENAME_EXCHANGE)
+			return -EINVAL;
+		if (fs_is_doc(from) && fs_is_doc(to))
+			return strcmp(from, to) == 0 ? 0 : -EXDEV;
+		return fs_is_doc(to) ? rename_in(fs, from, to, flags, NULL) : rename_out(fs, from, to, flags);
+	}
+	r = plain_rename(fs, from, to, flags);
+	return r < 0 ? plain_fail("rename", from, -r) : 0;
+}
+
+int op_link(const char *from, const char *to)
+{
+	struct fs *fs = fs_get();
+	const char *lf, *lt;
+	int df, dt, r;
+
+	backing_check(fs);
+	from = fs_rel(from);
+	to = fs_rel(to);
+	if (in_readonly_view(fs, from) || in_readonly_view(fs, to))
+		return -EROFS;
+	if (fs_is_doc(from) || fs_is_doc(to))
+		return -EPERM; /* a doc has exactly one name */
+	r = view_refuses_create(fs, to, "link");
+	if (r < 0)
+		return r;
+	df = plain_open_parent(fs, from, &lf);
+	if (df < 0)
+		return df;
+	dt = plain_open_parent(fs, to, &lt);
+	if (dt < 0) {
+		close(df);
+		return dt;
+	}
+	r = linkat(df, lf, dt, lt, 0) < 0 ? plain_fail("link", from, errno) : 0;
+	close(df);
+	close(dt);
+	return r;
+}
+
+int op_symlink(const char *target, const char *path)
+{
+	struct fs *fs = fs_get();
+	const char *r = fs_rel(path), *leaf;
+	int dfd, res;
+
+	backing_check(fs);
+	if (in_readonly_view(fs, r))
+		return -EROFS;
+	if (store_path_kind(r) != STORE_PATH_PLAIN) {
+		/* tasks, sessions, state and their conversation folders are folders, never links */
+		log_warn("refusing to create the symlink '%s': that name holds conversations", r);
+		return -EPERM;
+	}
+	res = view_refuses_create(fs, r, "symlink");
+	if (res < 0)
+		return res;
+	dfd = plain_open_parent(fs, r, &leaf);
+	if (dfd < 0)
+		return dfd;
+	res = symlinkat(target, dfd, leaf) < 0 ? plain_fail("create symlink", r, errno) : 0;
+	if (res == 0 && (res = give_to_caller(fs, r, dfd, leaf, -1, 0)) < 0)
+		unlinkat(dfd, leaf, 0);
+	close(dfd);
+	return res;
+}
+
+int op_readlink(const char *path, char *buf, size_t size)
+{
+	struct fs *fs = fs_get();
+	const char *r = fs_rel(path), *leaf;
+	ssize_t n;
+	int dfd;
+
+	if (fs_is_doc(r))
+		return -EINVAL;
+	{
+		struct view_path vp;
+
+		if (view_parse(fs, r, &vp) == 0 && vp.kind != VIEW_NONE)
+			return vp.kind == VIEW_CKPT_FILES ? snap_readlink(vp.git_dir, vp.hash, vp.sub, buf, size) : -EINVAL;
+	}
+	dfd = plain_open_parent(fs, r, &leaf);
+	if (dfd < 0)
+		return dfd;
+	n = readlinkat(dfd, leaf, buf, size - 1);
+	close(dfd);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	return 0;
+}
+
+int op_mknod(const char *path, mode_t mode, dev_t rdev)
+{
+	struct fs *fs = fs_get();
+	const char *r = fs_rel(path), *leaf;
+	int dfd, res;
+
+	backing_check(fs);
+	if (in_readonly_view(fs, r))
+		return -EROFS;
+	if (fs_is_doc(r))
+		return -EPERM;
+	if (!S_ISREG(mode) && !S_ISFIFO(mode) && !S_ISSOCK(mode))
+		return -EPERM; /* no device nodes in a history folder */
+	res = view_refuses_create(fs, r, "special file");
+	if (res < 0)
+		return res;
+	dfd = plain_open_parent(fs, r, &leaf);
+	if (dfd < 0)
+		return dfd;
+	res = mknodat(dfd, leaf, (mode & S_IFMT) | private_mode(fs, mode & 07777), 0) < 0 ? plain_fail("create", r, errno) : 0;
+	if (res == 0 && (res = give_to_caller(fs, r, dfd, leaf, -1, 0)) < 0)
+		unlinkat(dfd, leaf, 0);
+	close(dfd);
+	return res;
+}
