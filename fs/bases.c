@@ -25,7 +25,6 @@
 #include <string.h>
 
 #include "fs/fs.h"
-#include "store/merge.h"
 #include "store/util.h"
 
 #define BASES_MAX 4096
@@ -125,7 +124,7 @@ static uint64_t key_hash(const struct fs_proc *p, const char *path)
 {
 	uint64_t ids[2] = { (uint64_t)p->tgid, p->start };
 
-	return merge_hash(ids, sizeof(ids)) ^ merge_hash(path, strlen(path));
+	return hash64(ids, sizeof(ids)) ^ hash64(path, strlen(path));
 }
 
 static void lru_unlink(struct bases *b, struct base_entry *e)

@@ -27,7 +27,6 @@
 
 #include "fs/ops.h"
 #include "fs/view.h"
-#include "store/merge.h"
 #include "store/util.h"
 
 #define HASH_BUCKETS (1u << 16)
@@ -70,7 +69,7 @@ static fuse_ino_t node_ino(const struct node *n)
 
 static unsigned bucket_of(const struct node *parent, const char *name)
 {
-	return (unsigned)((merge_hash(name, strlen(name)) ^ (uintptr_t)parent) & (HASH_BUCKETS - 1));
+	return (unsigned)((hash64(name, strlen(name)) ^ (uintptr_t)parent) & (HASH_BUCKETS - 1));
 }
 
 /* Table lock held for all of these. */
@@ -968,7 +967,7 @@ static int dir_add(void *ctx, const char *name, mode_t type, uint64_t ino)
 		return -ENOMEM;
 	d->v[d->n].type = type;
 	/* readdir() skips entries whose inode number is 0 */
-	d->v[d->n].ino = ino ? ino : merge_hash(name, strlen(name)) | 1;
+	d->v[d->n].ino = ino ? ino : hash64(name, strlen(name)) | 1;
 	d->n++;
 	return 0;
 }

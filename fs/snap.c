@@ -22,7 +22,6 @@
 
 #include "fs/snap.h"
 #include "store/json.h"
-#include "store/merge.h"
 #include "store/util.h"
 
 static pthread_mutex_t snap_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -193,7 +192,7 @@ int snap_has_commit(const char *git_dir, const char *hash)
 
 static uint64_t snap_ino(const char *hash, const char *path)
 {
-	return (UINT64_C(1) << 63) | (UINT64_C(1) << 62) | ((merge_hash(hash, strlen(hash)) ^ merge_hash(path, strlen(path))) >> 2);
+	return (UINT64_C(1) << 63) | (UINT64_C(1) << 62) | ((hash64(hash, strlen(hash)) ^ hash64(path, strlen(path))) >> 2);
 }
 
 int snap_stat(const char *git_dir, const char *hash, const char *path, struct stat *st)
@@ -412,7 +411,7 @@ int snap_commit_json(const char *git_dir, const char *hash, char **ret, size_t *
 			ok = cJSON_AddNullToObject(o, "parent");
 		}
 		*ret_time_ns = (int64_t)git_commit_time(c) * 1000000000;
-		if (!ok || !(compact = cJSON_PrintUnformatted(o)) || !(pretty = merge_pretty(compact)))
+		if (!ok || !(compact = cJSON_PrintUnformatted(o)) || !(pretty = json_pretty(compact)))
 			r = -ENOMEM;
 	}
 	git_commit_free(c);

@@ -21,7 +21,7 @@
 
 #include "fs/snap.h"
 #include "fs/view.h"
-#include "store/merge.h"
+#include "store/json.h"
 #include "store/util.h"
 
 #define VIEW_INO_BIT (UINT64_C(1) << 63)
@@ -119,7 +119,7 @@ static void clash_log_once(const char *name)
 	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 	static uint64_t said[64];
 	static size_t nsaid;
-	uint64_t h = merge_hash(name, strlen(name));
+	uint64_t h = hash64(name, strlen(name));
 	bool seen = false;
 
 	pthread_mutex_lock(&lock);
@@ -548,7 +548,7 @@ int view_parse(struct fs *fs, const char *rel, struct view_path *ret)
 
 static uint64_t view_ino(const char *rel)
 {
-	return VIEW_INO_BIT | (merge_hash(rel, strlen(rel)) >> 2);
+	return VIEW_INO_BIT | (hash64(rel, strlen(rel)) >> 2);
 }
 
 static void set_time(struct timespec *t, int64_t ns)
@@ -1044,7 +1044,7 @@ int view_render(struct fs *fs, const struct view_path *vp, char **ret, size_t *r
 		r = store_workspace_get(fs->store, vp->key, render_ws, o);
 		if (r == 0)
 			r = store_workspace_get(fs->store, vp->key, ws_last, &lc);
-		if (r == 0 && (!(compact = cJSON_PrintUnformatted(o)) || !(pretty = merge_pretty(compact))))
+		if (r == 0 && (!(compact = cJSON_PrintUnformatted(o)) || !(pretty = json_pretty(compact))))
 			r = -ENOMEM;
 		cJSON_Delete(o);
 		free(compact);

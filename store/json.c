@@ -414,3 +414,60 @@ char *json_member_string(const char *s, size_t n, const char *key)
 	cJSON_Delete(v);
 	return out;
 }
+
+static int indent(struct sb *out, int depth)
+{
+	int r = sb_add(out, "\n", 1);
+
+	for (int i = 0; r == 0 && i < depth; i++)
+		r = sb_add(out, "  ", 2);
+	return r;
+}
+
+char *json_pretty(const char *s)
+{
+	_cleanup_sb_ struct sb out = SB_INIT;
+	int depth = 0, r = 0;
+
+	for (const char *p = s; *p && r == 0; p++) {
+		switch (*p) {
+		case '"': {
+			const char *q = p + 1;
+
+			while (*q && *q != '"')
+				q += (*q == '\\' && q[1]) ? 2 : 1;
+			r = sb_add(&out, p, (size_t)(q - p) + (*q ? 1 : 0));
+			p = *q ? q : q - 1;
+			break;
+		}
+		case '{':
+		case '[':
+			if (p[1] == (*p == '{' ? '}' : ']')) {
+				r = sb_add(&out, p, 2);
+				p++;
+			} else {
+				r = sb_add(&out, p, 1);
+				if (r == 0)
+					r = indent(&out, ++depth);
+			}
+			break;
+		case '}':
+		case ']':
+			r = indent(&out, --depth);
+			if (r == 0)
+				r = sb_add(&out, p, 1);
+			break;
+		case ',':
+			r = sb_add(&out, ",", 1);
+			if (r == 0)
+				r = indent(&out, depth);
+			break;
+		case ':':
+			r = sb_add(&out, ": ", 2);
+			break;
+		default:
+			r = sb_add(&out, p, 1);
+		}
+	}
+	return r == 0 ? sb_detach(&out, NULL) : NULL;
+}

@@ -69,4 +69,7 @@ int json_scan_array_at(const char *s, size_t n, const char *member, json_elem_fn
  */
 int json_to_int64(const char *s, size_t n, long long *ret);
 
+/* Pretty-prints compact JSON as JSON.stringify(x, null, 2) would. free() the result; NULL if out of memory. */
+char *json_pretty(const char *compact);
+
 #endif

@@ -186,7 +186,7 @@ int doc_layout_of(const char *path, struct doc_layout *ret)
 
 uint64_t doc_key_of_text(const char *s, size_t n)
 {
-	return merge_hash(s, n) | 1; /* never 0, to tell it from a missing key */
+	return hash64(s, n) | 1; /* never 0, to tell it from a missing key */
 }
 
 void doc_elem_identity(enum doc_ident ident, const char *json, size_t len, struct merge_elem *e,
@@ -196,7 +196,7 @@ void doc_elem_identity(enum doc_ident ident, const char *json, size_t len, struc
 	size_t a, b;
 	long long ts;
 
-	e->hash = merge_hash(json, len);
+	e->hash = hash64(json, len);
 	e->key = e->hash;
 	e->has_ts = false;
 	if (json_object_member(json, len, "ts", &a, &b) == 0 && json_to_int64(json + a, b - a, &ts) == 0) {

@@ -16,34 +16,9 @@
 #include <math.h>
 #include <string.h>
 
+#include "store/json.h"
 #include "store/merge.h"
 #include "store/util.h"
-
-uint64_t merge_hash(const void *data, size_t len)
-{
-	const unsigned char *p = data;
-	uint64_t h = 0x9e3779b97f4a7c15ULL ^ (len * 0xff51afd7ed558ccdULL);
-
-	while (len >= 8) {
-		uint64_t w;
-
-		memcpy(&w, p, 8);
-		h = (h ^ w) * 0xbf58476d1ce4e5b9ULL;
-		h ^= h >> 31;
-		p += 8;
-		len -= 8;
-	}
-	if (len) {
-		uint64_t w = 0;
-
-		memcpy(&w, p, len);
-		h = (h ^ w) * 0x94d049bb133111ebULL;
-	}
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdULL;
-	h ^= h >> 33;
-	return h;
-}
 
 int merge_list_push(struct merge_list *l, const struct merge_elem *e)
 {
@@ -507,7 +482,7 @@ static int merge_history(const struct merge_list *base, bool may_remove, const s
 				e.origin = MERGE_FROM_FIELDS;
 				e.json = e.owned = merged;
 				e.len = strlen(merged);
-				e.hash = merge_hash(merged, e.len);
+				e.hash = hash64(merged, e.len);
 				st->fields++;
 				r = merge_list_push(ret, &e);
 				if (r < 0)
@@ -628,67 +603,10 @@ int merge_metadata(const char *base, size_t base_len, const char *head, size_t h
 	compact = cJSON_PrintUnformatted(hj);
 	if (!compact)
 		return -ENOMEM;
-	pretty = merge_pretty(compact);
+	pretty = json_pretty(compact);
 	if (!pretty)
 		return -ENOMEM;
 	*ret_json = pretty;
 	*ret_len = strlen(pretty);
 	return 0;
-}
-
-static int indent(struct sb *out, int depth)
-{
-	int r = sb_add(out, "\n", 1);
-
-	for (int i = 0; r == 0 && i < depth; i++)
-		r = sb_add(out, "  ", 2);
-	return r;
-}
-
-char *merge_pretty(const char *s)
-{
-	_cleanup_sb_ struct sb out = SB_INIT;
-	int depth = 0, r = 0;
-
-	for (const char *p = s; *p && r == 0; p++) {
-		switch (*p) {
-		case '"': {
-			const char *q = p + 1;
-
-			while (*q && *q != '"')
-				q += (*q == '\\' && q[1]) ? 2 : 1;
-			r = sb_add(&out, p, (size_t)(q - p) + (*q ? 1 : 0));
-			p = *q ? q : q - 1;
-			break;
-		}
-		case '{':
-		case '[':
-			if (p[1] == (*p == '{' ? '}' : ']')) {
-				r = sb_add(&out, p, 2);
-				p++;
-			} else {
-				r = sb_add(&out, p, 1);
-				if (r == 0)
-					r = indent(&out, ++depth);
-			}
-			break;
-		case '}':
-		case ']':
-			r = indent(&out, --depth);
-			if (r == 0)
-				r = sb_add(&out, p, 1);
-			break;
-		case ',':
-			r = sb_add(&out, ",", 1);
-			if (r == 0)
-				r = indent(&out, depth);
-			break;
-		case ':':
-			r = sb_add(&out, ": ", 2);
-			break;
-		default:
-			r = sb_add(&out, p, 1);
-		}
-	}
-	return r == 0 ? sb_detach(&out, NULL) : NULL;
 }

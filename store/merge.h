@@ -12,9 +12,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* 64-bit hash of element bytes (not cryptographic; equal bytes, equal hash). */
-uint64_t merge_hash(const void *data, size_t len);
-
 enum merge_origin {
 	MERGE_FROM_HEAD = 0, /* the stored element, unchanged (ref = its row) */
 	MERGE_FROM_NEW,      /* the writer's element (ref = its index in new) */
@@ -84,7 +81,5 @@ int merge_lists(enum merge_kind kind, const struct merge_list *base, bool base_r
 int merge_metadata(const char *base, size_t base_len, const char *head, size_t head_len, const char *new,
 		   size_t new_len, char **ret_json, size_t *ret_len);
 
-/* Pretty-prints compact JSON as JSON.stringify(x, null, 2) would. free() the result. */
-char *merge_pretty(const char *compact);
 
 #endif

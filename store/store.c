@@ -16,7 +16,6 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 
-#include "store/merge.h"
 #include "store/store_internal.h"
 #include "store/util.h"
 
@@ -149,13 +148,13 @@ int store_exec(struct store *st, const char *sql)
 	return 0;
 }
 
-/* convfs_hash(x): merge_hash() of x's bytes, for migrations and queries. */
+/* convfs_hash(x): hash64() of x's bytes, for migrations and queries. */
 static void sql_hash(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 {
 	const void *p = sqlite3_value_blob(argv[0]);
 	int n = sqlite3_value_bytes(argv[0]);
 
-	sqlite3_result_int64(ctx, (sqlite3_int64)merge_hash(p ? p : "", (size_t)n));
+	sqlite3_result_int64(ctx, (sqlite3_int64)hash64(p ? p : "", (size_t)n));
 }
 
 /* The SQL functions of ours that migrations and queries use. */

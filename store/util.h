@@ -74,4 +74,7 @@ int64_t now_ns(void);
 
 #include "store/banned.h"
 
+/* A 64-bit hash of bytes (not cryptographic; equal bytes, equal hash). */
+uint64_t hash64(const void *data, size_t len);
+
 #endif

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * fuzz_json.c: libFuzzer target for the validating scanner (store/json.c)
- * and for merge_pretty() (store/merge.c), which lays out task_metadata.json
+ * and for json_pretty() (store/merge.c), which lays out task_metadata.json
  * merges and the views' workspace.json and commit.json.
  *
  * The input is the text itself, so the seeds are plain files (the fixtures'
@@ -22,7 +22,7 @@
  *     of duplicates; texts without escapes), and their values re-validate.
  *   - json_to_int64() answers for exactly an optionally quoted, optionally
  *     negative run of 1 to 18 digits.
- *   - merge_pretty() of cJSON's compact form of an accepted text, and of an
+ *   - json_pretty() of cJSON's compact form of an accepted text, and of an
  *     accepted text that is already compact, validates and differs from its
  *     input only by white space outside strings. On arbitrary bytes it must
  *     merely not misbehave.
@@ -35,7 +35,6 @@
 #include <cjson/cJSON.h>
 
 #include "store/json.h"
-#include "store/merge.h"
 #include "tests/fuzz/fuzz.h"
 #include "store/util.h"
 
@@ -224,9 +223,9 @@ static void check_members(const char *s, size_t n, const cJSON *v, bool exact)
 	}
 }
 
-/* ---- cJSON and merge_pretty() ------------------------------------------------- */
+/* ---- cJSON and json_pretty() ------------------------------------------------- */
 
-/* s without the white space outside strings: what merge_pretty() must not change. free() it. */
+/* s without the white space outside strings: what json_pretty() must not change. free() it. */
 static char *strip_blanks(const char *s)
 {
 	size_t n = strlen(s), o = 0;
@@ -253,14 +252,14 @@ static char *strip_blanks(const char *s)
 }
 
 /*
- * merge_pretty() of the compact JSON text c. Same tokens in the same order
+ * json_pretty() of the compact JSON text c. Same tokens in the same order
  * means the same value; parsing it back with cJSON would test cJSON's
  * number printing, which does not round-trip (1.7976931348623157e308 prints
  * as 1.79769313486232e+308, which overflows).
  */
 static void check_pretty(const char *c)
 {
-	char *pretty = merge_pretty(c), *back;
+	char *pretty = json_pretty(c), *back;
 
 	CHECK_ALLOC(pretty);
 	CHECK(json_validate(pretty, strlen(pretty), NULL) == 0);
@@ -285,8 +284,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!valid)
 		CHECK(err.offset <= size && err.msg[0] != '\0');
 
-	/* merge_pretty() on anything (up to a NUL byte): no overrun, no leak. */
-	pretty = merge_pretty(text);
+	/* json_pretty() on anything (up to a NUL byte): no overrun, no leak. */
+	pretty = json_pretty(text);
 	CHECK_ALLOC(pretty);
 	free(pretty);
 

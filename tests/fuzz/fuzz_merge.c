@@ -285,7 +285,7 @@ static void check_elements(enum merge_kind kind, const struct side *head, const 
 
 			CHECK(kind == MERGE_HISTORY);
 			CHECK(e->owned != NULL && e->json == e->owned && e->len == strlen(e->owned));
-			CHECK(e->hash == merge_hash(e->owned, e->len));
+			CHECK(e->hash == hash64(e->owned, e->len));
 			CHECK(json_validate(e->owned, e->len, NULL) == 0 && e->owned[0] == '{');
 			identify(&m, e->owned, e->len, kind);
 			CHECK(m.key == e->key); /* still the same item */
@@ -654,7 +654,7 @@ static void fuzz_metadata(const struct side *base, bool has_base, const struct s
 		char *c = cJSON_PrintUnformatted(r), *p;
 
 		CHECK_ALLOC(c);
-		p = merge_pretty(c);
+		p = json_pretty(c);
 		CHECK_ALLOC(p);
 		CHECK(strcmp(p, out) == 0);
 		free(p);

@@ -3,7 +3,7 @@
  * test_merge.c: the three-way merges of store/merge.c, without SQLite.
  *
  * Lists are built from JSON text by the store's own identity rules,
- * doc_elem_identity() (store/layout.c): hash = merge_hash() of the bytes; a
+ * doc_elem_identity() (store/layout.c): hash = hash64() of the bytes; a
  * history item's key is its id, a message's its ts where it has one, else
  * its hash. Head elements carry row ids (1000 + index), base elements 500 + index,
  * new elements their index. A result is checked as the sequence of texts it
@@ -22,6 +22,7 @@
 #include <cjson/cJSON.h>
 #include <cmocka.h>
 
+#include "store/json.h"
 #include "store/layout.h"
 #include "store/merge.h"
 #include "store/util.h"
@@ -137,7 +138,7 @@ static const char *text_of(const struct fx *f, const struct merge_elem *e)
 		assert_non_null(e->owned);
 		assert_ptr_equal(e->json, e->owned);
 		assert_int_equal(e->len, strlen(e->owned));
-		assert_int_equal(e->hash, merge_hash(e->owned, e->len));
+		assert_int_equal(e->hash, hash64(e->owned, e->len));
 		return e->owned;
 	}
 	fail_msg("unknown origin %d", (int)e->origin);
@@ -187,13 +188,13 @@ static void expect_stats(const struct fx *f, size_t from_head, size_t from_new, 
 static void test_merge_hash(void **state)
 {
 	(void)state;
-	assert_int_equal(merge_hash("abc", 3), merge_hash("abc", 3));
-	assert_int_not_equal(merge_hash("abc", 3), merge_hash("abd", 3));
-	assert_int_not_equal(merge_hash("", 0), merge_hash("\0", 1));
-	assert_int_not_equal(merge_hash("12345678", 8), merge_hash("123456789", 9));
+	assert_int_equal(hash64("abc", 3), hash64("abc", 3));
+	assert_int_not_equal(hash64("abc", 3), hash64("abd", 3));
+	assert_int_not_equal(hash64("", 0), hash64("\0", 1));
+	assert_int_not_equal(hash64("12345678", 8), hash64("123456789", 9));
 	/* The bytes, not the pointer. */
 	char a[] = "{\"ts\":1}", b[] = "{\"ts\":1}";
-	assert_int_equal(merge_hash(a, sizeof(a) - 1), merge_hash(b, sizeof(b) - 1));
+	assert_int_equal(hash64(a, sizeof(a) - 1), hash64(b, sizeof(b) - 1));
 }
 
 /* 1. Both writers added an item: both stay, others' first. */
@@ -871,12 +872,12 @@ static void test_pretty(void **state)
 	char *out;
 
 	(void)state;
-	out = merge_pretty(in);
+	out = json_pretty(in);
 	assert_non_null(out);
 	assert_string_equal(out, want);
 	free(out);
 	for (size_t i = 0; i < ARRAY_SIZE(small); i++) {
-		out = merge_pretty(small[i].in);
+		out = json_pretty(small[i].in);
 		assert_non_null(out);
 		assert_string_equal(out, small[i].want);
 		free(out);
