@@ -27,7 +27,7 @@
 
 #include "fs/ops_internal.h"
 #include "fs/ops.h"
-#include "fs/snap.h"
+#include "fs/shadow.h"
 #include "store/util.h"
 
 /* ---- handles and staging ---------------------------------------------------------- */
@@ -662,22 +662,22 @@ static int text_truncate(struct fs *fs, struct fs_file *f, off_t size)
 
 /* ---- checkpoint files ------------------------------------------------------------ */
 
-static int snap_getattr(struct fs *fs, struct fs_file *f, struct stat *st)
+static int ckpt_getattr(struct fs *fs, struct fs_file *f, struct stat *st)
 {
 	return view_getattr(fs, "", f->vp, st);
 }
 
-static ssize_t snap_file_read(struct fs *fs, struct fs_file *f, char *buf, size_t size, off_t off)
+static ssize_t ckpt_read(struct fs *fs, struct fs_file *f, char *buf, size_t size, off_t off)
 {
-	return snap_read(f->vp->git_dir, f->vp->hash, f->vp->sub, buf, size, off);
+	return shadow_read(f->vp->git_dir, f->vp->hash, f->vp->sub, buf, size, off);
 }
 
-static ssize_t snap_write(struct fs *fs, struct fs_file *f, const char *buf, size_t size, off_t off, int flags)
+static ssize_t ckpt_write(struct fs *fs, struct fs_file *f, const char *buf, size_t size, off_t off, int flags)
 {
 	return -EBADF;
 }
 
-static int snap_truncate(struct fs *fs, struct fs_file *f, off_t size)
+static int ckpt_truncate(struct fs *fs, struct fs_file *f, off_t size)
 {
 	return -EROFS;
 }
@@ -716,9 +716,9 @@ static const struct file_ops file_ops[] = {
 		.release = view_release, .fsync = nothing_to_sync, .truncate = text_truncate,
 		.fallocate = no_fallocate,
 	},
-	[FILE_SNAP] = {
-		.getattr = snap_getattr, .read = snap_file_read, .write = snap_write, .flush = plain_flush,
-		.fsync = nothing_to_sync, .truncate = snap_truncate, .fallocate = no_fallocate, .attrs = -EROFS,
+	[FILE_CKPT] = {
+		.getattr = ckpt_getattr, .read = ckpt_read, .write = ckpt_write, .flush = plain_flush,
+		.fsync = nothing_to_sync, .truncate = ckpt_truncate, .fallocate = no_fallocate, .attrs = -EROFS,
 	},
 };
 

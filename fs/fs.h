@@ -5,7 +5,7 @@
 /*
  * The FUSE driver: one struct fs per mount. It translates paths and errors
  * and nothing else: managed files go to the store (store/store.h), the
- * workspaces view is computed from it (view.c, snap.c), every other path goes
+ * workspaces view is computed from it (view.c, shadow.c), every other path goes
  * to the backing tree, a plain directory beside the store file.
  */
 

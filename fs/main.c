@@ -31,7 +31,7 @@
 #include <sqlite3.h>
 
 #include "fs/fs.h"
-#include "fs/snap.h"
+#include "fs/shadow.h"
 #include "store/util.h"
 
 struct options {
@@ -176,7 +176,7 @@ static int serve(struct fs *fs, struct fuse_args *args, const char *store_path, 
 	r = store_open(store_path, 0, &fs->store);
 	if (r < 0)
 		return r;
-	r = snap_init();
+	r = shadow_init();
 	if (r < 0) {
 		store_free(fs->store);
 		return r;
@@ -237,7 +237,7 @@ out_session:
 	ll_session_forget();
 	fuse_session_destroy(se);
 out_store:
-	snap_shutdown();
+	shadow_shutdown();
 	store_free(fs->store);
 	fs->store = NULL;
 	bases_free(fs->bases);

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "fs/ops_internal.h"
-#include "fs/snap.h"
+#include "fs/shadow.h"
 #include "store/util.h"
 
 int op_unlink(const char *path)
@@ -292,7 +292,7 @@ int op_readlink(const char *path, char *buf, size_t size)
 		struct view_path vp;
 
 		if (view_parse(fs, r, &vp) == 0 && vp.kind != VIEW_NONE)
-			return vp.kind == VIEW_CKPT_FILES ? snap_readlink(vp.git_dir, vp.hash, vp.sub, buf, size) : -EINVAL;
+			return vp.kind == VIEW_CKPT_FILES ? shadow_readlink(vp.git_dir, vp.hash, vp.sub, buf, size) : -EINVAL;
 	}
 	dfd = plain_open_parent(fs, r, &leaf);
 	if (dfd < 0)

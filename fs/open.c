@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "fs/ops_internal.h"
-#include "fs/snap.h"
+#include "fs/shadow.h"
 #include "store/util.h"
 
 /*
@@ -214,7 +214,7 @@ static int ckpt_open(struct fs *fs, const char *r, const struct view_path *vp, s
 			return res;
 		if (!S_ISREG(st.st_mode))
 			return -EISDIR;
-		f = file_new(FILE_SNAP, -1, NULL);
+		f = file_new(FILE_CKPT, -1, NULL);
 		if (!f || !(f->vp = malloc(sizeof(*vp)))) {
 			file_free(f);
 			return -ENOMEM;

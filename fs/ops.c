@@ -37,7 +37,7 @@
 #include "fs/ops_internal.h"
 #include "fs/fs.h"
 #include "fs/ops.h"
-#include "fs/snap.h"
+#include "fs/shadow.h"
 #include "fs/view.h"
 #include "store/util.h"
 

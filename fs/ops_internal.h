@@ -26,7 +26,7 @@ enum file_kind {
 	FILE_DOC,   /* a doc, in its compat rendering */
 	FILE_JSONL, /* a doc as JSON Lines (workspaces view) */
 	FILE_TEXT,  /* a generated file of the view (workspaces/<ws>/taskHistory.json: writable) */
-	FILE_SNAP,  /* a file of a checkpoint's commit, read with libgit2 */
+	FILE_CKPT,  /* a file of a checkpoint's commit, read with libgit2 */
 };
 
 struct fs_file {

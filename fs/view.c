@@ -19,7 +19,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "fs/snap.h"
+#include "fs/shadow.h"
 #include "fs/view.h"
 #include "store/json.h"
 #include "store/util.h"
@@ -385,7 +385,7 @@ static int ckpt_file_parse(struct view_path *vp, const char *name, const char *r
 		memcpy(vp->sub, rest, strlen(rest) + 1);
 	/* no repo, or not this commit: no files/, commit.json, changes.diff */
 	if ((vp->kind == VIEW_CKPT_FILES || vp->kind == VIEW_CKPT_COMMIT || vp->kind == VIEW_CKPT_DIFF) &&
-	    (!*vp->git_dir || snap_has_commit(vp->git_dir, vp->hash) < 0))
+	    (!*vp->git_dir || shadow_has_commit(vp->git_dir, vp->hash) < 0))
 		return -ENOENT;
 	return 0;
 }
@@ -618,7 +618,6 @@ int view_ckpt_snap(struct fs *fs, const struct view_path *vp, struct store_snap 
 	*ret = snap;
 	return 0;
 }
-#define ckpt_snap view_ckpt_snap
 
 int view_getattr(struct fs *fs, const char *rel, const struct view_path *vp, struct stat *st)
 {
@@ -721,7 +720,7 @@ int view_getattr(struct fs *fs, const char *rel, const struct view_path *vp, str
 	case VIEW_CKPT_UI: {
 		struct store_snap *snap;
 
-		r = ckpt_snap(fs, vp, &snap);
+		r = view_ckpt_snap(fs, vp, &snap);
 		if (r < 0)
 			return r;
 		st->st_mode = S_IFREG | 0400;
@@ -748,7 +747,7 @@ int view_getattr(struct fs *fs, const char *rel, const struct view_path *vp, str
 	case VIEW_CKPT_FILES: {
 		uint64_t ino;
 
-		r = snap_stat(vp->git_dir, vp->hash, vp->sub, st);
+		r = shadow_stat(vp->git_dir, vp->hash, vp->sub, st);
 		if (r < 0)
 			return r;
 		ino = st->st_ino;
@@ -911,8 +910,8 @@ int view_list(struct fs *fs, const struct view_path *vp, op_list_fn fn, void *ct
 
 		if ((r = fn(ctx, ".", S_IFDIR, 0)) < 0 || (r = fn(ctx, "..", S_IFDIR, 0)) < 0)
 			return r;
-		/* commit.json, changes.diff and files/ only when the repo has the commit (snap.c logs why not) */
-		bool has = *vp->git_dir && snap_has_commit(vp->git_dir, vp->hash) == 0;
+		/* commit.json, changes.diff and files/ only when the repo has the commit (shadow.c logs why not) */
+		bool has = *vp->git_dir && shadow_has_commit(vp->git_dir, vp->hash) == 0;
 
 		for (size_t i = 0; i < ARRAY_SIZE(names) && (i < 2 || has); i++)
 			if ((r = fn(ctx, names[i], S_IFREG, 0)) < 0)
@@ -920,7 +919,7 @@ int view_list(struct fs *fs, const struct view_path *vp, op_list_fn fn, void *ct
 		return has ? fn(ctx, "files", S_IFDIR, 0) : r;
 	}
 	case VIEW_CKPT_FILES:
-		return snap_list(vp->git_dir, vp->hash, vp->sub, fn, ctx);
+		return shadow_list(vp->git_dir, vp->hash, vp->sub, fn, ctx);
 	default:
 		return -ENOTDIR;
 	}
@@ -1030,8 +1029,8 @@ int view_render(struct fs *fs, const struct view_path *vp, char **ret, size_t *r
 			return -ENOENT;
 		*ret_mtime_ns = vp->ckpt_ts * 1000000;
 		if (vp->kind == VIEW_CKPT_COMMIT)
-			return snap_commit_json(vp->git_dir, vp->hash, ret, ret_len, &t);
-		return snap_diff(vp->git_dir, *vp->prev ? vp->prev : NULL, vp->hash, ret, ret_len);
+			return shadow_commit_json(vp->git_dir, vp->hash, ret, ret_len, &t);
+		return shadow_diff(vp->git_dir, *vp->prev ? vp->prev : NULL, vp->hash, ret, ret_len);
 	}
 	if (vp->kind == VIEW_WS_JSON) {
 		cJSON *o = cJSON_CreateObject();

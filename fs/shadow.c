@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * snap.c: checkpoint snapshots read with libgit2.
+ * shadow.c: checkpoints read from the shadow git repo with libgit2.
  *
  * Cline's shadow repo (checkpoints/<key>/.git in the backing tree) is opened
  * read-only; a commit's tree is walked by path for each request, and blobs
@@ -20,11 +20,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "fs/snap.h"
+#include "fs/shadow.h"
 #include "store/json.h"
 #include "store/util.h"
 
-static pthread_mutex_t snap_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t shadow_lock = PTHREAD_MUTEX_INITIALIZER;
 static git_repository *cur_repo;
 static char *cur_dir;
 /* the root tree of the last commit looked at (ls -l of a big tree asks it once a file) */
@@ -37,7 +37,7 @@ static unsigned nmissing;
 static git_blob *cur_blob;
 static char *cur_blob_key;
 
-static int snap_errno(int rc, const char *what, const char *subject)
+static int shadow_errno(int rc, const char *what, const char *subject)
 {
 	const git_error *e = git_error_last();
 
@@ -68,7 +68,7 @@ static void cache_drop(void)
 	cur_dir = NULL;
 }
 
-int snap_init(void)
+int shadow_init(void)
 {
 	if (git_libgit2_init() < 0)
 		return -EIO;
@@ -78,11 +78,11 @@ int snap_init(void)
 	return 0;
 }
 
-void snap_shutdown(void)
+void shadow_shutdown(void)
 {
-	pthread_mutex_lock(&snap_lock);
+	pthread_mutex_lock(&shadow_lock);
 	cache_drop();
-	pthread_mutex_unlock(&snap_lock);
+	pthread_mutex_unlock(&shadow_lock);
 	git_libgit2_shutdown();
 }
 
@@ -99,7 +99,7 @@ static int repo_get(const char *git_dir, git_repository **ret)
 	rc = git_repository_open_ext(&cur_repo, git_dir, GIT_REPOSITORY_OPEN_NO_SEARCH | GIT_REPOSITORY_OPEN_BARE,
 				     NULL);
 	if (rc < 0) {
-		int r = snap_errno(rc, "open the shadow repository", git_dir);
+		int r = shadow_errno(rc, "open the shadow repository", git_dir);
 
 		cur_repo = NULL;
 		return r == -ENOENT ? -ENODEV : r;
@@ -135,7 +135,7 @@ static int commit_get(git_repository *repo, const char *hash, git_commit **ret)
 		}
 		return -ENOENT;
 	}
-	return rc < 0 ? snap_errno(rc, "find checkpoint commit", hash) : 0;
+	return rc < 0 ? shadow_errno(rc, "find checkpoint commit", hash) : 0;
 }
 
 /* The tree entry at path ("" for the commit's root tree: *ret_entry NULL, *ret_tree set). Lock held. */
@@ -155,7 +155,7 @@ static int entry_get(const char *git_dir, const char *hash, const char *path, gi
 		rc = git_commit_tree(&tree, commit);
 		git_commit_free(commit);
 		if (rc < 0)
-			return snap_errno(rc, "read the tree of", hash);
+			return shadow_errno(rc, "read the tree of", hash);
 		git_tree_free(cur_tree);
 		cur_tree = tree;
 		snprintf(cur_tree_hash, sizeof(cur_tree_hash), "%s", hash);
@@ -168,41 +168,41 @@ static int entry_get(const char *git_dir, const char *hash, const char *path, gi
 		rc = git_tree_entry_bypath(ret_entry, tree, path);
 		if (rc < 0) {
 			git_tree_free(tree);
-			return rc == GIT_ENOTFOUND ? -ENOENT : snap_errno(rc, "find", path);
+			return rc == GIT_ENOTFOUND ? -ENOENT : shadow_errno(rc, "find", path);
 		}
 	}
 	*ret_tree = tree;
 	return 0;
 }
 
-int snap_has_commit(const char *git_dir, const char *hash)
+int shadow_has_commit(const char *git_dir, const char *hash)
 {
 	git_repository *repo;
 	git_commit *commit = NULL;
 	int r;
 
-	pthread_mutex_lock(&snap_lock);
+	pthread_mutex_lock(&shadow_lock);
 	r = repo_get(git_dir, &repo);
 	if (r == 0 && !(cur_tree && strcmp(cur_tree_hash, hash) == 0))
 		r = commit_get(repo, hash, &commit);
 	git_commit_free(commit);
-	pthread_mutex_unlock(&snap_lock);
+	pthread_mutex_unlock(&shadow_lock);
 	return r;
 }
 
-static uint64_t snap_ino(const char *hash, const char *path)
+static uint64_t shadow_ino(const char *hash, const char *path)
 {
 	return (UINT64_C(1) << 63) | (UINT64_C(1) << 62) | ((hash64(hash, strlen(hash)) ^ hash64(path, strlen(path))) >> 2);
 }
 
-int snap_stat(const char *git_dir, const char *hash, const char *path, struct stat *st)
+int shadow_stat(const char *git_dir, const char *hash, const char *path, struct stat *st)
 {
 	git_tree *tree = NULL;
 	git_tree_entry *e = NULL;
 	int r;
 
 	memset(st, 0, sizeof(*st));
-	pthread_mutex_lock(&snap_lock);
+	pthread_mutex_lock(&shadow_lock);
 	r = entry_get(git_dir, hash, path, &tree, &e);
 	if (r == 0 && !e) {
 		st->st_mode = S_IFDIR | 0500;
@@ -228,20 +228,20 @@ int snap_stat(const char *git_dir, const char *hash, const char *path, struct st
 			    git_odb_read_header(&size, &type, odb, git_tree_entry_id(e)) == 0)
 				st->st_size = (off_t)size;
 			else
-				r = snap_errno(-1, "read the size of", path);
+				r = shadow_errno(-1, "read the size of", path);
 			git_odb_free(odb);
 		}
 	}
 	git_tree_entry_free(e);
 	git_tree_free(tree);
-	pthread_mutex_unlock(&snap_lock);
-	st->st_ino = snap_ino(hash, path);
+	pthread_mutex_unlock(&shadow_lock);
+	st->st_ino = shadow_ino(hash, path);
 	st->st_blksize = 4096;
 	st->st_blocks = (st->st_size + 511) / 512;
 	return r;
 }
 
-int snap_list(const char *git_dir, const char *hash, const char *path, op_list_fn fn, void *ctx)
+int shadow_list(const char *git_dir, const char *hash, const char *path, op_list_fn fn, void *ctx)
 {
 	git_tree *root = NULL, *sub = NULL;
 	git_tree_entry *e = NULL;
@@ -252,7 +252,7 @@ int snap_list(const char *git_dir, const char *hash, const char *path, op_list_f
 	size_t n = 0;
 	int r;
 
-	pthread_mutex_lock(&snap_lock);
+	pthread_mutex_lock(&shadow_lock);
 	r = entry_get(git_dir, hash, path, &root, &e);
 	if (r == 0 && e) {
 		if (git_tree_entry_filemode(e) == GIT_FILEMODE_COMMIT) {
@@ -260,7 +260,7 @@ int snap_list(const char *git_dir, const char *hash, const char *path, op_list_f
 		} else if (git_tree_entry_filemode(e) != GIT_FILEMODE_TREE) {
 			r = -ENOTDIR;
 		} else if (git_tree_lookup(&sub, cur_repo, git_tree_entry_id(e)) < 0) {
-			r = snap_errno(-1, "read the folder", path);
+			r = shadow_errno(-1, "read the folder", path);
 		}
 	}
 	if (r == 0) {
@@ -286,7 +286,7 @@ int snap_list(const char *git_dir, const char *hash, const char *path, op_list_f
 	git_tree_free(sub);
 	git_tree_entry_free(e);
 	git_tree_free(root);
-	pthread_mutex_unlock(&snap_lock);
+	pthread_mutex_unlock(&shadow_lock);
 	if (r == 0 && (r = fn(ctx, ".", S_IFDIR, 0)) == 0)
 		r = fn(ctx, "..", S_IFDIR, 0);
 	for (size_t i = 0; i < n; i++) {
@@ -320,7 +320,7 @@ static int blob_get(const char *git_dir, const char *hash, const char *path, git
 		cur_blob = NULL;
 		if (git_blob_lookup(&cur_blob, cur_repo, git_tree_entry_id(e)) < 0) {
 			cur_blob = NULL;
-			r = snap_errno(-1, "read", path);
+			r = shadow_errno(-1, "read", path);
 		} else {
 			free(cur_blob_key);
 			cur_blob_key = sb_detach(&key, NULL);
@@ -332,13 +332,13 @@ static int blob_get(const char *git_dir, const char *hash, const char *path, git
 	return r;
 }
 
-ssize_t snap_read(const char *git_dir, const char *hash, const char *path, char *buf, size_t size, off_t off)
+ssize_t shadow_read(const char *git_dir, const char *hash, const char *path, char *buf, size_t size, off_t off)
 {
 	git_blob *b;
 	ssize_t n = 0;
 	int r;
 
-	pthread_mutex_lock(&snap_lock);
+	pthread_mutex_lock(&shadow_lock);
 	r = blob_get(git_dir, hash, path, &b);
 	if (r == 0) {
 		git_object_size_t len = git_blob_rawsize(b);
@@ -348,13 +348,13 @@ ssize_t snap_read(const char *git_dir, const char *hash, const char *path, char 
 			memcpy(buf, (const char *)git_blob_rawcontent(b) + off, (size_t)n);
 		}
 	}
-	pthread_mutex_unlock(&snap_lock);
+	pthread_mutex_unlock(&shadow_lock);
 	return r < 0 ? r : n;
 }
 
-int snap_readlink(const char *git_dir, const char *hash, const char *path, char *buf, size_t size)
+int shadow_readlink(const char *git_dir, const char *hash, const char *path, char *buf, size_t size)
 {
-	ssize_t n = snap_read(git_dir, hash, path, buf, size - 1, 0);
+	ssize_t n = shadow_read(git_dir, hash, path, buf, size - 1, 0);
 
 	if (n < 0)
 		return (int)n;
@@ -381,7 +381,7 @@ static char *utf8_clean(const char *s)
 	return sb_add(&out, "", 0) < 0 ? NULL : sb_detach(&out, NULL);
 }
 
-int snap_commit_json(const char *git_dir, const char *hash, char **ret, size_t *ret_len, int64_t *ret_time_ns)
+int shadow_commit_json(const char *git_dir, const char *hash, char **ret, size_t *ret_len, int64_t *ret_time_ns)
 {
 	git_repository *repo;
 	git_commit *c = NULL;
@@ -390,7 +390,7 @@ int snap_commit_json(const char *git_dir, const char *hash, char **ret, size_t *
 	char id[GIT_OID_HEXSZ + 1];
 	int r;
 
-	pthread_mutex_lock(&snap_lock);
+	pthread_mutex_lock(&shadow_lock);
 	r = repo_get(git_dir, &repo);
 	if (r == 0)
 		r = commit_get(repo, hash, &c);
@@ -415,7 +415,7 @@ int snap_commit_json(const char *git_dir, const char *hash, char **ret, size_t *
 			r = -ENOMEM;
 	}
 	git_commit_free(c);
-	pthread_mutex_unlock(&snap_lock);
+	pthread_mutex_unlock(&shadow_lock);
 	cJSON_Delete(o);
 	free(compact);
 	if (r < 0) {
@@ -495,7 +495,7 @@ static int diff_line(const git_diff_delta *delta, const git_diff_hunk *hunk, con
 	}
 }
 
-int snap_diff(const char *git_dir, const char *prev, const char *hash, char **ret, size_t *ret_len)
+int shadow_diff(const char *git_dir, const char *prev, const char *hash, char **ret, size_t *ret_len)
 {
 	git_repository *repo;
 	git_commit *c = NULL, *p = NULL;
@@ -503,7 +503,7 @@ int snap_diff(const char *git_dir, const char *prev, const char *hash, char **re
 	git_diff *diff = NULL;
 	int r, rc = 0;
 
-	pthread_mutex_lock(&snap_lock);
+	pthread_mutex_lock(&shadow_lock);
 	r = repo_get(git_dir, &repo);
 	if (r == 0)
 		r = commit_get(repo, hash, &c);
@@ -511,16 +511,16 @@ int snap_diff(const char *git_dir, const char *prev, const char *hash, char **re
 	if (r == 0 && prev && commit_get(repo, prev, &p) < 0)
 		p = NULL;
 	if (r == 0 && !p && git_commit_parentcount(c) > 0 && (rc = git_commit_parent(&p, c, 0)) < 0)
-		r = snap_errno(rc, "read the parent of", hash);
+		r = shadow_errno(rc, "read the parent of", hash);
 	if (r == 0 && (rc = git_commit_tree(&ct, c)) < 0)
-		r = snap_errno(rc, "read the tree of", hash);
+		r = shadow_errno(rc, "read the tree of", hash);
 	if (r == 0 && p && (rc = git_commit_tree(&pt, p)) < 0)
-		r = snap_errno(rc, "read the tree of", prev ? prev : "the parent");
+		r = shadow_errno(rc, "read the tree of", prev ? prev : "the parent");
 	if (r == 0 && (rc = git_diff_tree_to_tree(&diff, repo, pt, ct, NULL)) < 0)
-		r = snap_errno(rc, "diff", hash);
+		r = shadow_errno(rc, "diff", hash);
 	/* git diff finds renames by default */
 	if (r == 0 && (rc = git_diff_find_similar(diff, NULL)) < 0)
-		r = snap_errno(rc, "find renames in", hash);
+		r = shadow_errno(rc, "find renames in", hash);
 	if (r == 0) {
 		struct diff_out d = { SB_INIT, SB_INIT, false };
 
@@ -528,7 +528,7 @@ int snap_diff(const char *git_dir, const char *prev, const char *hash, char **re
 		if (rc == 0)
 			rc = header_flush(&d, false);
 		if (rc < 0) {
-			r = rc == -ENOMEM ? -ENOMEM : snap_errno(rc, "print the diff of", hash);
+			r = rc == -ENOMEM ? -ENOMEM : shadow_errno(rc, "print the diff of", hash);
 			sb_release(&d.out);
 		} else {
 			*ret = sb_detach(&d.out, ret_len);
@@ -542,6 +542,6 @@ int snap_diff(const char *git_dir, const char *prev, const char *hash, char **re
 	git_tree_free(pt);
 	git_commit_free(c);
 	git_commit_free(p);
-	pthread_mutex_unlock(&snap_lock);
+	pthread_mutex_unlock(&shadow_lock);
 	return r;
 }
