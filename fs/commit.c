@@ -62,12 +62,12 @@ static int commit_as_writer(struct fs *fs, const struct commit_req *req, const c
 	struct store_base *base, *nb = NULL;
 	int r;
 
-	base = bases_take(fs->bases, req->proc, req->base_path);
-	if (req->ws_key)
-		r = store_history_commit_ws(fs->store, *req->ws_key ? req->ws_key : NULL, data, len, req->who, base,
-					    &nb);
-	else
-		r = store_doc_commit_merged(fs->store, req->doc, data, len, req->who, req->kind, base, &nb, NULL);
+	struct store_commit c = { .path = req->ws_key ? "state/taskHistory.json" : req->doc, .data = data, .len = len,
+				  .who = req->who, .kind = req->ws_key ? "merge" : req->kind, .merge = true,
+				  .ws_key = req->ws_key };
+
+	c.base = base = bases_take(fs->bases, req->proc, req->base_path);
+	r = store_commit(fs->store, &c, &nb, NULL);
 	store_base_free(base);
 	bases_put(fs->bases, req->proc, req->base_path, nb);
 	return r;

@@ -352,7 +352,10 @@ static int take_doc(struct import_ctx *c, int dirfd, const char *name, const cha
 	had = store_doc_stat(store, rel, &before) == 0;
 	if (base_rev > 0 && (r = store_base_at(store, rel, base_rev, &base)) < 0 && r != -ENOENT)
 		return r;
-	r = store_doc_commit_merged(store, rel, data, len, &who, "import", base, NULL, &merged);
+	r = store_commit(store,
+			 &(struct store_commit){ .path = rel, .data = data, .len = len, .who = &who, .kind = "import",
+						 .merge = true, .base = base },
+			 NULL, &merged);
 	store_base_free(base);
 	exact = r == 0 && !merged;
 	if (r == -EINVAL && had) {

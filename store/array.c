@@ -439,11 +439,14 @@ static int filter_ws(struct store *st, struct merge_list *l, const char *ws_key)
 	return r;
 }
 
-int commit_array(struct store *st, const char *path, const struct doc_layout *lay, const char *data,
-		 size_t len, const struct store_who *who, const char *kind, bool merge,
-		 const struct store_base *base, struct store_base **ret_base, bool *ret_merged,
-		 const char *ws_key)
+int commit_array(struct store *st, const struct store_commit *c, const struct doc_layout *lay,
+		 struct store_base **ret_base, bool *ret_merged)
 {
+	const char *path = c->path, *data = c->data, *kind = c->kind, *ws_key = c->ws_key;
+	size_t len = c->len;
+	const struct store_who *who = c->who;
+	const struct store_base *base = c->base;
+	bool merge = c->merge;
 	struct span_vec sv = { 0 };
 	struct doc_row d = { 0 };
 	struct json_error jerr = { 0 };

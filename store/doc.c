@@ -403,11 +403,15 @@ static int blob_load(struct store *st, int64_t doc_id, int64_t rev, char **ret, 
 	return 0;
 }
 
-static int commit_blob(struct store *st, const char *path, const struct doc_layout *lay, const char *data,
-		       size_t len, const struct store_who *who, const char *kind, int format, bool merge,
-		       const struct store_base *base, struct store_base **ret_base, bool *ret_merged)
+static int commit_blob(struct store *st, const struct store_commit *c, const struct doc_layout *lay, int format,
+		       struct store_base **ret_base, bool *ret_merged)
 {
 	STORE_LOCK(st);
+	const char *path = c->path, *data = c->data, *kind = c->kind;
+	size_t len = c->len;
+	const struct store_who *who = c->who;
+	const struct store_base *base = c->base;
+	bool merge = c->merge;
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
 	_cleanup_free_ char *merged_data = NULL;
 	struct doc_row d = { 0 };
@@ -486,9 +490,8 @@ unlock:
 	return r;
 }
 
-static int commit_doc(struct store *st, const char *path, const char *data, size_t len,
-		      const struct store_who *who, const char *kind, bool merge, const struct store_base *base,
-		      struct store_base **ret_base, bool *ret_merged)
+static int commit_doc(struct store *st, const struct store_commit *c, struct store_base **ret_base,
+		      bool *ret_merged)
 {
 	struct json_error jerr = { 0 };
 	struct doc_layout lay = { 0 };
@@ -496,49 +499,37 @@ static int commit_doc(struct store *st, const char *path, const char *data, size
 
 	if (st->readonly)
 		return -EROFS;
-	if (doc_layout_of(path, &lay) < 0)
+	if (doc_layout_of(c->path, &lay) < 0)
 		return -EINVAL;
 	switch (lay.kind) {
 	case STORE_PATH_ARRAY:
-		return commit_array(st, path, &lay, data, len, who, kind, merge, base, ret_base, ret_merged, NULL);
+		return commit_array(st, c, &lay, ret_base, ret_merged);
 	case STORE_PATH_WHOLE:
-		r = json_validate(data, len, &jerr);
+		if (c->ws_key)
+			return -EINVAL;
+		r = json_validate(c->data, c->len, &jerr);
 		if (r < 0) {
 			log_warn("refusing to commit '%s': not valid JSON: %s at byte %zu; nothing stored changes",
-				 path, jerr.msg, jerr.offset);
+				 c->path, jerr.msg, jerr.offset);
 			return r;
 		}
-		return commit_blob(st, path, &lay, data, len, who, kind, DOC_WHOLE, merge, base, ret_base,
-				   ret_merged);
+		return commit_blob(st, c, &lay, DOC_WHOLE, ret_base, ret_merged);
 	default:
 		return -EINVAL;
 	}
 }
 
+int store_commit(struct store *st, const struct store_commit *c, struct store_base **ret_base, bool *ret_merged)
+{
+	return commit_doc(st, c, ret_base, ret_merged);
+}
+
 int store_doc_commit(struct store *st, const char *path, const char *data, size_t len,
 		     const struct store_who *who, const char *kind)
 {
-	return commit_doc(st, path, data, len, who, kind, false, NULL, NULL, NULL);
-}
+	struct store_commit c = { .path = path, .data = data, .len = len, .who = who, .kind = kind };
 
-int store_doc_commit_merged(struct store *st, const char *path, const char *data, size_t len,
-			    const struct store_who *who, const char *kind, const struct store_base *base,
-			    struct store_base **ret_base, bool *ret_merged)
-{
-	return commit_doc(st, path, data, len, who, kind, true, base, ret_base, ret_merged);
-}
-
-int store_history_commit_ws(struct store *st, const char *ws_key, const char *data, size_t len,
-			    const struct store_who *who, const struct store_base *base, struct store_base **ret_base)
-{
-	struct doc_layout lay;
-
-	if (st->readonly)
-		return -EROFS;
-	if (doc_layout_of("state/taskHistory.json", &lay) < 0)
-		return -EINVAL;
-	return commit_array(st, "state/taskHistory.json", &lay, data, len, who, "merge", true, base, ret_base, NULL,
-			    ws_key ? ws_key : "");
+	return commit_doc(st, &c, NULL, NULL);
 }
 
 int store_base_at(struct store *st, const char *path, int64_t rev, struct store_base **ret)
@@ -565,7 +556,8 @@ int store_doc_commit_raw(struct store *st, const char *path, const char *data, s
 		return -EROFS;
 	if (doc_layout_of(path, &lay) < 0 || (lay.kind != STORE_PATH_ARRAY && lay.kind != STORE_PATH_WHOLE))
 		return -EINVAL;
-	return commit_blob(st, path, &lay, data, len, who, why, DOC_RAW, false, NULL, NULL, NULL);
+	return commit_blob(st, &(struct store_commit){ .path = path, .data = data, .len = len, .who = who, .kind = why },
+			   &lay, DOC_RAW, NULL, NULL);
 }
 
 int store_doc_create(struct store *st, const char *path, const struct store_who *who)

@@ -75,10 +75,9 @@ int elem_bind_identity(struct store *st, sqlite3_stmt *stmt, int key_col, int ha
 int revision_add(struct store *st, const char *path, const struct store_who *who, const char *kind,
 		 int64_t now, int64_t *ret_rev);
 int revision_detail(struct store *st, int64_t rev, int64_t doc_id, const char *detail);
-int commit_array(struct store *st, const char *path, const struct doc_layout *lay, const char *data,
-		 size_t len, const struct store_who *who, const char *kind, bool merge,
-		 const struct store_base *base, struct store_base **ret_base, bool *ret_merged,
-		 const char *ws_key);
+/* Commits c to an array doc of layout lay (store_commit()). */
+int commit_array(struct store *st, const struct store_commit *c, const struct doc_layout *lay,
+		 struct store_base **ret_base, bool *ret_merged);
 int base_at_rev(int64_t doc_id, int64_t rev, struct store_base **ret);
 /*
  * Appends lines to doc d as revision rev, inside the caller's transaction,

@@ -223,14 +223,6 @@ int store_task_restore(struct store *st, const char *task_id, const struct store
 int store_history_render_ws(struct store *st, const char *ws_key, char **ret, size_t *ret_len, int64_t *ret_mtime_ns,
 			    int64_t *ret_rev);
 
-/*
- * Commits a rewrite of a workspace's items, merged into taskHistory.json as
- * any rewrite is (docs/MERGE.md), with the writer's base filtered to that
- * workspace: items of other workspaces are never touched by it.
- */
-int store_history_commit_ws(struct store *st, const char *ws_key, const char *data, size_t len,
-			    const struct store_who *who, const struct store_base *base, struct store_base **ret_base);
-
 /* A base: the version of the doc at path at revision rev, as read by a writer. */
 int store_base_at(struct store *st, const char *path, int64_t rev, struct store_base **ret);
 
@@ -254,16 +246,6 @@ int store_history_item(struct store *st, const char *task_id, char **ret_json, s
 		       int64_t *ret_mtime_ns);
 
 /*
- * Commits new content for the doc at path, creating it if needed. Content
- * that is not valid JSON (or, for an array doc, not a JSON array) is refused
- * with -EINVAL and a log line that says why; the previous version stays. A
- * commit that changes nothing changes no metadata. kind names the change in
- * the revision log ("write", "rename", "import").
- */
-int store_doc_commit(struct store *st, const char *path, const char *data, size_t len,
-		     const struct store_who *who, const char *kind);
-
-/*
  * What a writer last saw of a doc (the version it read, or the one it wrote),
  * the base of a three-way merge. Taken from a snapshot when the writer opens
  * the doc, and handed back by each commit. Free with store_base_free().
@@ -277,16 +259,45 @@ int64_t store_base_rev(const struct store_base *base);
 bool store_base_is_read(const struct store_base *base);
 
 /*
- * Commits content written by a writer whose base is `base` (NULL: not known)
- * as a three-way merge with what is stored now (docs/MERGE.md): what other
- * writers committed since the base stays. With the base equal to what is
- * stored, this is store_doc_commit(). *ret_merged (may be NULL) tells whether
- * the stored result differs from what was written; *ret_base (may be NULL)
- * receives the writer's new base. Errors as store_doc_commit().
+ * One commit of a doc: its new content, who wrote it, and against which base.
+ *
+ * Content that is not valid JSON (or, for an array doc, not a JSON array) is
+ * refused with -EINVAL and a log line that says why; the previous version
+ * stays. A commit that changes nothing changes no metadata. kind names the
+ * change in the revision log ("write", "rename", "import"; a commit the
+ * merge changed is logged as "merge").
+ *
+ * With merge, the content is a writer's whose base is `base` (NULL: not
+ * known), committed as a three-way merge with what is stored now
+ * (docs/MERGE.md): what other writers committed since the base stays. With
+ * the base equal to what is stored, it is stored as written.
+ *
+ * With ws_key (path "state/taskHistory.json"), the content is a rewrite of
+ * one workspace's items ("" the unknown workspace), merged with the writer's
+ * base filtered to that workspace: items of other workspaces are never
+ * touched by it.
  */
-int store_doc_commit_merged(struct store *st, const char *path, const char *data, size_t len,
-			    const struct store_who *who, const char *kind, const struct store_base *base,
-			    struct store_base **ret_base, bool *ret_merged);
+struct store_commit {
+	const char *path;
+	const char *data;
+	size_t len;
+	const struct store_who *who;
+	const char *kind;
+	bool merge;
+	const struct store_base *base;
+	const char *ws_key;
+};
+
+/*
+ * Commits c, creating the doc if needed. *ret_base (may be NULL) receives
+ * the writer's new base; *ret_merged (may be NULL) tells whether the stored
+ * result differs from what was written.
+ */
+int store_commit(struct store *st, const struct store_commit *c, struct store_base **ret_base, bool *ret_merged);
+
+/* A commit of data as written, not merged: store_commit() of path, who and kind. */
+int store_doc_commit(struct store *st, const char *path, const char *data, size_t len,
+		     const struct store_who *who, const char *kind);
 
 /* Keeps data byte-for-byte, unparsed (a damaged file found on import). */
 int store_doc_commit_raw(struct store *st, const char *path, const char *data, size_t len,

@@ -178,7 +178,10 @@ static int commit(struct store *st, const char *path, const char *json)
 static int take_in(struct store *st, const char *path, const char *json, const struct store_base *base,
 		   bool *ret_merged)
 {
-	return store_doc_commit_merged(st, path, json, strlen(json), &import_who, "import", base, NULL, ret_merged);
+	struct store_commit c = { .path = path, .data = json, .len = strlen(json), .who = &import_who,
+				  .kind = "import", .merge = true, .base = base };
+
+	return store_commit(st, &c, NULL, ret_merged);
 }
 
 /*

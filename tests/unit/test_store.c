@@ -1176,7 +1176,10 @@ static struct store_base *base_now(struct store *st, const char *path)
 
 static int commit_from(struct store *st, const char *path, const char *json, const struct store_base *base)
 {
-	return store_doc_commit_merged(st, path, json, strlen(json), &who, "write", base, NULL, NULL);
+	struct store_commit c = { .path = path, .data = json, .len = strlen(json), .who = &who, .kind = "write",
+				  .merge = true, .base = base };
+
+	return store_commit(st, &c, NULL, NULL);
 }
 
 static void test_session(void **state)
