@@ -204,7 +204,9 @@ int store_task_create(struct store *st, const char *task_id, const char *ws_key,
 /*
  * Moves a task to the trash, in one transaction: its docs leave the tree
  * (their content stays, as revisions) and its item leaves taskHistory.json.
- * -ENOENT if it has neither.
+ * A task whose docs already left one by one (rm -r in the compat tree
+ * removes them before its folder) is trashed all the same. -ENOENT if the
+ * store never knew the task.
  */
 int store_task_trash(struct store *st, const char *task_id, const struct store_who *who);
 

@@ -218,11 +218,20 @@ int store_task_trash(struct store *st, const char *task_id, const struct store_w
 static int restore_locked(struct store *st, const char *task_id, const char *tpath, const char *unused,
 			  const struct store_who *who)
 {
-	_cleanup_stmt_ sqlite3_stmt *docs = NULL, *item = NULL;
+	_cleanup_stmt_ sqlite3_stmt *docs = NULL, *item = NULL, *trashed = NULL;
 	struct doc_row h = { 0 };
 	int64_t now = now_ns(), rev, trash_rev = 0;
 	int r, rc;
 
+	r = store_prepare(st, "SELECT 1 FROM tasks WHERE id = ?1 AND trashed_ns IS NOT NULL", &trashed);
+	if (r < 0)
+		return r;
+	sqlite3_bind_text(trashed, 1, task_id, -1, SQLITE_STATIC);
+	rc = sqlite3_step(trashed);
+	if (rc == SQLITE_DONE)
+		return -ENOENT; /* not in the trash */
+	if (rc != SQLITE_ROW)
+		return store_fail(st, rc, "cannot look up a task");
 	r = last_revision(st, tpath, "trash", &trash_rev);
 	if (r < 0)
 		return r;

@@ -1,0 +1,283 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * test_glue.c: the store's glue between the merge and the tables, through
+ * store.h: merged commits against a writer's base, appends and their line
+ * checks, a task's life cycle (create, trash, restore) and what it tells a
+ * view that caches where tasks are, and a workspace's rewrite of its items,
+ * which must never touch another workspace's. Each test opens a store in
+ * memory.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "store/store.h"
+#include "store/util.h"
+
+#define HISTORY "state/taskHistory.json"
+#define UI(id) "tasks/" id "/ui_messages.json"
+#define API(id) "tasks/" id "/api_conversation_history.json"
+
+static const struct store_who mine = { .pid = 1001, .comm = "code" };
+static const struct store_who theirs = { .pid = 2002, .comm = "cline" };
+
+static int setup(void **state)
+{
+	struct store *st = NULL;
+
+	if (store_open(":memory:", 0, &st) < 0)
+		return -1;
+	*state = st;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	store_free(*state);
+	return 0;
+}
+
+static int commit(struct store *st, const char *path, const char *json)
+{
+	return store_doc_commit(st, path, json, strlen(json), &theirs, "write");
+}
+
+/* The doc's current content, whole (free()). */
+static char *doc_read(struct store *st, const char *path)
+{
+	struct store_snap *snap = NULL;
+	char *buf;
+	ssize_t n;
+
+	assert_int_equal(store_snap_open(st, path, &snap), 0);
+	buf = calloc(1, (size_t)store_snap_size(snap) + 1);
+	assert_non_null(buf);
+	n = store_snap_read(st, snap, buf, (size_t)store_snap_size(snap), 0);
+	assert_int_equal(n, store_snap_size(snap));
+	store_snap_free(snap);
+	return buf;
+}
+
+static void assert_doc(struct store *st, const char *path, const char *want)
+{
+	char *got = doc_read(st, path);
+
+	assert_string_equal(got, want);
+	free(got);
+}
+
+/* What a writer that reads path now will have as its base. */
+static struct store_base *base_now(struct store *st, const char *path)
+{
+	struct store_snap *snap = NULL;
+	struct store_base *b = NULL;
+
+	assert_int_equal(store_snap_open(st, path, &snap), 0);
+	assert_int_equal(store_base_from_snap(snap, &b), 0);
+	store_snap_free(snap);
+	return b;
+}
+
+/* ---- merged commits ---------------------------------------------------------------- */
+
+#define M(ts, text) "{\"ts\":" #ts ",\"type\":\"say\",\"say\":\"text\",\"text\":\"" text "\"}"
+
+/* A writer that read [a] and wrote [a, b] while another added c keeps c: one merge. */
+static void test_merged_commit(void **state)
+{
+	struct store *st = *state;
+	struct store_base *base, *nb = NULL;
+	const char *mine_json = "[" M(1, "a") "," M(2, "b") "]";
+	struct store_commit c = { .path = UI("100"), .data = mine_json, .len = strlen(mine_json), .who = &mine,
+				  .kind = "write", .merge = true };
+	bool merged = false;
+
+	assert_int_equal(commit(st, UI("100"), "[" M(1, "a") "]"), 0);
+	base = base_now(st, UI("100"));
+	assert_int_equal(commit(st, UI("100"), "[" M(1, "a") "," M(3, "c") "]"), 0);
+	c.base = base;
+	assert_int_equal(store_commit(st, &c, &nb, &merged), 0);
+	assert_true(merged);
+	assert_non_null(nb);
+	assert_doc(st, UI("100"), "[" M(1, "a") "," M(2, "b") "," M(3, "c") "]");
+	/* The new base is what was stored: committing it again changes nothing. */
+	c.base = nb;
+	merged = true;
+	assert_int_equal(store_commit(st, &c, NULL, &merged), 0);
+	assert_doc(st, UI("100"), "[" M(1, "a") "," M(2, "b") "," M(3, "c") "]");
+	store_base_free(base);
+	store_base_free(nb);
+}
+
+/* Without merge, the content is stored as written, even over others' work. */
+static void test_unmerged_commit(void **state)
+{
+	struct store *st = *state;
+
+	assert_int_equal(commit(st, UI("101"), "[" M(1, "a") "," M(3, "c") "]"), 0);
+	assert_int_equal(commit(st, UI("101"), "[" M(1, "a") "]"), 0);
+	assert_doc(st, UI("101"), "[" M(1, "a") "]");
+}
+
+/* A whole doc cannot be a workspace's items; an unknown path is no doc. */
+static void test_commit_refusals(void **state)
+{
+	struct store *st = *state;
+	struct store_commit c = { .path = "tasks/102/task_metadata.json", .data = "{}", .len = 2, .who = &mine,
+				  .kind = "write", .ws_key = "" };
+
+	assert_int_equal(store_commit(st, &c, NULL, NULL), -EINVAL);
+	c.path = "not/a/doc.json";
+	c.ws_key = NULL;
+	assert_int_equal(store_commit(st, &c, NULL, NULL), -EINVAL);
+	assert_int_equal(commit(st, UI("102"), "{\"not\": \"an array\"}"), -EINVAL);
+	assert_int_equal(store_doc_stat(st, UI("102"), &(struct store_stat){ 0 }), -ENOENT);
+}
+
+/* ---- appends ------------------------------------------------------------------------ */
+
+static void test_append(void **state)
+{
+	struct store *st = *state;
+	struct store_line two[] = { { M(1, "a"), strlen(M(1, "a")) }, { M(2, "b"), strlen(M(2, "b")) } };
+	struct store_line bad[] = { { M(3, "c"), strlen(M(3, "c")) }, { "[1]", 3 } };
+	struct store_line role = { "{\"role\":\"user\",\"content\":\"hi\"}", 30 };
+	struct store_line no_role = { "{\"content\":\"hi\"}", 16 };
+	struct store_line torn = { "{\"role\":", 8 };
+
+	/* Appending to a doc that does not exist makes it. */
+	assert_int_equal(store_doc_append(st, UI("110"), two, 2, NULL, &mine), 0);
+	assert_doc(st, UI("110"), "[" M(1, "a") "," M(2, "b") "]");
+	/* One line that is not an object: none of the lines is stored. */
+	assert_int_equal(store_doc_append(st, UI("110"), bad, 2, NULL, &mine), -EINVAL);
+	assert_doc(st, UI("110"), "[" M(1, "a") "," M(2, "b") "]");
+	/* The API stream's lines must have "role". */
+	assert_int_equal(store_doc_append(st, API("110"), &no_role, 1, "role", &mine), -EINVAL);
+	assert_int_equal(store_doc_append(st, API("110"), &torn, 1, "role", &mine), -EINVAL);
+	assert_int_equal(store_doc_stat(st, API("110"), &(struct store_stat){ 0 }), -ENOENT);
+	assert_int_equal(store_doc_append(st, API("110"), &role, 1, "role", &mine), 0);
+	assert_doc(st, API("110"), "[{\"role\":\"user\",\"content\":\"hi\"}]");
+	/* The same check, alone, as a rewrite through the view makes it. */
+	assert_int_equal(store_line_check(API("110"), 0, &role, "role"), 0);
+	assert_int_equal(store_line_check(API("110"), 0, &no_role, "role"), -EINVAL);
+	assert_int_equal(store_line_check(API("110"), 0, &(struct store_line){ "", 0 }, NULL), -EINVAL);
+}
+
+/* ---- a task's life cycle -------------------------------------------------------------- */
+
+#define ITEM(id, cwd) "{\"id\":\"" id "\",\"ts\":" id ",\"task\":\"t\",\"cwdOnTaskInitialization\":\"" cwd "\"}"
+
+/* The workspace key the store learned for a task (free()). */
+static char *key_of(struct store *st, const char *task)
+{
+	char *key = NULL;
+	bool trashed = true;
+
+	assert_int_equal(store_task_workspace(st, task, &key, &trashed), 0);
+	assert_false(trashed);
+	assert_non_null(key);
+	return key;
+}
+
+static void test_task_life_cycle(void **state)
+{
+	struct store *st = *state;
+	uint64_t g0, g1, g2, g3;
+	char *key, *k2 = NULL;
+	bool trashed = false;
+
+	assert_int_equal(commit(st, HISTORY, "[" ITEM("1700000000001", "/home/dev/a") "]"), 0);
+	assert_int_equal(commit(st, UI("1700000000001"), "[" M(1, "a") "]"), 0);
+	key = key_of(st, "1700000000001");
+
+	/* mkdir of a task in the workspace's view: empty conversation files, in that workspace. */
+	g0 = store_placement_generation(st);
+	assert_int_equal(store_task_create(st, "1700000000002", key, &mine), 0);
+	assert_doc(st, UI("1700000000002"), "[]");
+	assert_doc(st, API("1700000000002"), "[]");
+	assert_int_equal(store_task_workspace(st, "1700000000002", &k2, &trashed), 0);
+	assert_string_equal(k2, key);
+	assert_int_equal(store_task_create(st, "1700000000002", key, &mine), -EEXIST);
+	g1 = store_placement_generation(st);
+	assert_true(g1 != g0);
+
+	/* A change of content moves no task: a view's cache of places holds. */
+	assert_int_equal(commit(st, UI("1700000000001"), "[" M(1, "a") "," M(2, "b") "]"), 0);
+	assert_true(store_placement_generation(st) == g1);
+
+	/* To the trash: the docs leave the tree, the item leaves the history. */
+	assert_int_equal(store_task_trash(st, "1700000000001", &mine), 0);
+	g2 = store_placement_generation(st);
+	assert_true(g2 != g1);
+	assert_int_equal(store_doc_stat(st, UI("1700000000001"), &(struct store_stat){ 0 }), -ENOENT);
+	assert_doc(st, HISTORY, "[]");
+	free(k2);
+	k2 = NULL;
+	assert_int_equal(store_task_workspace(st, "1700000000001", &k2, &trashed), 0);
+	assert_true(trashed);
+	assert_int_equal(store_task_trash(st, "1700000000009", &mine), -ENOENT);
+
+	/* And back, with its last content and its item. */
+	assert_int_equal(store_task_restore(st, "1700000000001", &mine), 0);
+	g3 = store_placement_generation(st);
+	assert_true(g3 != g2);
+	assert_doc(st, UI("1700000000001"), "[" M(1, "a") "," M(2, "b") "]");
+	assert_doc(st, HISTORY, "[" ITEM("1700000000001", "/home/dev/a") "]");
+	assert_int_equal(store_task_restore(st, "1700000000001", &mine), -ENOENT);
+	free(k2);
+	free(key);
+}
+
+/* ---- a workspace's items ------------------------------------------------------------- */
+
+/* A rewrite of workspace A's items removes and adds A's, and never touches B's. */
+static void test_workspace_rewrite(void **state)
+{
+	struct store *st = *state;
+	const char *all = "[" ITEM("1700000000011", "/home/dev/a") "," ITEM("1700000000012", "/home/dev/b") ","
+			  ITEM("1700000000013", "/home/dev/a") "]";
+	const char *a_new = "[" ITEM("1700000000013", "/home/dev/a") "," ITEM("1700000000014", "/home/dev/a") "]";
+	struct store_commit c = { .path = HISTORY, .data = a_new, .len = strlen(a_new), .who = &mine,
+				  .kind = "merge", .merge = true };
+	char *a, *view = NULL;
+	size_t len = 0;
+	int64_t mtime, rev;
+
+	assert_int_equal(commit(st, HISTORY, all), 0);
+	assert_int_equal(commit(st, UI("1700000000011"), "[]"), 0);
+	a = key_of(st, "1700000000011");
+	/* What the view showed of workspace A: the base of its rewrite. */
+	assert_int_equal(store_history_render_ws(st, a, &view, &len, &mtime, &rev), 0);
+	assert_non_null(strstr(view, "1700000000011"));
+	assert_null(strstr(view, "1700000000012"));
+	assert_int_equal(store_base_at(st, HISTORY, rev, (struct store_base **)&c.base), 0);
+	c.ws_key = a;
+	assert_int_equal(store_commit(st, &c, NULL, NULL), 0);
+	assert_doc(st, HISTORY,
+		   "[" ITEM("1700000000012", "/home/dev/b") "," ITEM("1700000000013", "/home/dev/a") ","
+		   ITEM("1700000000014", "/home/dev/a") "]");
+	store_base_free((struct store_base *)c.base);
+	free(view);
+	free(a);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_merged_commit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unmerged_commit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_commit_refusals, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_append, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_task_life_cycle, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_workspace_rewrite, setup, teardown),
+	};
+
+	log_set_level(LOG_LEVEL_ERR);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
