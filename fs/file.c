@@ -28,6 +28,7 @@
 #include "fs/ops_internal.h"
 #include "fs/ops.h"
 #include "fs/shadow.h"
+#include "store/store_view.h"
 #include "store/util.h"
 
 /* ---- handles and staging ---------------------------------------------------------- */

@@ -39,6 +39,7 @@
 
 #include "fs/fs.h"
 #include "fs/tree.h"
+#include "store/store_seen.h"
 #include "store/util.h"
 
 #define IMPORT_BATCH 256 /* docs per transaction */

@@ -18,6 +18,7 @@
 
 #include "fs/ops_internal.h"
 #include "fs/shadow.h"
+#include "store/store_view.h"
 #include "store/util.h"
 
 /*

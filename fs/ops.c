@@ -39,6 +39,7 @@
 #include "fs/ops.h"
 #include "fs/shadow.h"
 #include "fs/view.h"
+#include "store/store_view.h"
 #include "store/util.h"
 
 /* The calling process: for the revision log and for its merge bases. */

@@ -23,6 +23,7 @@
 #include "fs/view.h"
 #include "fs/view_ckpt.h"
 #include "store/json.h"
+#include "store/store_view.h"
 #include "store/util.h"
 
 #define VIEW_INO_BIT (UINT64_C(1) << 63)

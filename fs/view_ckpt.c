@@ -18,6 +18,7 @@
 
 #include "fs/shadow.h"
 #include "fs/view_ckpt.h"
+#include "store/store_view.h"
 #include "store/util.h"
 
 struct ckpt_find {

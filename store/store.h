@@ -130,19 +130,6 @@ int64_t store_snap_rev(const struct store_snap *snap);
 /* Reads up to size bytes at off; returns the number read (0 at end) or -errno. */
 ssize_t store_snap_read(struct store *st, struct store_snap *snap, char *buf, size_t size, off_t off);
 
-/*
- * The same doc rendered as JSON Lines: each element of the array on one line,
- * byte-identical to the element (a line break inside a pretty-printed element
- * reads as a space), each followed by "\n". Read with store_snap_read().
- */
-int store_snap_open_jsonl(struct store *st, const char *path, struct store_snap **ret);
-
-/*
- * The last version of a removed doc (a task in the trash), as JSON or as
- * JSON Lines; -ENOENT if path is not a removed doc.
- */
-int store_snap_open_removed(struct store *st, const char *path, bool jsonl, struct store_snap **ret);
-
 /* One line of JSON Lines text, without its "\n". */
 struct store_line {
 	const char *data;
@@ -162,90 +149,8 @@ int store_line_check(const char *path, size_t i, const struct store_line *line, 
 int store_doc_append(struct store *st, const char *path, const struct store_line *lines, size_t n,
 		     const char *require_member, const struct store_who *who);
 
-/* ---- the workspaces view ---------------------------------------------------- */
-
-struct store_workspace {
-	const char *key;  /* Cline's checkpoint hash of path, decimal */
-	const char *path;
-	int64_t ntasks;
-	int64_t first_ns; /* first activity: a task first seen */
-	int64_t last_ns;  /* last activity: a doc of one of its tasks changed */
-};
-typedef int (*store_workspace_fn)(void *ctx, const struct store_workspace *ws);
-
-/* The path of the workspace with key (free()), -ENOENT if none. */
-int store_workspace_path(struct store *st, const char *key, char **ret_path);
-
-/* Calls fn for each workspace with at least one live task, or for the one with key. */
-int store_workspace_list(struct store *st, store_workspace_fn fn, void *ctx);
-int store_workspace_get(struct store *st, const char *key, store_workspace_fn fn, void *ctx); /* -ENOENT */
-
-/*
- * Calls fn for each live task (one that has a doc) of the workspace with key
- * (NULL: tasks with no known workspace); with trashed, the trashed tasks of
- * any workspace instead.
- */
-typedef int (*store_task_fn)(void *ctx, const char *task_id, int64_t mtime_ns);
-int store_task_list(struct store *st, const char *ws_key, bool trashed, store_task_fn fn, void *ctx);
-
-/*
- * The workspace key of a task (*ret_key NULL if it has none; free()), and
- * whether it is in the trash. -ENOENT if there is no such task with docs.
- */
-int store_task_workspace(struct store *st, const char *task_id, char **ret_key, bool *ret_trashed);
-
-/*
- * Creates a task in the workspace with key (NULL: none) with empty
- * conversation files ("[]"), as `mkdir workspaces/<ws>/tasks/<id>` does.
- * -EEXIST if the task has docs already.
- */
-int store_task_create(struct store *st, const char *task_id, const char *ws_key, const struct store_who *who);
-
-/*
- * Moves a task to the trash, in one transaction: its docs leave the tree
- * (their content stays, as revisions) and its item leaves taskHistory.json.
- * A task whose docs already left one by one (rm -r in the compat tree
- * removes them before its folder) is trashed all the same. -ENOENT if the
- * store never knew the task.
- */
-int store_task_trash(struct store *st, const char *task_id, const struct store_who *who);
-
-/*
- * Brings a task back from the trash, in one transaction: every doc of the
- * task that is not in the tree comes back with its last content, and its
- * history item with it. -ENOENT if the task is not in the trash.
- */
-int store_task_restore(struct store *st, const char *task_id, const struct store_who *who);
-
-/*
- * workspaces/<ws>/taskHistory.json: the items of taskHistory.json whose task
- * is in the workspace with ws_key (NULL: tasks with none), as a JSON array
- * (free()), with the history's mtime and revision.
- */
-int store_history_render_ws(struct store *st, const char *ws_key, char **ret, size_t *ret_len, int64_t *ret_mtime_ns,
-			    int64_t *ret_rev);
-
 /* A base: the version of the doc at path at revision rev, as read by a writer. */
 int store_base_at(struct store *st, const char *path, int64_t rev, struct store_base **ret);
-
-/* A checkpoint of a task: a commit of the shadow repo stamped on a message. */
-struct store_checkpoint {
-	int64_t seq;       /* position of the first ui message that carries the hash */
-	int64_t ts;        /* that message's ts (ms) */
-	const char *hash;  /* lastCheckpointHash */
-	int64_t api_index; /* its conversationHistoryIndex (-1: none) */
-};
-typedef int (*store_checkpoint_fn)(void *ctx, const struct store_checkpoint *c);
-
-/* Calls fn for each checkpoint of the task, in the order of the conversation. */
-int store_checkpoints(struct store *st, const char *task_id, store_checkpoint_fn fn, void *ctx);
-
-/* Cuts a snapshot (either rendering) to its first n elements: the conversation at a checkpoint. */
-int store_snap_limit(struct store *st, struct store_snap *snap, int64_t n);
-
-/* The task's current history item (free()), -ENOENT if taskHistory.json has none. */
-int store_history_item(struct store *st, const char *task_id, char **ret_json, size_t *ret_len,
-		       int64_t *ret_mtime_ns);
 
 /*
  * What a writer last saw of a doc (the version it read, or the one it wrote),
@@ -323,56 +228,6 @@ int store_doc_list(struct store *st, const char *dir, store_list_fn fn, void *ct
 
 /* Calls fn for each existing doc; name is its full path. */
 int store_doc_foreach(struct store *st, store_list_fn fn, void *ctx);
-
-/* ---- the folder underneath: what the store last saw of it (seen.c) ---------- */
-
-/*
- * The folder convfs is mounted over is taken in at every mount (fs/import.c):
- * what was added or changed there while the store was not mounted goes into
- * the store. These rows remember what the store last saw of each entry, so
- * that the take-in reads only what changed since, and has the base of a
- * three-way merge for a doc that changed on both sides.
- */
-struct store_seen {
-	char *path;       /* relative to the folder, no leading slash */
-	uint32_t type;    /* st_mode & S_IFMT */
-	int64_t size;
-	int64_t mtime_ns;
-	uint64_t ino;
-	/*
-	 * A doc: the revision whose content is exactly this file's, the base
-	 * of the next merge; 0 if no revision holds it (the take-in was a
-	 * merge) or for anything else.
-	 */
-	int64_t rev;
-	bool gone;        /* missing underneath at a take-in: reported once, kept in the store */
-};
-
-/* All rows, sorted by path (strcmp order). */
-struct store_seen_set {
-	struct store_seen *v;
-	size_t n;
-};
-
-/* Loads every row in one query. Release with store_seen_set_release(). */
-int store_seen_load(struct store *st, struct store_seen_set *ret);
-void store_seen_set_release(struct store_seen_set *set);
-/* The row of path, or NULL (a binary search). */
-struct store_seen *store_seen_find(const struct store_seen_set *set, const char *path);
-/* Records what was seen of e->path (inserting or replacing its row). */
-int store_seen_put(struct store *st, const struct store_seen *e);
-/* Marks path gone underneath; nothing of it leaves the store. */
-int store_seen_mark_gone(struct store *st, const char *path);
-
-/*
- * A store that took the folder in before these rows existed (schema 4 and
- * older) did so once, at *ret_ns (0: not known); -ENOENT for any other store.
- * store_seen_legacy_done() forgets it, after the first take-in that used it.
- */
-int store_seen_legacy(struct store *st, int64_t *ret_ns);
-int store_seen_legacy_done(struct store *st);
-/* The docs that import took in: path and the last revision it made of each (rev). */
-int store_seen_load_imports(struct store *st, struct store_seen_set *ret);
 
 /* True if the store is served read-only (a read-only file or filesystem). */
 bool store_is_readonly(const struct store *st);

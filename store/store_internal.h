@@ -8,6 +8,8 @@
 #include <sqlite3.h>
 
 #include "store/store.h"
+#include "store/store_seen.h"
+#include "store/store_view.h"
 
 enum doc_format {
 	DOC_ARRAY = 0, /* elements in table elems */

@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "store/store.h"
+#include "store/store_view.h"
 #include "store/util.h"
 
 #define HISTORY "state/taskHistory.json"

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#ifndef CONVFS_STORE_SEEN_H
+#define CONVFS_STORE_SEEN_H
+
+/* What the store last saw of the folder underneath (seen.c). Same conventions as store.h. */
+
+#include "store/store.h"
+
+/*
+ * The folder convfs is mounted over is taken in at every mount (fs/import.c):
+ * what was added or changed there while the store was not mounted goes into
+ * the store. These rows remember what the store last saw of each entry, so
+ * that the take-in reads only what changed since, and has the base of a
+ * three-way merge for a doc that changed on both sides.
+ */
+struct store_seen {
+	char *path;       /* relative to the folder, no leading slash */
+	uint32_t type;    /* st_mode & S_IFMT */
+	int64_t size;
+	int64_t mtime_ns;
+	uint64_t ino;
+	/*
+	 * A doc: the revision whose content is exactly this file's, the base
+	 * of the next merge; 0 if no revision holds it (the take-in was a
+	 * merge) or for anything else.
+	 */
+	int64_t rev;
+	bool gone;        /* missing underneath at a take-in: reported once, kept in the store */
+};
+
+/* All rows, sorted by path (strcmp order). */
+struct store_seen_set {
+	struct store_seen *v;
+	size_t n;
+};
+
+/* Loads every row in one query. Release with store_seen_set_release(). */
+int store_seen_load(struct store *st, struct store_seen_set *ret);
+void store_seen_set_release(struct store_seen_set *set);
+/* The row of path, or NULL (a binary search). */
+struct store_seen *store_seen_find(const struct store_seen_set *set, const char *path);
+/* Records what was seen of e->path (inserting or replacing its row). */
+int store_seen_put(struct store *st, const struct store_seen *e);
+/* Marks path gone underneath; nothing of it leaves the store. */
+int store_seen_mark_gone(struct store *st, const char *path);
+
+/*
+ * A store that took the folder in before these rows existed (schema 4 and
+ * older) did so once, at *ret_ns (0: not known); -ENOENT for any other store.
+ * store_seen_legacy_done() forgets it, after the first take-in that used it.
+ */
+int store_seen_legacy(struct store *st, int64_t *ret_ns);
+int store_seen_legacy_done(struct store *st);
+/* The docs that import took in: path and the last revision it made of each (rev). */
+int store_seen_load_imports(struct store *st, struct store_seen_set *ret);
+
+#endif
