@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // summarize.js RESULTS SIZES_JSON
 //
-// Reads scripts/bench's raw results (lines KEY <tab> plain|convfs <tab>
-// VALUE: milliseconds, or kB for the rss_* keys) and prints the markdown
-// table: workload | n | plain median | convfs median | convfs/plain | target.
+// Reads scripts/bench's raw results (lines KEY <tab> plain|convfs|passthrough
+// <tab> VALUE: milliseconds, or kB for the rss_* keys) and prints the
+// markdown table: workload | n | plain median | convfs median | convfs/plain
+// | target; with results of libfuse's passthrough_ll (--quick), two columns
+// more before the target: its median and its ratio to plain.
 'use strict';
 
 const fs = require('fs');
@@ -42,15 +44,24 @@ const ratio = (r) => (r === undefined || !isFinite(r) ? '—' : r >= 10 ? `${r.t
 const mb = (kb) => (kb === undefined ? '—' : `${(kb / 1024).toFixed(1)} MB`);
 const verdict = (v, max, unit) => (v === undefined ? `≤ ${max}${unit}` : `≤ ${max}${unit} ${v <= max ? 'met' : '**missed**'}`);
 
+const hasPt = Object.values(data).some((d) => d.passthrough);
 const rows = [];
+// A row: workload, n, plain, convfs, convfs/plain, target; pt: the passthrough_ll cells.
+function row(cells, pt) {
+	const r = [...cells];
+	if (hasPt)
+		r.splice(5, 0, ...(pt || ['—', '—']));
+	rows.push(r);
+}
 function timeRow(key, title, target) {
 	const d = data[key];
 	if (!d)
 		return;
-	const p = median(d.plain), c = median(d.convfs);
+	const p = median(d.plain), c = median(d.convfs), t = median(d.passthrough);
 	const n = Math.max((d.plain || []).length, (d.convfs || []).length);
 	const r = p !== undefined && c !== undefined ? c / p : undefined;
-	rows.push([title, n, ms(p), ms(c), ratio(r), target ? verdict(r, target, '×') : '']);
+	const pt = [ms(t), ratio(p !== undefined && t !== undefined ? t / p : undefined)];
+	row([title, n, ms(p), ms(c), ratio(r), target ? verdict(r, target, '×') : ''], pt);
 }
 
 const bigMB = `${sz.bigMB} MB`;
@@ -58,14 +69,14 @@ const tasks = sz.tasks.toLocaleString('en-US');
 const longN = sz.long.toLocaleString('en-US');
 
 if (data.import)
-	rows.push([`import (first mount) of ${sz.dataMB} MB, ${tasks} tasks`, 1, '—', ms(median(data.import.convfs)), '—', '']);
+	row([`import (first mount) of ${sz.dataMB} MB, ${tasks} tasks`, 1, '—', ms(median(data.import.convfs)), '—', '']);
 if (data.ready) {
 	const v = median(data.ready.convfs);
-	rows.push(['mount ready, nothing changed underneath (start to usable root), warm cache', data.ready.convfs.length, '—', ms(v), '—', verdict(v, 200, ' ms')]);
+	row(['mount ready, nothing changed underneath (start to usable root), warm cache', data.ready.convfs.length, '—', ms(v), '—', verdict(v, 200, ' ms')]);
 }
 if (data.ready_cold) {
 	const v = median(data.ready_cold.convfs);
-	rows.push(['mount ready, nothing changed underneath, cold cache', data.ready_cold.convfs.length, '—', ms(v), '—', verdict(v, 200, ' ms')]);
+	row(['mount ready, nothing changed underneath, cold cache', data.ready_cold.convfs.length, '—', ms(v), '—', verdict(v, 200, ' ms')]);
 }
 timeRow('save_rename', `save ${bigMB} ui_messages.json, temp+rename`, 1.5);
 timeRow('save_inplace', `save ${bigMB} ui_messages.json, in place`, 1.5);
@@ -73,7 +84,7 @@ timeRow('save_merged', `merged save ${bigMB} (other writer in between), temp+ren
 if (data.save_merged && data.save_rename) {
 	const rp = median(data.save_merged.plain) / median(data.save_rename.plain);
 	const rc = median(data.save_merged.convfs) / median(data.save_rename.convfs);
-	rows.push(['merged save / unmerged temp+rename save', '', ratio(rp), ratio(rc), '—', '']);
+	row(['merged save / unmerged temp+rename save', '', ratio(rp), ratio(rc), '—', '']);
 }
 timeRow('append_small', 'append 1 message to 10 (temp+rename of the compat file)');
 timeRow('append_long', `append 1 message to ${longN} (temp+rename of the compat file)`);
@@ -85,7 +96,7 @@ function appendRatio(small, long, title, target) {
 		return;
 	const rp = median(data[long].plain) / median(data[small].plain);
 	const rc = median(data[long].convfs) / median(data[small].convfs);
-	rows.push([title, '', ratio(rp), ratio(rc), '—', target ? verdict(rc, 1.2, '×') : '']);
+	row([title, '', ratio(rp), ratio(rc), '—', target ? verdict(rc, 1.2, '×') : '']);
 }
 appendRatio('append_small', 'append_long', `append cost ${longN} / 10 messages (compat file)`, !hasJsonl);
 timeRow('jsonl_small', '>> 1 line to messages.jsonl of 10 messages (plain: a .jsonl file)');
@@ -102,13 +113,15 @@ timeRow('grep_cold', 'grep -r over all history, cold (caches dropped)', 2);
 timeRow('rsync_first', 'rsync -a, first copy');
 timeRow('rsync_rerun', 'rsync -a, rerun with nothing changed', 1.5);
 if (data.rss_import)
-	rows.push(['daemon peak RSS (VmHWM), import', '', '—', mb(median(data.rss_import.convfs)), '—', '']);
+	row(['daemon peak RSS (VmHWM), import', '', '—', mb(median(data.rss_import.convfs)), '—', '']);
 if (data.rss_peak) {
 	const v = median(data.rss_peak.convfs);
-	rows.push(['daemon peak RSS (VmHWM), all workloads', '', '—', mb(v), '—', verdict(v / 1024, 64, ' MB')]);
+	row(['daemon peak RSS (VmHWM), all workloads', '', '—', mb(v), '—', verdict(v / 1024, 64, ' MB')]);
 }
 
 const head = ['workload', 'n', 'plain median', 'convfs median', 'convfs/plain', 'target'];
+if (hasPt)
+	head.splice(5, 0, 'passthrough_ll median', 'passthrough_ll/plain');
 const table = [head, head.map(() => '---'), ...rows.map((r) => r.map(String))];
 const w = head.map((_, i) => Math.max(...table.map((r) => [...r[i]].length)));
 for (const r of table)
