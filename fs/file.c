@@ -191,8 +191,11 @@ static int text_commit(struct fs *fs, struct fs_file *f)
 	return res;
 }
 
-/* Splits the complete lines off f->pending (plus buf) and appends them. f->lock held. */
-static int jsonl_append(struct fs *fs, struct fs_file *f, const char *buf, size_t size)
+/*
+ * Splits the complete lines off f->pending (plus buf) and appends them;
+ * *ret_appended says if any went in. f->lock held.
+ */
+static int jsonl_append(struct fs *fs, struct fs_file *f, const char *buf, size_t size, bool *ret_appended)
 {
 	_cleanup_free_ struct store_line *lines = NULL;
 	struct store_snap *snap = NULL;
@@ -246,7 +249,7 @@ static int jsonl_append(struct fs *fs, struct fs_file *f, const char *buf, size_
 		store_snap_free(f->snap);
 		f->snap = snap;
 	}
-	fs_invalidate(fs, f->path);
+	*ret_appended = true;
 	return (int)size;
 }
 
@@ -559,6 +562,7 @@ static int jsonl_getattr(struct fs *fs, struct fs_file *f, struct stat *st)
 
 static ssize_t jsonl_write(struct fs *fs, struct fs_file *f, const char *buf, size_t size, off_t off, int flags)
 {
+	bool appended = false;
 	ssize_t n;
 
 	if (f->fixed)
@@ -566,15 +570,19 @@ static ssize_t jsonl_write(struct fs *fs, struct fs_file *f, const char *buf, si
 	pthread_mutex_lock(&f->lock);
 	n = f->write_err; /* see staged_write() */
 	if (n == 0 && f->fd < 0 && (f->append || off == store_snap_size(f->snap) + (off_t)f->pending.len))
-		n = jsonl_append(fs, f, buf, size);
+		n = jsonl_append(fs, f, buf, size, &appended);
 	else if (n == 0)
 		n = stage_write(fs, f, buf, size, off);
 	pthread_mutex_unlock(&f->lock);
+	/* Outside f->lock: getattr holds the node table's lock, then a file's (docs/ARCHITECTURE.md). */
+	if (appended)
+		fs_invalidate(fs, f->path);
 	return n;
 }
 
 static int jsonl_flush(struct fs *fs, struct fs_file *f)
 {
+	bool committed = false;
 	int r;
 
 	pthread_mutex_lock(&f->lock);
@@ -588,10 +596,11 @@ static int jsonl_flush(struct fs *fs, struct fs_file *f)
 	} else if (f->dirty) {
 		r = jsonl_commit(fs, f);
 		f->commit_failed = r < 0;
-		if (r == 0)
-			fs_invalidate(fs, f->path);
+		committed = r == 0;
 	}
 	pthread_mutex_unlock(&f->lock);
+	if (committed)
+		fs_invalidate(fs, f->path); /* outside f->lock, as in jsonl_write() */
 	return r;
 }
 

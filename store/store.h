@@ -14,9 +14,12 @@
  * blob per version. Every change is one transaction and one row of the
  * revision log; nothing a rewrite drops is deleted.
  *
- * All functions are thread-safe and return 0 (or a count) on success and a
- * negative errno on failure; SQLite's codes are translated in one place,
- * store_errno(). Out-parameters are named ret_* and untouched on failure.
+ * Every function may be called from any thread (the store serialises them
+ * on its one connection); what they hand out (a store_snap, a store_base)
+ * is the caller's, not to be used by two threads at once. They return 0
+ * (or a count) on success and a negative errno on failure; SQLite's codes
+ * are translated in one place, store_errno(). Out-parameters are named ret_*
+ * and untouched on failure.
  */
 
 #include <stdbool.h>
