@@ -14,12 +14,17 @@
  * blob per version. Every change is one transaction and one row of the
  * revision log; nothing a rewrite drops is deleted.
  *
- * Every function may be called from any thread (the store serialises them
- * on its one connection); what they hand out (a store_snap, a store_base)
- * is the caller's, not to be used by two threads at once. They return 0
- * (or a count) on success and a negative errno on failure; SQLite's codes
- * are translated in one place, store_errno(). Out-parameters are named ret_*
- * and untouched on failure.
+ * Calls on one store may come from any thread at once: the store serialises
+ * them on its one connection, and the calls that list call back after letting
+ * go of it, so a callback may call the store again. Two exceptions: nothing
+ * may use a store during or after store_free(); and a batch belongs to the
+ * connection, not to the thread that began it (see store_batch_begin()).
+ * What a call hands out is the caller's. A store_snap or a store_base may be
+ * read by several threads at once, but not freed, nor a snapshot cut with
+ * store_snap_limit(), while another thread uses it (docs/ARCHITECTURE.md,
+ * "Threads and locks"). Functions return 0 (or a count) on success and a
+ * negative errno on failure; SQLite's codes are translated in one place,
+ * store_errno(). Out-parameters are named ret_* and untouched on failure.
  */
 
 #include <stdbool.h>
@@ -101,7 +106,10 @@ int store_meta_set(struct store *st, const char *key, const char *value);
 
 /*
  * Groups many commits into one transaction (used by import). Commits inside a
- * batch are savepoints: a refused commit rolls back only itself.
+ * batch are savepoints: a refused commit rolls back only itself. The batch is
+ * the connection's: a change any thread makes before store_batch_end() joins
+ * it, so batches are for a store that one thread uses (the take-in, before
+ * mounting).
  */
 int store_batch_begin(struct store *st);
 int store_batch_end(struct store *st);
