@@ -649,6 +649,7 @@ static ssize_t text_write(struct fs *fs, struct fs_file *f, const char *buf, siz
 
 static int text_flush(struct fs *fs, struct fs_file *f)
 {
+	bool committed = false;
 	int r;
 
 	if (f->fd < 0)
@@ -660,8 +661,11 @@ static int text_flush(struct fs *fs, struct fs_file *f)
 	if (f->dirty) {
 		r = text_commit(fs, f);
 		f->commit_failed = r < 0;
+		committed = r == 0;
 	}
 	pthread_mutex_unlock(&f->lock);
+	if (committed) /* the one text file a writer may commit: a workspace's taskHistory.json */
+		fs_invalidate(fs, "state/taskHistory.json");
 	return r;
 }
 

@@ -35,9 +35,14 @@ int tx_commit(struct store *st)
 {
 	int r = store_exec(st, st->batch_depth ? "RELEASE doc" : "COMMIT");
 
-	if (r == 0)
-		__atomic_add_fetch(&st->generation, 1, __ATOMIC_RELEASE);
-	return r;
+	if (r < 0)
+		return r;
+	__atomic_add_fetch(&st->generation, 1, __ATOMIC_RELEASE);
+	if (st->placement_pending && !st->batch_depth) {
+		st->placement_pending = false;
+		__atomic_add_fetch(&st->placement, 1, __ATOMIC_RELEASE);
+	}
+	return 0;
 }
 
 uint64_t store_generation(struct store *st)
@@ -53,6 +58,8 @@ uint64_t store_placement_generation(struct store *st)
 void tx_rollback(struct store *st)
 {
 	sqlite3_exec(st->db, st->batch_depth ? "ROLLBACK TO doc; RELEASE doc" : "ROLLBACK", NULL, NULL, NULL);
+	if (!st->batch_depth)
+		st->placement_pending = false;
 }
 
 /* ---- helpers ---------------------------------------------------------- */

@@ -379,6 +379,9 @@ int store_batch_end(struct store *st)
 		r = store_exec(st, "COMMIT");
 		if (r < 0)
 			sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+		else if (st->placement_pending)
+			__atomic_add_fetch(&st->placement, 1, __ATOMIC_RELEASE);
+		st->placement_pending = false;
 	}
 	pthread_mutex_unlock(&st->lock);
 	return r;

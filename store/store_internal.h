@@ -23,6 +23,7 @@ struct store {
 	int batch_depth; /* > 0 while store_batch_begin() is open */
 	uint64_t generation; /* bumped by every committed change */
 	uint64_t placement;  /* bumped whenever a task may have moved (placement_moved()) */
+	bool placement_pending; /* a task moved in the transaction open now */
 	bool readonly;
 	/*
 	 * The last blob read, kept open: SQLite finds offset k of a blob by
@@ -38,12 +39,13 @@ struct store {
 
 /*
  * A task may have moved: to or from the trash, to another workspace, or a
- * doc of it came or went. Bumped as the change is made, before its commit:
- * one that is rolled back only costs the caller a needless check.
+ * doc of it came or went. Noted as the change is made; the counter moves when
+ * the transaction commits (tx_commit()), so that whoever sees it move and
+ * looks again finds the new placement.
  */
 static inline void placement_moved(struct store *st)
 {
-	__atomic_add_fetch(&st->placement, 1, __ATOMIC_RELEASE);
+	st->placement_pending = true;
 }
 
 /* Closes the kept blob handle, if any. Called with the store's lock held. */
