@@ -91,14 +91,14 @@ static int dir_add(void *ctx, const char *name, mode_t type, uint64_t ino)
 	return 0;
 }
 
-int dir_open(const char *path, struct dir_handle **ret)
+int dir_open(const struct route *rt, struct dir_handle **ret)
 {
 	struct dir_handle *d = calloc(1, sizeof(*d));
 	int r;
 
 	if (!d)
 		return -ENOMEM;
-	r = op_list_dir(path, dir_add, d);
+	r = op_list_dir(rt, dir_add, d);
 	if (r < 0) {
 		dir_free(d);
 		return r;

@@ -7,9 +7,10 @@
 #include <fuse_lowlevel.h>
 
 struct dir_handle;
+struct route;
 
-/* Lists the folder at path (as op_list_dir() does) into a new handle. 0 or -errno. */
-int dir_open(const char *path, struct dir_handle **ret);
+/* Lists the folder rt names (as op_list_dir() does) into a new handle. 0 or -errno. */
+int dir_open(const struct route *rt, struct dir_handle **ret);
 /* Replies to a readdir of the handle from offset off. */
 void dir_reply(fuse_req_t req, struct dir_handle *d, size_t size, off_t off);
 void dir_release(struct dir_handle *d);

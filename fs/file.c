@@ -765,28 +765,28 @@ int op_getattr_if_owner(uint64_t fh, pid_t tgid, struct stat *st)
 	return file_getattr(fs_get(), f, st);
 }
 
-int op_read(const char *path, char *buf, size_t size, off_t off, struct fuse_file_info *fi)
+int op_read(char *buf, size_t size, off_t off, struct fuse_file_info *fi)
 {
 	struct fs_file *f = file_of(fi);
 
 	return (int)file_ops[f->kind].read(fs_get(), f, buf, size, off);
 }
 
-int op_write(const char *path, const char *buf, size_t size, off_t off, struct fuse_file_info *fi)
+int op_write(const char *buf, size_t size, off_t off, struct fuse_file_info *fi)
 {
 	struct fs_file *f = file_of(fi);
 
 	return (int)file_ops[f->kind].write(fs_get(), f, buf, size, off, fi->flags);
 }
 
-int op_flush(const char *path, struct fuse_file_info *fi)
+int op_flush(struct fuse_file_info *fi)
 {
 	struct fs_file *f = file_of(fi);
 
 	return file_ops[f->kind].flush(fs_get(), f);
 }
 
-int op_release(const char *path, struct fuse_file_info *fi)
+int op_release(struct fuse_file_info *fi)
 {
 	struct fs_file *f = file_of(fi);
 
@@ -796,7 +796,7 @@ int op_release(const char *path, struct fuse_file_info *fi)
 	return 0;
 }
 
-int op_fsync(const char *path, int datasync, struct fuse_file_info *fi)
+int op_fsync(int datasync, struct fuse_file_info *fi)
 {
 	struct fs_file *f = file_of(fi);
 
@@ -804,7 +804,7 @@ int op_fsync(const char *path, int datasync, struct fuse_file_info *fi)
 	return file_ops[f->kind].fsync(fs_get(), f, datasync);
 }
 
-int op_fallocate(const char *path, int mode, off_t off, off_t len, struct fuse_file_info *fi)
+int op_fallocate(int mode, off_t off, off_t len, struct fuse_file_info *fi)
 {
 	struct fs_file *f = file_of(fi);
 

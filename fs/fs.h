@@ -20,6 +20,9 @@ struct fuse_args;
 struct fuse_session;
 struct bases;
 
+/* Called for each entry of a folder listing; a negative return stops it. */
+typedef int (*op_list_fn)(void *ctx, const char *name, mode_t type, uint64_t ino);
+
 struct fs {
 	struct store *store;
 	int root_fd;        /* the backing tree, O_PATH */

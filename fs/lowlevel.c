@@ -195,6 +195,13 @@ static int path_of(fuse_ino_t ino, const char *name, struct sb *out, bool *ret_r
 	return r;
 }
 
+/* The route of a path path_of() made: resolved into *rt, which it returns. */
+static const struct route *route_of(const struct sb *path, struct route *rt)
+{
+	route_resolve(fs_current, path->buf, rt);
+	return rt;
+}
+
 static void begin(fuse_req_t req)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
@@ -223,19 +230,15 @@ void ll_invalidate(struct fs *fs, const char *rel)
 
 /* ---- entries ------------------------------------------------------------------ */
 
-static bool is_doc_path(const char *path)
+/*
+ * Docs and the view's files are never cached: they change under merges.
+ * (A checkpoint's never change: those are. The view's folders are too:
+ * their permissions are checked on every path walk through them, and what
+ * they list is computed afresh anyway.)
+ */
+static bool never_cached(const struct route *rt)
 {
-	enum store_path_kind k = store_path_kind(path + 1);
-
-	return k == STORE_PATH_ARRAY || k == STORE_PATH_WHOLE;
-}
-
-/* The workspaces view (and the client's own entries there, which is harmless). */
-static bool is_view_path(const char *path)
-{
-	/* checkpoint snapshots never change: those may be cached */
-	return strncmp(path, "/workspaces", 11) == 0 && (path[11] == '\0' || path[11] == '/') &&
-	       !strstr(path, "/checkpoints/");
+	return rt->kind == ROUTE_DOC || (rt->kind == ROUTE_VIEW && rt->vp.kind <= VIEW_CKPTS);
 }
 
 /*
@@ -338,23 +341,29 @@ static double attr_timeout(const struct stat *st, double timeout)
 	return st->st_nlink > 1 ? 0 : timeout;
 }
 
-/* Replies with the entry parent/name, whose path is path, counting a lookup. */
+/*
+ * Replies with the entry parent/name, whose path is path, counting a lookup.
+ * After a request that made it (mkdir, create, ...), what stands at path now
+ * is looked up afresh.
+ */
 static void reply_entry_at(fuse_req_t req, fuse_ino_t parent, const char *name, const char *path,
 			   struct fuse_file_info *fi)
 {
 	struct fuse_entry_param e = { .attr_timeout = TIMEOUT, .entry_timeout = TIMEOUT };
+	struct route rt;
 	struct node *n;
 	int r;
 
-	r = op_getattr(path, &e.attr, fi);
-	if ((is_doc_path(path) || is_view_path(path)) && !S_ISDIR(e.attr.st_mode))
+	route_resolve(fs_current, path, &rt);
+	r = op_getattr(&rt, &e.attr, fi);
+	if (never_cached(&rt) && !S_ISDIR(e.attr.st_mode))
 		e.attr_timeout = 0;
 	if (S_ISDIR(e.attr.st_mode) && is_view_volatile_dir(path))
 		e.entry_timeout = e.attr_timeout = 0;
 	e.attr_timeout = attr_timeout(&e.attr, e.attr_timeout);
 	if (r < 0) {
 		if (fi)
-			op_release(path, fi);
+			op_release(fi);
 		fuse_reply_err(req, -r);
 		return;
 	}
@@ -375,7 +384,7 @@ static void reply_entry_at(fuse_req_t req, fuse_ino_t parent, const char *name, 
 	pthread_mutex_unlock(&table_lock);
 	if (!n) {
 		if (fi)
-			op_release(path, fi);
+			op_release(fi);
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
@@ -434,23 +443,14 @@ static void ll_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_dat
  * process that has the doc open sees the size of the version it reads, so
  * that fstat() then read() gives it one whole version.
  */
-static int getattr_node(fuse_ino_t ino, struct fuse_file_info *fi, struct stat *st, double *ret_timeout)
+static int getattr_route(fuse_ino_t ino, const struct route *rt, bool removed, struct fuse_file_info *fi,
+			 struct stat *st, double *ret_timeout)
 {
-	_cleanup_sb_ struct sb path = SB_INIT;
 	struct fuse_file_info any = { 0 };
-	bool removed, doc;
+	bool doc = rt->kind == ROUTE_DOC;
 	int r;
 
-	r = path_of(ino, NULL, &path, &removed);
-	if (r < 0)
-		return r;
-	doc = is_doc_path(path.buf);
-	/*
-	 * Docs and the view's files are never cached: they change under merges.
-	 * The view's folders are (their permissions are checked on every path
-	 * walk through them, and what they list is computed afresh anyway).
-	 */
-	*ret_timeout = doc || is_view_path(path.buf) ? 0 : TIMEOUT;
+	*ret_timeout = never_cached(rt) ? 0 : TIMEOUT;
 	if (doc && !fi && ino_node(ino)->opens) {
 		struct node *n = ino_node(ino);
 		struct fs_proc proc;
@@ -476,7 +476,7 @@ static int getattr_node(fuse_ino_t ino, struct fuse_file_info *fi, struct stat *
 		pthread_mutex_lock(&table_lock);
 		if (n->opens) {
 			any.fh = n->opens->fh;
-			r = op_getattr(path.buf, st, &any);
+			r = op_getattr(rt, st, &any);
 			pthread_mutex_unlock(&table_lock);
 			return r;
 		}
@@ -484,7 +484,21 @@ static int getattr_node(fuse_ino_t ino, struct fuse_file_info *fi, struct stat *
 		if (!doc)
 			return -ESTALE;
 	}
-	return op_getattr(path.buf, st, fi);
+	return op_getattr(rt, st, fi);
+}
+
+static int getattr_node(fuse_ino_t ino, struct fuse_file_info *fi, struct stat *st, double *ret_timeout)
+{
+	_cleanup_sb_ struct sb path = SB_INIT;
+	struct route rt;
+	bool removed;
+	int r;
+
+	r = path_of(ino, NULL, &path, &removed);
+	if (r < 0)
+		return r;
+	route_resolve(fs_current, path.buf, &rt);
+	return getattr_route(ino, &rt, removed, fi, st, ret_timeout);
 }
 
 static void ll_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -501,18 +515,18 @@ static void ll_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		fuse_reply_attr(req, &st, attr_timeout(&st, timeout));
 }
 
-/* Applies the attributes to_set names, from attr, to path (or to the open file fi). */
-static int setattr_path(const char *path, struct stat *attr, int to_set, struct fuse_file_info *fi)
+/* Applies the attributes to_set names, from attr, to rt (or to the open file fi). */
+static int setattr_route(const struct route *rt, struct stat *attr, int to_set, struct fuse_file_info *fi)
 {
 	int r = 0;
 
 	if (to_set & FUSE_SET_ATTR_MODE)
-		r = op_chmod(path, attr->st_mode, fi);
+		r = op_chmod(rt, attr->st_mode, fi);
 	if (r == 0 && (to_set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)))
-		r = op_chown(path, (to_set & FUSE_SET_ATTR_UID) ? attr->st_uid : (uid_t)-1,
+		r = op_chown(rt, (to_set & FUSE_SET_ATTR_UID) ? attr->st_uid : (uid_t)-1,
 			     (to_set & FUSE_SET_ATTR_GID) ? attr->st_gid : (gid_t)-1, fi);
 	if (r == 0 && (to_set & FUSE_SET_ATTR_SIZE))
-		r = op_truncate(path, attr->st_size, fi);
+		r = op_truncate(rt, attr->st_size, fi);
 	if (r == 0 && (to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME))) {
 		struct timespec tv[2] = { { .tv_nsec = UTIME_OMIT }, { .tv_nsec = UTIME_OMIT } };
 
@@ -524,7 +538,7 @@ static int setattr_path(const char *path, struct stat *attr, int to_set, struct 
 			tv[1].tv_nsec = UTIME_NOW;
 		else if (to_set & FUSE_SET_ATTR_MTIME)
 			tv[1] = attr->st_mtim;
-		r = op_utimens(path, tv, fi);
+		r = op_utimens(rt, tv, fi);
 	}
 	return r;
 }
@@ -532,6 +546,7 @@ static int setattr_path(const char *path, struct stat *attr, int to_set, struct 
 static void ll_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, struct fuse_file_info *fi)
 {
 	_cleanup_sb_ struct sb path = SB_INIT;
+	struct route rt;
 	struct stat st;
 	double timeout;
 	bool removed;
@@ -539,7 +554,9 @@ static void ll_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 
 	begin(req);
 	r = path_of(ino, NULL, &path, &removed);
-	if (r == 0 && removed && !fi && !is_doc_path(path.buf)) {
+	if (r == 0)
+		route_resolve(fs_current, path.buf, &rt);
+	if (r == 0 && removed && !fi && rt.kind != ROUTE_DOC) {
 		/*
 		 * A removed plain file (fchmod of an unlinked open file): its path
 		 * names another file now, or none. Through one of its open handles,
@@ -551,16 +568,16 @@ static void ll_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 		pthread_mutex_lock(&table_lock);
 		if (n->opens) {
 			any.fh = n->opens->fh;
-			r = setattr_path(path.buf, attr, to_set, &any);
+			r = setattr_route(&rt, attr, to_set, &any);
 		} else {
 			r = -ESTALE;
 		}
 		pthread_mutex_unlock(&table_lock);
 	} else if (r == 0) {
-		r = setattr_path(path.buf, attr, to_set, fi);
+		r = setattr_route(&rt, attr, to_set, fi);
 	}
 	if (r == 0)
-		r = getattr_node(ino, fi, &st, &timeout);
+		r = getattr_route(ino, &rt, removed, fi, &st, &timeout);
 	if (r < 0)
 		fuse_reply_err(req, -r);
 	else
@@ -572,13 +589,14 @@ static void ll_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 static void ll_readlink(fuse_req_t req, fuse_ino_t ino)
 {
 	_cleanup_sb_ struct sb path = SB_INIT;
+	struct route rt;
 	char buf[PATH_MAX + 1];
 	int r;
 
 	begin(req);
 	r = path_of(ino, NULL, &path, NULL);
 	if (r == 0)
-		r = op_readlink(path.buf, buf, sizeof(buf));
+		r = op_readlink(route_of(&path, &rt), buf, sizeof(buf));
 	if (r < 0)
 		fuse_reply_err(req, -r);
 	else
@@ -588,12 +606,13 @@ static void ll_readlink(fuse_req_t req, fuse_ino_t ino)
 static void ll_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
 {
 	_cleanup_sb_ struct sb path = SB_INIT;
+	struct route rt;
 	int r;
 
 	begin(req);
 	r = path_of(parent, name, &path, NULL);
 	if (r == 0)
-		r = op_mknod(path.buf, mode, rdev);
+		r = op_mknod(route_of(&path, &rt), mode, rdev);
 	if (r < 0)
 		fuse_reply_err(req, -r);
 	else
@@ -603,12 +622,13 @@ static void ll_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 static void ll_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
 	_cleanup_sb_ struct sb path = SB_INIT;
+	struct route rt;
 	int r;
 
 	begin(req);
 	r = path_of(parent, name, &path, NULL);
 	if (r == 0)
-		r = op_mkdir(path.buf, mode);
+		r = op_mkdir(route_of(&path, &rt), mode);
 	if (r < 0)
 		fuse_reply_err(req, -r);
 	else
@@ -618,12 +638,13 @@ static void ll_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 static void ll_symlink(fuse_req_t req, const char *target, fuse_ino_t parent, const char *name)
 {
 	_cleanup_sb_ struct sb path = SB_INIT;
+	struct route rt;
 	int r;
 
 	begin(req);
 	r = path_of(parent, name, &path, NULL);
 	if (r == 0)
-		r = op_symlink(target, path.buf);
+		r = op_symlink(target, route_of(&path, &rt));
 	if (r < 0)
 		fuse_reply_err(req, -r);
 	else
@@ -633,6 +654,7 @@ static void ll_symlink(fuse_req_t req, const char *target, fuse_ino_t parent, co
 static void ll_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent, const char *name)
 {
 	_cleanup_sb_ struct sb from = SB_INIT, to = SB_INIT;
+	struct route rf, rt;
 	int r;
 
 	begin(req);
@@ -640,7 +662,7 @@ static void ll_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent, const cha
 	if (r == 0)
 		r = path_of(parent, name, &to, NULL);
 	if (r == 0)
-		r = op_link(from.buf, to.buf);
+		r = op_link(route_of(&from, &rf), route_of(&to, &rt));
 	if (r < 0) {
 		fuse_reply_err(req, -r);
 		return;
@@ -672,12 +694,13 @@ static void name_removed(fuse_ino_t parent, const char *name)
 static void ll_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	_cleanup_sb_ struct sb path = SB_INIT;
+	struct route rt;
 	int r;
 
 	begin(req);
 	r = path_of(parent, name, &path, NULL);
 	if (r == 0)
-		r = op_unlink(path.buf);
+		r = op_unlink(route_of(&path, &rt));
 	if (r == 0)
 		name_removed(parent, name);
 	ll_placement_check(fs_current);
@@ -687,12 +710,13 @@ static void ll_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 static void ll_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	_cleanup_sb_ struct sb path = SB_INIT;
+	struct route rt;
 	int r;
 
 	begin(req);
 	r = path_of(parent, name, &path, NULL);
 	if (r == 0)
-		r = op_rmdir(path.buf);
+		r = op_rmdir(route_of(&path, &rt));
 	if (r == 0)
 		name_removed(parent, name);
 	ll_placement_check(fs_current);
@@ -703,6 +727,7 @@ static void ll_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 		      const char *newname, unsigned int flags)
 {
 	_cleanup_sb_ struct sb from = SB_INIT, to = SB_INIT;
+	struct route rf, rt;
 	int r;
 
 	begin(req);
@@ -710,7 +735,7 @@ static void ll_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 	if (r == 0)
 		r = path_of(newparent, newname, &to, NULL);
 	if (r == 0)
-		r = op_rename(from.buf, to.buf, flags);
+		r = op_rename(route_of(&from, &rf), route_of(&to, &rt), flags);
 	if (r == 0) {
 		struct node *src, *dst;
 
@@ -788,16 +813,19 @@ static void opens_remove(fuse_ino_t ino, uint64_t fh)
 static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	_cleanup_sb_ struct sb path = SB_INIT;
+	struct route rt;
 	bool removed;
 	int r;
 
 	begin(req);
 	r = path_of(ino, NULL, &path, &removed);
+	if (r == 0)
+		route_resolve(fs_current, path.buf, &rt);
 	/* A replaced doc opens as the doc now at its path; a replaced plain file is gone. */
-	if (r == 0 && removed && !is_doc_path(path.buf))
+	if (r == 0 && removed && rt.kind != ROUTE_DOC)
 		r = -ESTALE;
 	if (r == 0)
-		r = op_open(path.buf, fi);
+		r = op_open(&rt, fi);
 	if (r < 0) {
 		fuse_reply_err(req, -r);
 		return;
@@ -806,19 +834,20 @@ static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (fuse_reply_open(req, fi) == -ENOENT) {
 		/* The caller was interrupted: nobody will release this handle. */
 		opens_remove(ino, fi->fh);
-		op_release(path.buf, fi);
+		op_release(fi);
 	}
 }
 
 static void ll_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, struct fuse_file_info *fi)
 {
 	_cleanup_sb_ struct sb path = SB_INIT;
+	struct route rt;
 	int r;
 
 	begin(req);
 	r = path_of(parent, name, &path, NULL);
 	if (r == 0)
-		r = op_create(path.buf, mode, fi);
+		r = op_create(route_of(&path, &rt), mode, fi);
 	if (r < 0)
 		fuse_reply_err(req, -r);
 	else
@@ -835,7 +864,7 @@ static void ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, stru
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	r = op_read(NULL, buf, size, off, fi);
+	r = op_read(buf, size, off, fi);
 	if (r < 0)
 		fuse_reply_err(req, -r);
 	else
@@ -848,7 +877,7 @@ static void ll_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	int r;
 
 	begin(req);
-	r = op_write(NULL, buf, size, off, fi);
+	r = op_write(buf, size, off, fi);
 	if (r < 0)
 		fuse_reply_err(req, -r);
 	else
@@ -858,27 +887,27 @@ static void ll_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 static void ll_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	begin(req);
-	fuse_reply_err(req, -op_flush(NULL, fi));
+	fuse_reply_err(req, -op_flush(fi));
 }
 
 static void ll_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	begin(req);
 	opens_remove(ino, fi->fh);
-	op_release(NULL, fi);
+	op_release(fi);
 	fuse_reply_err(req, 0);
 }
 
 static void ll_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
 	begin(req);
-	fuse_reply_err(req, -op_fsync(NULL, datasync, fi));
+	fuse_reply_err(req, -op_fsync(datasync, fi));
 }
 
 static void ll_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len, struct fuse_file_info *fi)
 {
 	begin(req);
-	fuse_reply_err(req, -op_fallocate(NULL, mode, off, len, fi));
+	fuse_reply_err(req, -op_fallocate(mode, off, len, fi));
 }
 
 static void ll_statfs(fuse_req_t req, fuse_ino_t ino)
@@ -887,7 +916,7 @@ static void ll_statfs(fuse_req_t req, fuse_ino_t ino)
 	int r;
 
 	begin(req);
-	r = op_statfs("/", &sv);
+	r = op_statfs(&sv);
 	if (r < 0)
 		fuse_reply_err(req, -r);
 	else
@@ -900,13 +929,14 @@ static void ll_statfs(fuse_req_t req, fuse_ino_t ino)
 static void ll_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	_cleanup_sb_ struct sb path = SB_INIT;
+	struct route rt;
 	struct dir_handle *d = NULL;
 	int r;
 
 	begin(req);
 	r = path_of(ino, NULL, &path, NULL);
 	if (r == 0)
-		r = dir_open(path.buf, &d);
+		r = dir_open(route_of(&path, &rt), &d);
 	if (r < 0) {
 		fuse_reply_err(req, -r);
 		return;

@@ -19,33 +19,29 @@
 #include "fs/shadow.h"
 #include "store/util.h"
 
-int op_unlink(const char *path)
+int op_unlink(const struct route *rt)
 {
 	struct fs *fs = fs_get();
-	const char *r = fs_rel(path), *leaf;
+	enum view_kind vk = rt->vp.kind;
+	const char *r = rt->rel, *leaf;
 	int dfd, res;
 
-	if (in_readonly_view(fs, r))
+	if (in_readonly_view(fs, rt))
 		return -EROFS;
-	if (fs_is_doc(r)) {
+	if (rt->kind == ROUTE_DOC) {
 		struct store_who who;
 		struct fs_proc proc;
 
 		fs_caller(&proc, &who);
 		return store_doc_remove(fs->store, r, &who, "unlink");
 	}
-	{
-		struct view_path vp;
-
-		res = view_parse(fs, r, &vp);
-		if (res < 0)
-			return res;
-		/* A task's files in the view go with their folder: rm -r moves it to the trash. */
-		if (vp.kind == VIEW_MESSAGES || vp.kind == VIEW_UI || vp.kind == VIEW_TASK_JSON || vp.kind == VIEW_METADATA)
-			return 0;
-		if (vp.kind != VIEW_NONE)
-			return -EPERM;
-	}
+	if (rt->view_err < 0)
+		return rt->view_err;
+	/* A task's files in the view go with their folder: rm -r moves it to the trash. */
+	if (vk == VIEW_MESSAGES || vk == VIEW_UI || vk == VIEW_TASK_JSON || vk == VIEW_METADATA)
+		return 0;
+	if (rt->kind == ROUTE_VIEW)
+		return -EPERM;
 	dfd = plain_open_parent(fs, r, &leaf);
 	if (dfd < 0)
 		return dfd;
@@ -164,78 +160,69 @@ out:
 	return r;
 }
 
-int op_rename(const char *from, const char *to, unsigned int flags)
+int op_rename(const struct route *rf, const struct route *rt, unsigned int flags)
 {
 	struct fs *fs = fs_get();
-	enum store_path_kind kf, kt;
-	int r;
+	const struct view_path *vf = &rf->vp, *vt = &rt->vp;
+	const char *from = rf->rel, *to = rt->rel;
+	enum view_kind to_kind = vt->kind;
+	int pf = rf->view_err, pt = rt->view_err, r;
 
 	backing_check(fs);
-	from = fs_rel(from);
-	to = fs_rel(to);
-	if (in_readonly_view(fs, from) || in_readonly_view(fs, to))
+	if (in_readonly_view(fs, rf) || in_readonly_view(fs, rt))
 		return -EROFS;
-	{
-		struct view_path vf, vt;
-		int pf = view_parse(fs, from, &vf), pt = view_parse(fs, to, &vt);
+	if (pf < 0 && pf != -ENOENT)
+		return pf;
+	if (vf->kind == VIEW_TASK && vf->trash && pf == 0) {
+		/* mv workspaces/.trash/<id> back to a tasks/ folder: the task comes back. */
+		bool to_view = vt->kind == VIEW_TASK && !vt->trash && pt == -ENOENT;
+		char dir[96];
+		bool to_compat = store_conversation_dir(vf->task, dir, sizeof(dir)) == 0 && strcmp(to, dir) == 0;
 
-		if (pf < 0 && pf != -ENOENT)
-			return pf;
-		if (vf.kind == VIEW_TASK && vf.trash && pf == 0) {
-			/* mv workspaces/.trash/<id> back to a tasks/ folder: the task comes back. */
-			bool to_view = vt.kind == VIEW_TASK && !vt.trash && pt == -ENOENT;
-			char dir[96];
-			bool to_compat = store_conversation_dir(vf.task, dir, sizeof(dir)) == 0 && strcmp(to, dir) == 0;
-
-			if ((!to_view && !to_compat) || (to_view && strcmp(vt.task, vf.task) != 0))
-				return -EINVAL; /* a task comes back under its own id */
-			return task_restore(fs, vf.task);
-		}
-		if (vt.kind == VIEW_WS_HISTORY && pt == 0 && vf.kind == VIEW_NONE && !fs_is_doc(from))
-			return rename_in(fs, from, to, flags, vt.unknown ? "" : vt.key);
-		if (vf.kind == VIEW_NONE && pt == 0 && view_is_top(&vt) && !strchr(to + 11, '/')) {
-			/* A client's entry renamed onto a view folder's name wins: the view's moves aside. */
-			if (flags & RENAME_NOREPLACE)
-				return -EEXIST;
-			vt.kind = VIEW_NONE;
-		}
-		if (vf.kind != VIEW_NONE || vt.kind != VIEW_NONE)
-			return vf.kind == VIEW_TASK || vt.kind == VIEW_TASK ? -EXDEV : -EPERM;
-		if (strncmp(to, "workspaces/", 11) == 0 && !strchr(to + 11, '/') &&
-		    (r = backing_mkdirs(fs, "workspaces", 10)) < 0)
-			return r; /* the client's first entry of its own in workspaces/ */
+		if ((!to_view && !to_compat) || (to_view && strcmp(vt->task, vf->task) != 0))
+			return -EINVAL; /* a task comes back under its own id */
+		return task_restore(fs, vf->task);
 	}
-	kf = store_path_kind(from);
-	kt = store_path_kind(to);
+	if (vt->kind == VIEW_WS_HISTORY && pt == 0 && rf->kind == ROUTE_PLAIN)
+		return rename_in(fs, from, to, flags, vt->unknown ? "" : vt->key);
+	if (vf->kind == VIEW_NONE && pt == 0 && view_is_top(vt) && !strchr(to + 11, '/')) {
+		/* A client's entry renamed onto a view folder's name wins: the view's moves aside. */
+		if (flags & RENAME_NOREPLACE)
+			return -EEXIST;
+		to_kind = VIEW_NONE;
+	}
+	if (vf->kind != VIEW_NONE || to_kind != VIEW_NONE)
+		return vf->kind == VIEW_TASK || to_kind == VIEW_TASK ? -EXDEV : -EPERM;
+	if (strncmp(to, "workspaces/", 11) == 0 && !strchr(to + 11, '/') &&
+	    (r = backing_mkdirs(fs, "workspaces", 10)) < 0)
+		return r; /* the client's first entry of its own in workspaces/ */
 	/* Directories that hold docs move by copy: mv falls back on EXDEV. */
-	if (kf == STORE_PATH_DOC_DIR || kf == STORE_PATH_TASKS_DIR || kt == STORE_PATH_DOC_DIR ||
-	    kt == STORE_PATH_TASKS_DIR)
+	if (rf->store == STORE_PATH_DOC_DIR || rf->store == STORE_PATH_TASKS_DIR ||
+	    rt->store == STORE_PATH_DOC_DIR || rt->store == STORE_PATH_TASKS_DIR)
 		return -EXDEV;
-	if (fs_is_doc(from) || fs_is_doc(to)) {
+	if (rf->kind == ROUTE_DOC || rt->kind == ROUTE_DOC) {
 		if (flags & RENAME_EXCHANGE)
 			return -EINVAL;
-		if (fs_is_doc(from) && fs_is_doc(to))
+		if (rf->kind == ROUTE_DOC && rt->kind == ROUTE_DOC)
 			return strcmp(from, to) == 0 ? 0 : -EXDEV;
-		return fs_is_doc(to) ? rename_in(fs, from, to, flags, NULL) : rename_out(fs, from, to, flags);
+		return rt->kind == ROUTE_DOC ? rename_in(fs, from, to, flags, NULL) : rename_out(fs, from, to, flags);
 	}
 	r = plain_rename(fs, from, to, flags);
 	return r < 0 ? plain_fail("rename", from, -r) : 0;
 }
 
-int op_link(const char *from, const char *to)
+int op_link(const struct route *rf, const struct route *rt)
 {
 	struct fs *fs = fs_get();
-	const char *lf, *lt;
+	const char *from = rf->rel, *to = rt->rel, *lf, *lt;
 	int df, dt, r;
 
 	backing_check(fs);
-	from = fs_rel(from);
-	to = fs_rel(to);
-	if (in_readonly_view(fs, from) || in_readonly_view(fs, to))
+	if (in_readonly_view(fs, rf) || in_readonly_view(fs, rt))
 		return -EROFS;
-	if (fs_is_doc(from) || fs_is_doc(to))
+	if (rf->kind == ROUTE_DOC || rt->kind == ROUTE_DOC)
 		return -EPERM; /* a doc has exactly one name */
-	r = view_refuses_create(fs, to, "link");
+	r = view_refuses_create(fs, rt, "link");
 	if (r < 0)
 		return r;
 	df = plain_open_parent(fs, from, &lf);
@@ -252,21 +239,21 @@ int op_link(const char *from, const char *to)
 	return r;
 }
 
-int op_symlink(const char *target, const char *path)
+int op_symlink(const char *target, const struct route *rt)
 {
 	struct fs *fs = fs_get();
-	const char *r = fs_rel(path), *leaf;
+	const char *r = rt->rel, *leaf;
 	int dfd, res;
 
 	backing_check(fs);
-	if (in_readonly_view(fs, r))
+	if (in_readonly_view(fs, rt))
 		return -EROFS;
-	if (store_path_kind(r) != STORE_PATH_PLAIN) {
+	if (rt->store != STORE_PATH_PLAIN) {
 		/* tasks, sessions, state and their conversation folders are folders, never links */
 		log_warn("refusing to create the symlink '%s': that name holds conversations", r);
 		return -EPERM;
 	}
-	res = view_refuses_create(fs, r, "symlink");
+	res = view_refuses_create(fs, rt, "symlink");
 	if (res < 0)
 		return res;
 	dfd = plain_open_parent(fs, r, &leaf);
@@ -279,21 +266,18 @@ int op_symlink(const char *target, const char *path)
 	return res;
 }
 
-int op_readlink(const char *path, char *buf, size_t size)
+int op_readlink(const struct route *rt, char *buf, size_t size)
 {
 	struct fs *fs = fs_get();
-	const char *r = fs_rel(path), *leaf;
+	const struct view_path *vp = &rt->vp;
+	const char *r = rt->rel, *leaf;
 	ssize_t n;
 	int dfd;
 
-	if (fs_is_doc(r))
+	if (rt->kind == ROUTE_DOC)
 		return -EINVAL;
-	{
-		struct view_path vp;
-
-		if (view_parse(fs, r, &vp) == 0 && vp.kind != VIEW_NONE)
-			return vp.kind == VIEW_CKPT_FILES ? shadow_readlink(vp.git_dir, vp.hash, vp.sub, buf, size) : -EINVAL;
-	}
+	if (rt->view_err == 0 && rt->kind == ROUTE_VIEW)
+		return vp->kind == VIEW_CKPT_FILES ? shadow_readlink(vp->git_dir, vp->hash, vp->sub, buf, size) : -EINVAL;
 	dfd = plain_open_parent(fs, r, &leaf);
 	if (dfd < 0)
 		return dfd;
@@ -305,20 +289,20 @@ int op_readlink(const char *path, char *buf, size_t size)
 	return 0;
 }
 
-int op_mknod(const char *path, mode_t mode, dev_t rdev)
+int op_mknod(const struct route *rt, mode_t mode, dev_t rdev)
 {
 	struct fs *fs = fs_get();
-	const char *r = fs_rel(path), *leaf;
+	const char *r = rt->rel, *leaf;
 	int dfd, res;
 
 	backing_check(fs);
-	if (in_readonly_view(fs, r))
+	if (in_readonly_view(fs, rt))
 		return -EROFS;
-	if (fs_is_doc(r))
+	if (rt->kind == ROUTE_DOC)
 		return -EPERM;
 	if (!S_ISREG(mode) && !S_ISFIFO(mode) && !S_ISSOCK(mode))
 		return -EPERM; /* no device nodes in a history folder */
-	res = view_refuses_create(fs, r, "special file");
+	res = view_refuses_create(fs, rt, "special file");
 	if (res < 0)
 		return res;
 	dfd = plain_open_parent(fs, r, &leaf);

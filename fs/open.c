@@ -273,24 +273,19 @@ static int view_open(struct fs *fs, const char *r, const struct view_path *vp, s
 
 /* ---- files ---------------------------------------------------------------------- */
 
-int op_open(const char *path, struct fuse_file_info *fi)
+int op_open(const struct route *rt, struct fuse_file_info *fi)
 {
 	struct fs *fs = fs_get();
-	const char *r = fs_rel(path);
+	const char *r = rt->rel;
 	struct fs_file *f;
 	int fd;
 
-	if (fs_is_doc(r))
+	if (rt->kind == ROUTE_DOC)
 		return doc_open(fs, r, fi, false);
-	{
-		struct view_path vp;
-		int res = view_parse(fs, r, &vp);
-
-		if (res < 0)
-			return res;
-		if (vp.kind != VIEW_NONE)
-			return view_open(fs, r, &vp, fi);
-	}
+	if (rt->view_err < 0)
+		return rt->view_err;
+	if (rt->kind == ROUTE_VIEW)
+		return view_open(fs, r, &rt->vp, fi);
 	fd = plain_open(fs, r, fi->flags & PLAIN_OPEN_FLAGS, 0);
 	if (fd < 0)
 		return plain_fail("open", r, -fd);
@@ -304,17 +299,18 @@ int op_open(const char *path, struct fuse_file_info *fi)
 	return 0;
 }
 
-int op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
+int op_create(const struct route *rt, mode_t mode, struct fuse_file_info *fi)
 {
 	struct fs *fs = fs_get();
-	const char *r = fs_rel(path);
+	const struct view_path *vp = &rt->vp;
+	const char *r = rt->rel;
 	struct fs_file *f;
 	int fd, res;
 
 	backing_check(fs);
-	if (in_readonly_view(fs, r))
+	if (in_readonly_view(fs, rt))
 		return -EROFS;
-	if (fs_is_doc(r)) {
+	if (rt->kind == ROUTE_DOC) {
 		struct store_who who;
 		struct fs_proc proc;
 
@@ -326,28 +322,24 @@ int op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 			return res;
 		return doc_open(fs, r, fi, true);
 	}
-	{
-		struct view_path vp;
+	if (rt->view_err == 0 && rt->kind == ROUTE_VIEW) {
+		/* A file of the view that exists only once its doc does. */
 		struct store_who who;
 		struct fs_proc proc;
 
-		res = view_parse(fs, r, &vp);
-		if (res == 0 && vp.kind != VIEW_NONE) {
-			/* A file of the view that exists only once its doc does. */
-			if ((vp.kind != VIEW_MESSAGES && vp.kind != VIEW_UI && vp.kind != VIEW_METADATA) || !*vp.doc)
-				return -EACCES;
-			fs_caller(&proc, &who);
-			res = store_doc_create(fs->store, vp.doc, &who);
-			if (res < 0 && res != -EEXIST)
-				return res;
-			if (res == -EEXIST && (fi->flags & O_EXCL))
-				return -EEXIST;
-			return view_open(fs, r, &vp, fi);
-		}
-		if (res < 0 && vp.kind != VIEW_NONE)
-			return vp.kind == VIEW_TASK ? -ENOENT : -EACCES;
+		if ((vp->kind != VIEW_MESSAGES && vp->kind != VIEW_UI && vp->kind != VIEW_METADATA) || !*vp->doc)
+			return -EACCES;
+		fs_caller(&proc, &who);
+		res = store_doc_create(fs->store, vp->doc, &who);
+		if (res < 0 && res != -EEXIST)
+			return res;
+		if (res == -EEXIST && (fi->flags & O_EXCL))
+			return -EEXIST;
+		return view_open(fs, r, vp, fi);
 	}
-	res = view_refuses_create(fs, r, "file");
+	if (rt->view_err < 0 && rt->kind == ROUTE_VIEW)
+		return vp->kind == VIEW_TASK ? -ENOENT : -EACCES;
+	res = view_refuses_create(fs, rt, "file");
 	if (res < 0)
 		return res;
 	/*

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * ops.c: the filesystem's operations, by path (lowlevel.c turns node ids into
- * paths and calls these).
+ * ops.c: the filesystem's operations, by route (lowlevel.c turns node ids into
+ * paths, and paths into routes, route.h, and calls these).
  *
- * Every path is first classified: a managed file ("doc", store_path_kind())
- * goes to the store, a path of the workspaces view (view_parse()) to the view,
- * anything else to the backing tree through plain.c. This file only
+ * Each request comes with its route: a managed file ("doc") goes to the
+ * store, a path of the workspaces view to the view, anything else to the
+ * backing tree through plain.c. This file only
  * translates: paths to store calls or *at() calls, results to 0 / -errno, with
  * a log line for every failure that is not the caller's ordinary business
  * (ENOENT on lookup is not logged).
@@ -229,68 +229,61 @@ out:
 }
 
 /*
- * Creating r (what: "file", "folder", ...) in a folder of the workspaces view,
- * which holds only its own files: -EPERM, or -EINVAL for a folder in a
- * workspace's tasks/ whose name is not a task id; 0 if r is outside the view
+ * Creating rt (what: "file", "folder", ...) in a folder of the workspaces
+ * view, which holds only its own files: -EPERM, or -EINVAL for a folder in a
+ * workspace's tasks/ whose name is not a task id; 0 if rt is outside the view
  * (the client's own workspaces/<hash>/ included). workspaces/ itself takes
  * any name the view is not showing (the kernel has answered EEXIST for those
  * already): the client's own entry, made in the backing tree.
  */
-int view_refuses_create(struct fs *fs, const char *r, const char *what)
+int view_refuses_create(struct fs *fs, const struct route *rt, const char *what)
 {
-	struct view_path vp;
-	char parent[4096];
-	const char *slash = strrchr(r, '/');
+	struct route parent;
+	char buf[4096];
 
-	if (strncmp(r, "workspaces/", 11) != 0 || !slash || (size_t)(slash - r) >= sizeof(parent))
+	if (strncmp(rt->rel, "workspaces/", 11) != 0)
 		return 0;
-	memcpy(parent, r, (size_t)(slash - r));
-	parent[slash - r] = '\0';
-	if (view_parse(fs, parent, &vp) < 0 || vp.kind == VIEW_NONE)
+	route_parent(fs, rt, &parent, buf, sizeof(buf));
+	if (parent.view_err < 0 || parent.vp.kind == VIEW_NONE)
 		return 0;
-	if (vp.kind == VIEW_ROOT)
+	if (parent.vp.kind == VIEW_ROOT)
 		return backing_mkdirs(fs, "workspaces", 10);
-	if (vp.kind == VIEW_TASKS && strcmp(what, "folder") == 0) {
-		log_warn("refusing to make the task '%s': '%s' is not a task id (digits)", r, slash + 1);
+	if (parent.vp.kind == VIEW_TASKS && strcmp(what, "folder") == 0) {
+		log_warn("refusing to make the task '%s': '%s' is not a task id (digits)", rt->rel,
+			 strrchr(rt->rel, '/') + 1);
 		return -EINVAL;
 	}
-	log_warn("refusing to create the %s '%s': the workspaces view holds only its own files", what, r);
+	log_warn("refusing to create the %s '%s': the workspaces view holds only its own files", what, rt->rel);
 	return -EPERM;
 }
 
-/* True if rel is in a read-only part of the view (a checkpoint), or would be created in one. */
-bool in_readonly_view(struct fs *fs, const char *r)
+/* True if rt is in a read-only part of the view (a checkpoint), or would be created in one. */
+bool in_readonly_view(struct fs *fs, const struct route *rt)
 {
-	struct view_path vp;
-	char parent[4096];
-	const char *slash;
+	struct route parent;
+	char buf[4096];
 
-	if (strncmp(r, "workspaces/", 11) != 0 || !strstr(r, "/checkpoints"))
+	if (strncmp(rt->rel, "workspaces/", 11) != 0 || !strstr(rt->rel, "/checkpoints"))
 		return false;
-	if (view_parse(fs, r, &vp) == 0 && view_readonly(&vp))
+	if (rt->view_err == 0 && view_readonly(&rt->vp))
 		return true;
-	slash = strrchr(r, '/');
-	if (!slash || (size_t)(slash - r) >= sizeof(parent))
-		return false;
-	memcpy(parent, r, (size_t)(slash - r));
-	parent[slash - r] = '\0';
-	return view_parse(fs, parent, &vp) == 0 && view_readonly(&vp);
+	route_parent(fs, rt, &parent, buf, sizeof(buf));
+	return parent.view_err == 0 && view_readonly(&parent.vp);
 }
 
 /* ---- attributes ----------------------------------------------------------- */
 
-int op_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
+int op_getattr(const struct route *rt, struct stat *st, struct fuse_file_info *fi)
 {
 	struct fs *fs = fs_get();
 	struct fs_file *f = fi ? (struct fs_file *)(uintptr_t)fi->fh : NULL;
+	const char *path = rt->rel, *leaf;
 	struct store_stat ss;
-	const char *leaf;
 	int dfd, r;
 
 	if (f)
 		return file_getattr(fs, f, st);
-	path = fs_rel(path);
-	if (fs_is_doc(path)) {
+	if (rt->kind == ROUTE_DOC) {
 		r = store_doc_stat(fs->store, path, &ss);
 		if (r < 0)
 			return r;
@@ -299,25 +292,20 @@ int op_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 	}
 	if (!*path)
 		return fstat(fs->root_fd, st) < 0 ? -errno : 0;
-	{
-		struct view_path vp;
-
-		r = view_parse(fs, path, &vp);
-		if (r < 0)
-			return r;
-		if (vp.kind == VIEW_ROOT) {
-			/* The client's own workspaces/ folder, if it has one, lends its attributes. */
-			dfd = plain_open_parent(fs, path, &leaf);
-			if (dfd >= 0 && fstatat(dfd, leaf, st, AT_SYMLINK_NOFOLLOW) == 0) {
-				close(dfd);
-				return 0;
-			}
-			if (dfd >= 0)
-				close(dfd);
+	if (rt->view_err < 0)
+		return rt->view_err;
+	if (rt->vp.kind == VIEW_ROOT) {
+		/* The client's own workspaces/ folder, if it has one, lends its attributes. */
+		dfd = plain_open_parent(fs, path, &leaf);
+		if (dfd >= 0 && fstatat(dfd, leaf, st, AT_SYMLINK_NOFOLLOW) == 0) {
+			close(dfd);
+			return 0;
 		}
-		if (vp.kind != VIEW_NONE)
-			return view_getattr(fs, path, &vp, st);
+		if (dfd >= 0)
+			close(dfd);
 	}
+	if (rt->kind == ROUTE_VIEW)
+		return view_getattr(fs, path, &rt->vp, st);
 	dfd = plain_open_parent(fs, path, &leaf);
 	if (dfd < 0)
 		return dfd;
@@ -391,31 +379,28 @@ int give_to_caller(const struct fs *fs, const char *r, int dfd, const char *leaf
  * changed); checkpoint snapshots refuse them (-EROFS); 1: a plain
  * file, which the caller changes.
  */
-static int attr_target(struct fs *fs, const char *path, const struct fs_file *f)
+static int attr_target(const struct route *rt, const struct fs_file *f)
 {
-	struct view_path vp;
-
 	if (f)
 		return file_attr_target(f);
-	if (view_parse(fs, fs_rel(path), &vp) == 0 && vp.kind != VIEW_NONE && vp.kind != VIEW_ROOT)
-		return view_readonly(&vp) ? -EROFS : 0;
-	return fs_is_doc(fs_rel(path)) ? 0 : 1;
+	if (rt->view_err == 0 && rt->kind == ROUTE_VIEW && rt->vp.kind != VIEW_ROOT)
+		return view_readonly(&rt->vp) ? -EROFS : 0;
+	return rt->kind == ROUTE_DOC ? 0 : 1;
 }
 
-int op_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
+int op_chmod(const struct route *rt, mode_t mode, struct fuse_file_info *fi)
 {
 	struct fs *fs = fs_get();
 	struct fs_file *f = fi ? (struct fs_file *)(uintptr_t)fi->fh : NULL;
-	const char *leaf;
+	const char *path = rt->rel, *leaf;
 	int dfd, r;
 
-	r = attr_target(fs, path, f);
+	r = attr_target(rt, f);
 	if (r <= 0)
 		return r;
 	mode = private_mode(fs, mode);
 	if (f)
 		return fchmod(f->fd, mode) < 0 ? -errno : 0;
-	path = fs_rel(path);
 	if (!*path)
 		return fchmodat(AT_FDCWD, fs->backing_path, mode, 0) < 0 ? -errno : 0;
 	dfd = plain_open_parent(fs, path, &leaf);
@@ -441,19 +426,18 @@ int op_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
 	return r;
 }
 
-int op_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info *fi)
+int op_chown(const struct route *rt, uid_t uid, gid_t gid, struct fuse_file_info *fi)
 {
 	struct fs *fs = fs_get();
 	struct fs_file *f = fi ? (struct fs_file *)(uintptr_t)fi->fh : NULL;
-	const char *leaf;
+	const char *path = rt->rel, *leaf;
 	int dfd, r;
 
-	r = attr_target(fs, path, f);
+	r = attr_target(rt, f);
 	if (r <= 0)
 		return r;
 	if (f)
 		return fchown(f->fd, uid, gid) < 0 ? -errno : 0;
-	path = fs_rel(path);
 	dfd = plain_open_parent(fs, path, &leaf);
 	if (dfd < 0)
 		return dfd;
@@ -462,19 +446,18 @@ int op_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info *fi)
 	return r;
 }
 
-int op_utimens(const char *path, const struct timespec tv[2], struct fuse_file_info *fi)
+int op_utimens(const struct route *rt, const struct timespec tv[2], struct fuse_file_info *fi)
 {
 	struct fs *fs = fs_get();
 	struct fs_file *f = fi ? (struct fs_file *)(uintptr_t)fi->fh : NULL;
-	const char *leaf;
+	const char *path = rt->rel, *leaf;
 	int dfd, r;
 
-	r = attr_target(fs, path, f);
+	r = attr_target(rt, f);
 	if (r <= 0)
 		return r;
 	if (f)
 		return futimens(f->fd, tv) < 0 ? -errno : 0;
-	path = fs_rel(path);
 	if (!*path)
 		return utimensat(AT_FDCWD, fs->backing_path, tv, 0) < 0 ? -errno : 0;
 	dfd = plain_open_parent(fs, path, &leaf);
@@ -499,27 +482,24 @@ static int list_doc(void *ctx, const char *name, const struct store_stat *s)
 	return c->fn(c->ctx, name, S_IFREG, s->ino);
 }
 
-int op_list_dir(const char *path, op_list_fn fn, void *ctx)
+int op_list_dir(const struct route *rt, op_list_fn fn, void *ctx)
 {
 	struct fs *fs = fs_get();
-	const char *r = fs_rel(path);
+	const char *r = rt->rel;
 	struct dirent *de;
 	DIR *d;
 	int fd, res = 0;
 
-	struct view_path vp;
-
-	res = view_parse(fs, r, &vp);
-	if (res < 0)
-		return res;
-	if (vp.kind != VIEW_NONE && vp.kind != VIEW_ROOT)
-		return view_list(fs, &vp, fn, ctx);
+	if (rt->view_err < 0)
+		return rt->view_err;
+	if (rt->kind == ROUTE_VIEW && rt->vp.kind != VIEW_ROOT)
+		return view_list(fs, &rt->vp, fn, ctx);
 	fd = plain_open(fs, r, O_RDONLY | O_DIRECTORY, 0);
-	if (fd == -ENOENT && vp.kind == VIEW_ROOT) {
+	if (fd == -ENOENT && rt->vp.kind == VIEW_ROOT) {
 		/* No workspaces/ of the client's: only the view's entries. */
 		if ((res = fn(ctx, ".", S_IFDIR, 0)) < 0 || (res = fn(ctx, "..", S_IFDIR, 0)) < 0)
 			return res;
-		return view_list(fs, &vp, fn, ctx);
+		return view_list(fs, &rt->vp, fn, ctx);
 	}
 	if (fd < 0)
 		return fd;
@@ -548,9 +528,9 @@ int op_list_dir(const char *path, op_list_fn fn, void *ctx)
 		if (dfd >= 0)
 			close(dfd);
 	}
-	if (res == 0 && vp.kind == VIEW_ROOT)
-		res = view_list(fs, &vp, fn, ctx);
-	if (res == 0 && store_path_kind(r) == STORE_PATH_DOC_DIR) {
+	if (res == 0 && rt->vp.kind == VIEW_ROOT)
+		res = view_list(fs, &rt->vp, fn, ctx);
+	if (res == 0 && rt->store == STORE_PATH_DOC_DIR) {
 		struct doc_list_ctx c = { fn, ctx };
 
 		res = store_doc_list(fs->store, r, list_doc, &c);
@@ -561,39 +541,39 @@ int op_list_dir(const char *path, op_list_fn fn, void *ctx)
 /* The backing folder of a trashed task lives here, out of the tree. */
 #define TRASH_DIR ".convfs-trash"
 
-int op_mkdir(const char *path, mode_t mode)
+int op_mkdir(const struct route *rt, mode_t mode)
 {
 	struct fs *fs = fs_get();
-	const char *r = fs_rel(path), *leaf;
-	struct view_path vp;
+	const struct view_path *vp = &rt->vp;
+	const char *r = rt->rel, *leaf;
 	int dfd, res;
 
 	backing_check(fs);
-	if (in_readonly_view(fs, r))
+	if (in_readonly_view(fs, rt))
 		return -EROFS;
-	if (fs_is_doc(r))
+	if (rt->kind == ROUTE_DOC)
 		return -EEXIST;
-	res = view_parse(fs, r, &vp);
-	if (res == 0 && vp.kind != VIEW_NONE)
+	res = rt->view_err;
+	if (res == 0 && vp->kind != VIEW_NONE)
 		return -EEXIST;
-	if (vp.kind == VIEW_TASK && !vp.trash && res == -ENOENT) {
+	if (vp->kind == VIEW_TASK && !vp->trash && res == -ENOENT) {
 		/* mkdir workspaces/<ws>/tasks/<id>: a new task, with empty conversations. */
 		struct store_who who;
 		struct fs_proc proc;
 
 		fs_caller(&proc, &who);
-		res = store_task_create(fs->store, vp.task, vp.unknown ? NULL : vp.key, &who);
+		res = store_task_create(fs->store, vp->task, vp->unknown ? NULL : vp->key, &who);
 		if (res == 0) {
 			char tdir[64];
 
-			snprintf(tdir, sizeof(tdir), "tasks/%s", vp.task);
+			snprintf(tdir, sizeof(tdir), "tasks/%s", vp->task);
 			res = plain_mkdirs(fs, tdir);
 		}
 		return res;
 	}
-	if (res < 0 && vp.kind != VIEW_NONE)
-		return vp.kind == VIEW_TASK ? -EEXIST : -EPERM; /* only tasks are made in the view */
-	res = view_refuses_create(fs, r, "folder");
+	if (res < 0 && vp->kind != VIEW_NONE)
+		return vp->kind == VIEW_TASK ? -EEXIST : -EPERM; /* only tasks are made in the view */
+	res = view_refuses_create(fs, rt, "folder");
 	if (res < 0)
 		return res;
 	dfd = plain_open_parent(fs, r, &leaf);
@@ -665,23 +645,21 @@ static bool is_conversation_dir(const char *r)
 	return slash && store_conversation_dir(slash + 1, dir, sizeof(dir)) == 0 && strcmp(dir, r) == 0;
 }
 
-int op_rmdir(const char *path)
+int op_rmdir(const struct route *rt)
 {
 	struct fs *fs = fs_get();
-	const char *r = fs_rel(path), *leaf;
-	struct view_path vp;
+	const char *r = rt->rel, *leaf;
 	int dfd, res;
 
-	if (in_readonly_view(fs, r))
+	if (in_readonly_view(fs, rt))
 		return -EROFS;
-	res = view_parse(fs, r, &vp);
-	if (res < 0)
-		return res;
-	if (vp.kind == VIEW_TASK && !vp.trash)
-		return task_trash(fs, vp.task); /* rm -r of a task in the view */
-	if (vp.kind != VIEW_NONE)
+	if (rt->view_err < 0)
+		return rt->view_err;
+	if (rt->vp.kind == VIEW_TASK && !rt->vp.trash)
+		return task_trash(fs, rt->vp.task); /* rm -r of a task in the view */
+	if (rt->kind == ROUTE_VIEW)
 		return -EPERM;
-	if (store_path_kind(r) == STORE_PATH_DOC_DIR) {
+	if (rt->store == STORE_PATH_DOC_DIR) {
 		int n = 0;
 
 		res = store_doc_list(fs->store, r, count_doc, &n);
@@ -696,7 +674,7 @@ int op_rmdir(const char *path)
 	res = unlinkat(dfd, leaf, AT_REMOVEDIR) < 0 ? plain_fail("remove directory", r, errno) : 0;
 	close(dfd);
 	/* rm -r tasks/<id> (sessions/<id>): its docs are gone one by one; the task goes to the trash. */
-	if (res == 0 && store_path_kind(r) == STORE_PATH_DOC_DIR && is_conversation_dir(r)) {
+	if (res == 0 && rt->store == STORE_PATH_DOC_DIR && is_conversation_dir(r)) {
 		int t = task_trash(fs, strchr(r, '/') + 1);
 
 		if (t < 0 && t != -ENOENT)
@@ -707,27 +685,24 @@ int op_rmdir(const char *path)
 
 /* ---- files ---------------------------------------------------------------------- */
 
-int op_truncate(const char *path, off_t size, struct fuse_file_info *fi)
+int op_truncate(const struct route *rt, off_t size, struct fuse_file_info *fi)
 {
-	struct view_path vp;
 	struct fs *fs = fs_get();
 	struct fs_file *f = fi ? (struct fs_file *)(uintptr_t)fi->fh : NULL;
-	const char *r;
+	const char *r = rt->rel;
 	int res, fd;
 
 	if (f)
 		return file_truncate(fs, f, size);
-	r = fs_rel(path);
-	res = view_parse(fs, r, &vp);
-	if (res < 0)
-		return res;
-	if (vp.kind == VIEW_METADATA)
-		r = vp.doc;
-	else if (view_readonly(&vp))
+	if (rt->view_err < 0)
+		return rt->view_err;
+	if (rt->vp.kind == VIEW_METADATA)
+		r = rt->vp.doc; /* a doc of the compat tree */
+	else if (view_readonly(&rt->vp))
 		return -EROFS;
-	else if (vp.kind != VIEW_NONE)
+	else if (rt->kind == ROUTE_VIEW)
 		return -EPERM; /* JSON Lines are rewritten by opening them with O_TRUNC */
-	if (fs_is_doc(r)) {
+	if (rt->kind == ROUTE_DOC || rt->vp.kind == VIEW_METADATA) {
 		/* truncate(2) by path: one commit of the truncated content. */
 		struct fs_file *t = file_new(FILE_DOC, -1, r);
 
@@ -753,7 +728,7 @@ int op_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 	return res;
 }
 
-int op_statfs(const char *path, struct statvfs *sv)
+int op_statfs(struct statvfs *sv)
 {
 	return fstatvfs(fs_get()->root_fd, sv) < 0 ? -errno : 0;
 }

@@ -83,19 +83,6 @@ static inline struct fs *fs_get(void)
 	return fs_current;
 }
 
-/* "/a/b" -> "a/b"; "/" -> "". */
-static inline const char *fs_rel(const char *path)
-{
-	return path[0] == '/' ? path + 1 : path;
-}
-
-static inline bool fs_is_doc(const char *r)
-{
-	enum store_path_kind k = store_path_kind(r);
-
-	return k == STORE_PATH_ARRAY || k == STORE_PATH_WHOLE;
-}
-
 /* The calling process: for the revision log and for its merge bases. */
 void fs_caller(struct fs_proc *proc, struct store_who *who);
 /*
@@ -121,9 +108,9 @@ int backing_mkdirs(struct fs *fs, const char *dir, size_t len);
  * any name the view is not showing (the kernel has answered EEXIST for those
  * already): the client's own entry, made in the backing tree.
  */
-int view_refuses_create(struct fs *fs, const char *r, const char *what);
+int view_refuses_create(struct fs *fs, const struct route *rt, const char *what);
 /* True if rel is in a read-only part of the view (a checkpoint), or would be created in one. */
-bool in_readonly_view(struct fs *fs, const char *r);
+bool in_readonly_view(struct fs *fs, const struct route *rt);
 /* Group and other bits go unless the mount is shared (-o allow_other). */
 mode_t private_mode(const struct fs *fs, mode_t mode);
 /*

@@ -25,7 +25,6 @@
 #include <sys/stat.h>
 
 #include "fs/fs.h"
-#include "fs/ops.h"
 
 /* What a view folder's name gets while the client has an entry of that name. */
 #define VIEW_CLASH_SUFFIX ".view"
