@@ -261,6 +261,19 @@ static int cmd_export(int argc, char **argv)
 	return 0;
 }
 
+/*
+ * The commands other than mounting: `convfs NAME ARGS...`. Each gets the
+ * whole argv (argv[1] is its name) and returns the exit status: 0 done,
+ * 1 failed, 2 wrong usage. A mount point is never one of these words
+ * unless given as a path (./export).
+ */
+static const struct command {
+	const char *name;
+	int (*run)(int argc, char **argv);
+} commands[] = {
+	{ "export", cmd_export },
+};
+
 int main(int argc, char **argv)
 {
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
@@ -270,8 +283,9 @@ int main(int argc, char **argv)
 	struct fs fs = { .root_fd = -1, .lock_fd = -1 };
 	int r, status = 1;
 
-	if (argc >= 2 && strcmp(argv[1], "export") == 0)
-		return cmd_export(argc, argv);
+	for (size_t i = 0; argc >= 2 && i < ARRAY_SIZE(commands); i++)
+		if (strcmp(argv[1], commands[i].name) == 0)
+			return commands[i].run(argc, argv);
 	if (fuse_opt_parse(&args, &opts, option_spec, NULL) != 0 || fuse_parse_cmdline(&args, &cmd) != 0) {
 		usage(stderr, argv[0]);
 		status = 2;
