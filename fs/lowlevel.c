@@ -1,22 +1,23 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * lowlevel.c: the FUSE low-level interface: node ids, lookups and replies.
+ * lowlevel.c: the FUSE low-level interface: lookups, routes and replies.
  *
- * The kernel names files by node ids it got from lookups. This file keeps
- * the table from node id to (parent, name), turns each request into a path
- * and calls the path-level operation in ops.c, then replies exactly once.
+ * The kernel names files by node ids it got from lookups. This file turns
+ * each request's node id into a path (through the node table, nodes.c), the
+ * path into a route (route.c), calls the operation in ops.c, open.c or
+ * names.c with the route, then replies exactly once; it decides what the
+ * kernel may cache, and for how long.
  *
  * Why not libfuse's high-level API, which does the same: when a file is
  * replaced by a rename, the high-level API forgets the replaced node at once,
  * and an open() that looked the file up just before gets ESTALE. Cline
  * renames over its conversation files all the time while other windows read
- * them, so that race is common here. A node in this table lives until the
+ * them, so that race is common here. A node of nodes.c lives until the
  * kernel forgets it: a replaced doc's node keeps its last path, and opening it
  * opens the doc now at that path (whole, old or new, never torn); a removed
  * plain file's node keeps working through its open handles.
  *
- * The node id is the node's address (as in libfuse's passthrough_ll); the
- * inode number the kernel shows (st_ino) is the backing file's, or the doc's
+ * The inode number the kernel shows (st_ino) is the backing file's, or the doc's
  * stable number from the store, so it survives remounts.
  */
 #include <errno.h>
@@ -26,173 +27,29 @@
 #include <string.h>
 
 #include "fs/dirs.h"
+#include "fs/nodes.h"
 #include "fs/ops.h"
 #include "fs/view.h"
 #include "store/util.h"
 
-#define HASH_BUCKETS (1u << 16)
 #define TIMEOUT 1.0 /* seconds the kernel may cache entries and attributes */
-
-struct open_ref {
-	uint64_t fh;
-	struct open_ref *next;
-};
-
-struct node {
-	struct node *parent;
-	char *name;
-	uint64_t nlookup;
-	unsigned children; /* nodes whose parent this is */
-	bool hashed;       /* still reachable by (parent, name) */
-	struct node *hnext;
-	struct open_ref *opens;
-};
 
 struct fs *fs_current;
 __thread pid_t fs_caller_pid;
 __thread uid_t fs_caller_uid;
 __thread gid_t fs_caller_gid;
 
-static struct node root = { .hashed = true, .nlookup = 1 };
-static struct node *buckets[HASH_BUCKETS];
-static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct fuse_session *session;
 
-static struct node *ino_node(fuse_ino_t ino)
-{
-	return ino == FUSE_ROOT_ID ? &root : (struct node *)(uintptr_t)ino;
-}
-
-static fuse_ino_t node_ino(const struct node *n)
-{
-	return n == &root ? FUSE_ROOT_ID : (fuse_ino_t)(uintptr_t)n;
-}
-
-static unsigned bucket_of(const struct node *parent, const char *name)
-{
-	return (unsigned)((hash64(name, strlen(name)) ^ (uintptr_t)parent) & (HASH_BUCKETS - 1));
-}
-
-/* Table lock held for all of these. */
-static struct node *child_find(struct node *parent, const char *name)
-{
-	for (struct node *n = buckets[bucket_of(parent, name)]; n; n = n->hnext)
-		if (n->parent == parent && strcmp(n->name, name) == 0)
-			return n;
-	return NULL;
-}
-
-static void node_hash(struct node *n)
-{
-	unsigned b = bucket_of(n->parent, n->name);
-
-	n->hnext = buckets[b];
-	buckets[b] = n;
-	n->hashed = true;
-}
-
-static void node_unhash(struct node *n)
-{
-	if (!n->hashed)
-		return;
-	for (struct node **pp = &buckets[bucket_of(n->parent, n->name)]; *pp; pp = &(*pp)->hnext)
-		if (*pp == n) {
-			*pp = n->hnext;
-			break;
-		}
-	n->hashed = false;
-	n->hnext = NULL;
-}
-
-/* Frees n and then its parents, as long as nothing refers to them. */
-static void node_maybe_free(struct node *n)
-{
-	while (n != &root && n->nlookup == 0 && n->children == 0 && !n->opens) {
-		struct node *p = n->parent;
-
-		node_unhash(n);
-		free(n->name);
-		free(n);
-		p->children--;
-		n = p;
-	}
-}
-
-static struct node *child_get(struct node *parent, const char *name)
-{
-	struct node *n = child_find(parent, name);
-
-	if (n)
-		return n;
-	n = calloc(1, sizeof(*n));
-	if (!n || !(n->name = strdup(name))) {
-		free(n);
-		return NULL;
-	}
-	n->parent = parent;
-	parent->children++;
-	node_hash(n);
-	return n;
-}
-
-/*
- * Writes the path of n (plus "/name" if name) into out, starting with '/'.
- * *ret_removed tells whether n, or a folder above it, was removed or replaced:
- * the path is then the last one it had. Its length has no bound but memory:
- * a folder deep in the tree names its files with paths longer than PATH_MAX
- * (plain.c resolves those a piece at a time). Table lock held.
- */
-static int node_path(const struct node *n, const char *name, struct sb *out, bool *ret_removed)
-{
-	size_t len = name ? 1 + strlen(name) : 0, pos;
-	bool removed = false;
-	int r;
-
-	for (const struct node *c = n; c != &root; c = c->parent) {
-		if (!c->hashed)
-			removed = true;
-		len += 1 + strlen(c->name);
-	}
-	if (len == 0)
-		len = 1; /* the root: "/" */
-	out->len = 0;
-	r = sb_grow(out, len);
-	if (r < 0)
-		return r;
-	/* Filled from its end: the name, then each folder up to the root. */
-	pos = len;
-	if (name) {
-		pos -= strlen(name);
-		memcpy(out->buf + pos, name, strlen(name));
-		out->buf[--pos] = '/';
-	}
-	for (const struct node *c = n; c != &root; c = c->parent) {
-		pos -= strlen(c->name);
-		memcpy(out->buf + pos, c->name, strlen(c->name));
-		out->buf[--pos] = '/';
-	}
-	if (pos == 1)
-		out->buf[0] = '/';
-	out->len = len;
-	out->buf[len] = '\0';
-	if (ret_removed)
-		*ret_removed = removed;
-	return 0;
-}
-
+/* The path of ino (plus "/name"), as nodes_path(); names the kernel must not reach refused. */
 static int path_of(fuse_ino_t ino, const char *name, struct sb *out, bool *ret_removed)
 {
-	int r;
-
 	if (name && (strlen(name) > NAME_MAX))
 		return -ENAMETOOLONG;
 	/* The root's .convfs-* entries are convfs's own (the trash's folders). */
 	if (name && ino == FUSE_ROOT_ID && strncmp(name, ".convfs-", 8) == 0)
 		return -ENOENT;
-	pthread_mutex_lock(&table_lock);
-	r = node_path(ino_node(ino), name, out, ret_removed);
-	pthread_mutex_unlock(&table_lock);
-	return r;
+	return nodes_path(ino, name, out, ret_removed);
 }
 
 /* The route of a path path_of() made: resolved into *rt, which it returns. */
@@ -213,19 +70,15 @@ static void begin(fuse_req_t req)
 
 void ll_invalidate(struct fs *fs, const char *rel)
 {
-	_cleanup_free_ char *copy = strdup(rel);
-	struct node *n = &root;
-	char *save = NULL;
+	fuse_ino_t ino;
 
-	if (!copy || !session)
+	(void)fs;
+	if (!session)
 		return;
-	pthread_mutex_lock(&table_lock);
-	for (char *c = strtok_r(copy, "/", &save); c && n; c = strtok_r(NULL, "/", &save))
-		n = child_find(n, c);
-	pthread_mutex_unlock(&table_lock);
+	ino = nodes_find(rel);
 	/* The node may be freed meanwhile; the kernel ignores an unknown id. */
-	if (n && n != &root)
-		fuse_lowlevel_notify_inval_inode(session, node_ino(n), 0, 0);
+	if (ino)
+		fuse_lowlevel_notify_inval_inode(session, ino, 0, 0);
 }
 
 /* ---- entries ------------------------------------------------------------------ */
@@ -260,18 +113,12 @@ static bool is_view_volatile_dir(const char *path)
 	return !strchr(p, '/') && n > sl && strcmp(p + n - sl, VIEW_CLASH_SUFFIX) == 0;
 }
 
-/* n is a task's folder in the view: workspaces/<ws>/tasks/<id> or workspaces/.trash/<id>. */
-static bool is_view_task_node(const struct node *n)
+/* up names a task's folder in the view: workspaces/<ws>/tasks/<id> or workspaces/.trash/<id>. */
+static bool is_view_task(const char *const *up, size_t n)
 {
-	const struct node *p = n->parent, *ws;
-
-	if (!p || !p->parent)
-		return false;
-	if (strcmp(p->name, ".trash") == 0)
-		return p->parent->parent == &root && strcmp(p->parent->name, "workspaces") == 0;
-	ws = p->parent;
-	return strcmp(p->name, "tasks") == 0 && ws->parent && ws->parent->parent == &root &&
-	       strcmp(ws->parent->name, "workspaces") == 0;
+	if (n == 3)
+		return strcmp(up[1], ".trash") == 0 && strcmp(up[2], "workspaces") == 0;
+	return n == 4 && strcmp(up[1], "tasks") == 0 && strcmp(up[3], "workspaces") == 0;
 }
 
 /*
@@ -290,34 +137,16 @@ void ll_placement_check(struct fs *fs)
 	static uint64_t seen;
 	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 	_cleanup_free_ fuse_ino_t *inos = NULL;
-	size_t n = 0, cap = 0;
+	size_t n = 0;
 	uint64_t now = store_placement_generation(fs->store);
 
 	if (!session || __atomic_load_n(&seen, __ATOMIC_ACQUIRE) == now)
 		return;
 	pthread_mutex_lock(&lock);
 	__atomic_store_n(&seen, now, __ATOMIC_RELEASE);
-	pthread_mutex_lock(&table_lock);
-	for (unsigned b = 0; b < HASH_BUCKETS; b++)
-		for (struct node *x = buckets[b]; x; x = x->hnext) {
-			if (!is_view_task_node(x))
-				continue;
-			if (n == cap) {
-				size_t ncap = cap ? 2 * cap : 64;
-				fuse_ino_t *m = realloc(inos, ncap * sizeof(*m));
-
-				if (!m) {
-					/* The kernel keeps what it has for a second at most. */
-					log_warn("out of memory while telling the kernel that tasks moved");
-					goto out;
-				}
-				inos = m;
-				cap = ncap;
-			}
-			inos[n++] = node_ino(x);
-		}
-out:
-	pthread_mutex_unlock(&table_lock);
+	if (nodes_collect(is_view_task, &inos, &n) < 0)
+		/* The kernel keeps what it has for a second at most. */
+		log_warn("out of memory while telling the kernel that tasks moved");
 	/* A node freed meanwhile: the kernel ignores an unknown id. */
 	for (size_t i = 0; i < n; i++)
 		fuse_lowlevel_notify_inval_inode(session, inos[i], 0, 0);
@@ -351,7 +180,6 @@ static void reply_entry_at(fuse_req_t req, fuse_ino_t parent, const char *name, 
 {
 	struct fuse_entry_param e = { .attr_timeout = TIMEOUT, .entry_timeout = TIMEOUT };
 	struct route rt;
-	struct node *n;
 	int r;
 
 	route_resolve(fs_current, path, &rt);
@@ -367,28 +195,13 @@ static void reply_entry_at(fuse_req_t req, fuse_ino_t parent, const char *name, 
 		fuse_reply_err(req, -r);
 		return;
 	}
-	pthread_mutex_lock(&table_lock);
-	n = child_get(ino_node(parent), name);
-	if (n) {
-		n->nlookup++;
-		if (fi) {
-			struct open_ref *o = malloc(sizeof(*o));
-
-			if (o) {
-				o->fh = fi->fh;
-				o->next = n->opens;
-				n->opens = o;
-			}
-		}
-	}
-	pthread_mutex_unlock(&table_lock);
-	if (!n) {
+	e.ino = nodes_lookup(parent, name, fi ? &fi->fh : NULL);
+	if (!e.ino) {
 		if (fi)
 			op_release(fi);
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	e.ino = node_ino(n);
 	if (fi) {
 		if (fuse_reply_create(req, &e, fi) == -ENOENT)
 			log_debug("create of '%s' was interrupted", path);
@@ -411,28 +224,16 @@ static void ll_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	reply_entry_at(req, parent, name, path.buf, NULL);
 }
 
-static void forget_one(fuse_ino_t ino, uint64_t nlookup)
-{
-	struct node *n = ino_node(ino);
-
-	if (n == &root)
-		return;
-	pthread_mutex_lock(&table_lock);
-	n->nlookup = n->nlookup > nlookup ? n->nlookup - nlookup : 0;
-	node_maybe_free(n);
-	pthread_mutex_unlock(&table_lock);
-}
-
 static void ll_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
-	forget_one(ino, nlookup);
+	nodes_forget(ino, nlookup);
 	fuse_reply_none(req);
 }
 
 static void ll_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
 {
 	for (size_t i = 0; i < count; i++)
-		forget_one(forgets[i].ino, forgets[i].nlookup);
+		nodes_forget(forgets[i].ino, forgets[i].nlookup);
 	fuse_reply_none(req);
 }
 
@@ -443,44 +244,68 @@ static void ll_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_dat
  * process that has the doc open sees the size of the version it reads, so
  * that fstat() then read() gives it one whole version.
  */
+struct owner_stat {
+	pid_t tgid;
+	struct stat *st;
+};
+
+/* fh is the asking process's own handle: its version's attributes into *st. */
+static bool getattr_if_owner(uint64_t fh, void *arg)
+{
+	struct owner_stat *o = arg;
+
+	return op_getattr_if_owner(fh, o->tgid, o->st) == 0;
+}
+
+struct handle_call {
+	const struct route *rt;
+	struct stat *st;         /* getattr's; NULL for setattr */
+	const struct stat *attr; /* setattr's */
+	int to_set;
+	int r;
+};
+
+static int setattr_route(const struct route *rt, const struct stat *attr, int to_set, struct fuse_file_info *fi);
+
+/* A removed file's attributes, read or set through one of its handles, fh. */
+static bool through_handle(uint64_t fh, void *arg)
+{
+	struct handle_call *c = arg;
+	struct fuse_file_info any = { .fh = fh };
+
+	c->r = c->st ? op_getattr(c->rt, c->st, &any) : setattr_route(c->rt, c->attr, c->to_set, &any);
+	return true;
+}
+
 static int getattr_route(fuse_ino_t ino, const struct route *rt, bool removed, struct fuse_file_info *fi,
 			 struct stat *st, double *ret_timeout)
 {
-	struct fuse_file_info any = { 0 };
 	bool doc = rt->kind == ROUTE_DOC;
-	int r;
 
 	*ret_timeout = never_cached(rt) ? 0 : TIMEOUT;
-	if (doc && !fi && ino_node(ino)->opens) {
-		struct node *n = ino_node(ino);
+	if (doc && !fi) {
+		struct owner_stat o = { .st = st };
 		struct fs_proc proc;
-		bool found = false;
 
-		/* Only a doc that is open needs to know who asks (two reads of /proc). */
-		if (fs_proc_get(fs_caller_pid, &proc) == 0) {
-			pthread_mutex_lock(&table_lock);
-			for (struct open_ref *o = n->opens; o && !found; o = o->next)
-				found = op_getattr_if_owner(o->fh, proc.tgid, st) == 0;
-			pthread_mutex_unlock(&table_lock);
+		/*
+		 * Only a doc that is open needs to know who asks (two reads of
+		 * /proc): nodes_with_open() answers at once for one that is not.
+		 */
+		if (nodes_with_open(ino, NULL, NULL) && fs_proc_get(fs_caller_pid, &proc) == 0) {
+			o.tgid = proc.tgid;
+			if (nodes_with_open(ino, getattr_if_owner, &o))
+				return 0;
 		}
-		if (found)
-			return 0;
 	}
 	if (!fi && removed) {
 		/*
 		 * A removed file: fstat() through one of its open handles, under
 		 * the table lock so that the handle cannot be released meanwhile.
 		 */
-		struct node *n = ino_node(ino);
+		struct handle_call c = { .rt = rt, .st = st };
 
-		pthread_mutex_lock(&table_lock);
-		if (n->opens) {
-			any.fh = n->opens->fh;
-			r = op_getattr(rt, st, &any);
-			pthread_mutex_unlock(&table_lock);
-			return r;
-		}
-		pthread_mutex_unlock(&table_lock);
+		if (nodes_with_open(ino, through_handle, &c))
+			return c.r;
 		if (!doc)
 			return -ESTALE;
 	}
@@ -516,7 +341,7 @@ static void ll_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 }
 
 /* Applies the attributes to_set names, from attr, to rt (or to the open file fi). */
-static int setattr_route(const struct route *rt, struct stat *attr, int to_set, struct fuse_file_info *fi)
+static int setattr_route(const struct route *rt, const struct stat *attr, int to_set, struct fuse_file_info *fi)
 {
 	int r = 0;
 
@@ -562,17 +387,10 @@ static void ll_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 		 * names another file now, or none. Through one of its open handles,
 		 * under the table lock so that the handle cannot be released meanwhile.
 		 */
-		struct fuse_file_info any = { 0 };
-		struct node *n = ino_node(ino);
+		struct handle_call c = { .rt = &rt, .attr = attr, .to_set = to_set, .r = -ESTALE };
 
-		pthread_mutex_lock(&table_lock);
-		if (n->opens) {
-			any.fh = n->opens->fh;
-			r = setattr_route(&rt, attr, to_set, &any);
-		} else {
-			r = -ESTALE;
-		}
-		pthread_mutex_unlock(&table_lock);
+		nodes_with_open(ino, through_handle, &c);
+		r = c.r;
 	} else if (r == 0) {
 		r = setattr_route(&rt, attr, to_set, fi);
 	}
@@ -677,20 +495,6 @@ static void ll_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent, const cha
 	reply_entry_at(req, parent, name, to.buf, NULL);
 }
 
-/* The name parent/name is gone: its node keeps its last path until forgotten. */
-static void name_removed(fuse_ino_t parent, const char *name)
-{
-	struct node *n;
-
-	pthread_mutex_lock(&table_lock);
-	n = child_find(ino_node(parent), name);
-	if (n) {
-		node_unhash(n);
-		node_maybe_free(n);
-	}
-	pthread_mutex_unlock(&table_lock);
-}
-
 static void ll_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	_cleanup_sb_ struct sb path = SB_INIT;
@@ -702,7 +506,7 @@ static void ll_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	if (r == 0)
 		r = op_unlink(route_of(&path, &rt));
 	if (r == 0)
-		name_removed(parent, name);
+		nodes_removed(parent, name);
 	ll_placement_check(fs_current);
 	fuse_reply_err(req, -r);
 }
@@ -718,7 +522,7 @@ static void ll_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	if (r == 0)
 		r = op_rmdir(route_of(&path, &rt));
 	if (r == 0)
-		name_removed(parent, name);
+		nodes_removed(parent, name);
 	ll_placement_check(fs_current);
 	fuse_reply_err(req, -r);
 }
@@ -737,78 +541,13 @@ static void ll_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 	if (r == 0)
 		r = op_rename(route_of(&from, &rf), route_of(&to, &rt), flags);
 	if (r == 0) {
-		struct node *src, *dst;
-
-		pthread_mutex_lock(&table_lock);
-		src = child_find(ino_node(parent), name);
-		dst = child_find(ino_node(newparent), newname);
-		if (dst && dst != src)
-			node_unhash(dst);
-		if (src) {
-			char *nn = strdup(newname);
-
-			node_unhash(src);
-			if (nn) {
-				free(src->name);
-				src->name = nn;
-				src->parent->children--;
-				src->parent = ino_node(newparent);
-				src->parent->children++;
-				node_hash(src);
-			}
-		}
-		if ((flags & RENAME_EXCHANGE) && dst && dst != src) {
-			char *on = strdup(name);
-
-			if (on) {
-				free(dst->name);
-				dst->name = on;
-				dst->parent->children--;
-				dst->parent = ino_node(parent);
-				dst->parent->children++;
-				node_hash(dst);
-			}
-		} else if (dst && dst != src) {
-			node_maybe_free(dst);
-		}
-		pthread_mutex_unlock(&table_lock);
+		nodes_renamed(parent, name, newparent, newname, flags & RENAME_EXCHANGE);
 	}
 	ll_placement_check(fs_current);
 	fuse_reply_err(req, -r);
 }
 
 /* ---- files -------------------------------------------------------------------- */
-
-static void opens_add(fuse_ino_t ino, uint64_t fh)
-{
-	struct open_ref *o = malloc(sizeof(*o));
-	struct node *n = ino_node(ino);
-
-	if (!o)
-		return; /* only fstat() of this file after its removal suffers */
-	o->fh = fh;
-	pthread_mutex_lock(&table_lock);
-	o->next = n->opens;
-	n->opens = o;
-	pthread_mutex_unlock(&table_lock);
-}
-
-static void opens_remove(fuse_ino_t ino, uint64_t fh)
-{
-	struct node *n = ino_node(ino);
-
-	pthread_mutex_lock(&table_lock);
-	for (struct open_ref **pp = &n->opens; *pp; pp = &(*pp)->next)
-		if ((*pp)->fh == fh) {
-			struct open_ref *o = *pp;
-
-			*pp = o->next;
-			free(o);
-			break;
-		}
-	node_maybe_free(n);
-	pthread_mutex_unlock(&table_lock);
-}
 
 static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
@@ -830,10 +569,10 @@ static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, -r);
 		return;
 	}
-	opens_add(ino, fi->fh);
+	nodes_open_add(ino, fi->fh);
 	if (fuse_reply_open(req, fi) == -ENOENT) {
 		/* The caller was interrupted: nobody will release this handle. */
-		opens_remove(ino, fi->fh);
+		nodes_open_remove(ino, fi->fh);
 		op_release(fi);
 	}
 }
@@ -893,7 +632,7 @@ static void ll_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 static void ll_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	begin(req);
-	opens_remove(ino, fi->fh);
+	nodes_open_remove(ino, fi->fh);
 	op_release(fi);
 	fuse_reply_err(req, 0);
 }
