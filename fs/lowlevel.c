@@ -421,7 +421,17 @@ static void ll_readlink(fuse_req_t req, fuse_ino_t ino)
 		fuse_reply_readlink(req, buf);
 }
 
-static void ll_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
+/* What a request that makes a name makes there: the arguments of its op. */
+struct make {
+	enum { MAKE_NODE, MAKE_DIR, MAKE_SYMLINK, MAKE_FILE } what;
+	mode_t mode;
+	dev_t rdev;
+	const char *target;
+	struct fuse_file_info *fi; /* create's: the file is made open */
+};
+
+/* Makes parent/name as m says (mknod, mkdir, symlink, create), then replies with its entry. */
+static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name, const struct make *m)
 {
 	_cleanup_sb_ struct sb path = SB_INIT;
 	struct route rt;
@@ -429,44 +439,57 @@ static void ll_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 
 	begin(req);
 	r = path_of(parent, name, &path, NULL);
-	if (r == 0)
-		r = op_mknod(route_of(&path, &rt), mode, rdev);
+	if (r == 0) {
+		route_of(&path, &rt);
+		switch (m->what) {
+		case MAKE_NODE:
+			r = op_mknod(&rt, m->mode, m->rdev);
+			break;
+		case MAKE_DIR:
+			r = op_mkdir(&rt, m->mode);
+			break;
+		case MAKE_SYMLINK:
+			r = op_symlink(m->target, &rt);
+			break;
+		case MAKE_FILE:
+			r = op_create(&rt, m->mode, m->fi);
+			break;
+		}
+	}
 	if (r < 0)
 		fuse_reply_err(req, -r);
 	else
-		reply_entry_at(req, parent, name, path.buf, NULL);
+		reply_entry_at(req, parent, name, path.buf, m->fi);
+}
+
+static void ll_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
+{
+	make_entry(req, parent, name, &(struct make){ .what = MAKE_NODE, .mode = mode, .rdev = rdev });
 }
 
 static void ll_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
-	_cleanup_sb_ struct sb path = SB_INIT;
-	struct route rt;
-	int r;
-
-	begin(req);
-	r = path_of(parent, name, &path, NULL);
-	if (r == 0)
-		r = op_mkdir(route_of(&path, &rt), mode);
-	if (r < 0)
-		fuse_reply_err(req, -r);
-	else
-		reply_entry_at(req, parent, name, path.buf, NULL);
+	make_entry(req, parent, name, &(struct make){ .what = MAKE_DIR, .mode = mode });
 }
 
 static void ll_symlink(fuse_req_t req, const char *target, fuse_ino_t parent, const char *name)
 {
-	_cleanup_sb_ struct sb path = SB_INIT;
-	struct route rt;
-	int r;
+	make_entry(req, parent, name, &(struct make){ .what = MAKE_SYMLINK, .target = target });
+}
 
-	begin(req);
-	r = path_of(parent, name, &path, NULL);
+/* The paths and routes of both sides of a link or rename: from (a node, or a node's name) and to. */
+static int two_routes(fuse_ino_t ino, const char *name, fuse_ino_t newparent, const char *newname,
+		      struct sb *from, struct sb *to, struct route *rf, struct route *rt)
+{
+	int r = path_of(ino, name, from, NULL);
+
 	if (r == 0)
-		r = op_symlink(target, route_of(&path, &rt));
-	if (r < 0)
-		fuse_reply_err(req, -r);
-	else
-		reply_entry_at(req, parent, name, path.buf, NULL);
+		r = path_of(newparent, newname, to, NULL);
+	if (r == 0) {
+		route_of(from, rf);
+		route_of(to, rt);
+	}
+	return r;
 }
 
 static void ll_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent, const char *name)
@@ -476,11 +499,9 @@ static void ll_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent, const cha
 	int r;
 
 	begin(req);
-	r = path_of(ino, NULL, &from, NULL);
+	r = two_routes(ino, NULL, parent, name, &from, &to, &rf, &rt);
 	if (r == 0)
-		r = path_of(parent, name, &to, NULL);
-	if (r == 0)
-		r = op_link(route_of(&from, &rf), route_of(&to, &rt));
+		r = op_link(&rf, &rt);
 	if (r < 0) {
 		fuse_reply_err(req, -r);
 		return;
@@ -495,7 +516,8 @@ static void ll_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent, const cha
 	reply_entry_at(req, parent, name, to.buf, NULL);
 }
 
-static void ll_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+/* Removes parent/name, a folder's (rmdir) or another's (unlink); replies. */
+static void remove_entry(fuse_req_t req, fuse_ino_t parent, const char *name, bool folder)
 {
 	_cleanup_sb_ struct sb path = SB_INIT;
 	struct route rt;
@@ -504,27 +526,21 @@ static void ll_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	begin(req);
 	r = path_of(parent, name, &path, NULL);
 	if (r == 0)
-		r = op_unlink(route_of(&path, &rt));
+		r = folder ? op_rmdir(route_of(&path, &rt)) : op_unlink(route_of(&path, &rt));
 	if (r == 0)
 		nodes_removed(parent, name);
 	ll_placement_check(fs_current);
 	fuse_reply_err(req, -r);
 }
 
+static void ll_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	remove_entry(req, parent, name, false);
+}
+
 static void ll_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	_cleanup_sb_ struct sb path = SB_INIT;
-	struct route rt;
-	int r;
-
-	begin(req);
-	r = path_of(parent, name, &path, NULL);
-	if (r == 0)
-		r = op_rmdir(route_of(&path, &rt));
-	if (r == 0)
-		nodes_removed(parent, name);
-	ll_placement_check(fs_current);
-	fuse_reply_err(req, -r);
+	remove_entry(req, parent, name, true);
 }
 
 static void ll_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
@@ -535,14 +551,11 @@ static void ll_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 	int r;
 
 	begin(req);
-	r = path_of(parent, name, &from, NULL);
+	r = two_routes(parent, name, newparent, newname, &from, &to, &rf, &rt);
 	if (r == 0)
-		r = path_of(newparent, newname, &to, NULL);
+		r = op_rename(&rf, &rt, flags);
 	if (r == 0)
-		r = op_rename(route_of(&from, &rf), route_of(&to, &rt), flags);
-	if (r == 0) {
 		nodes_renamed(parent, name, newparent, newname, flags & RENAME_EXCHANGE);
-	}
 	ll_placement_check(fs_current);
 	fuse_reply_err(req, -r);
 }
@@ -579,18 +592,7 @@ static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 static void ll_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, struct fuse_file_info *fi)
 {
-	_cleanup_sb_ struct sb path = SB_INIT;
-	struct route rt;
-	int r;
-
-	begin(req);
-	r = path_of(parent, name, &path, NULL);
-	if (r == 0)
-		r = op_create(route_of(&path, &rt), mode, fi);
-	if (r < 0)
-		fuse_reply_err(req, -r);
-	else
-		reply_entry_at(req, parent, name, path.buf, fi);
+	make_entry(req, parent, name, &(struct make){ .what = MAKE_FILE, .mode = mode, .fi = fi });
 }
 
 static void ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
