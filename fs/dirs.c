@@ -72,15 +72,8 @@ static int dir_add(void *ctx, const char *name, mode_t type, uint64_t ino)
 {
 	struct dir_handle *d = ctx;
 
-	if (d->n == d->alloc) {
-		size_t na = d->alloc ? d->alloc * 2 : 32;
-		struct dir_entry *v = realloc(d->v, na * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		d->v = v;
-		d->alloc = na;
-	}
+	if (ARRAY_GROW(d->v, d->n, d->alloc, 32) < 0)
+		return -ENOMEM;
 	d->v[d->n].name = strdup(name);
 	if (!d->v[d->n].name)
 		return -ENOMEM;

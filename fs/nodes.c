@@ -356,17 +356,8 @@ int nodes_collect(bool (*match)(const char *const *up, size_t n), fuse_ino_t **r
 				up[depth++] = c->name;
 			if (!match(up, depth))
 				continue;
-			if (n == cap) {
-				size_t ncap = cap ? 2 * cap : 64;
-				fuse_ino_t *m = realloc(inos, ncap * sizeof(*m));
-
-				if (!m) {
-					r = -ENOMEM;
-					break;
-				}
-				inos = m;
-				cap = ncap;
-			}
+			if ((r = ARRAY_GROW(inos, n, cap, 64)) < 0)
+				break;
 			inos[n++] = node_ino(x);
 		}
 	pthread_mutex_unlock(&table_lock);

@@ -42,15 +42,8 @@ static int span_push(void *ctx, size_t pre, size_t start, size_t end)
 {
 	struct span_vec *sv = ctx;
 
-	if (sv->n == sv->alloc) {
-		size_t na = sv->alloc ? sv->alloc * 2 : 256;
-		struct span *p = realloc(sv->v, na * sizeof(*p));
-
-		if (!p)
-			return -ENOMEM;
-		sv->v = p;
-		sv->alloc = na;
-	}
+	if (ARRAY_GROW(sv->v, sv->n, sv->alloc, 256) < 0)
+		return -ENOMEM;
 	sv->v[sv->n++] = (struct span){ pre, start, end };
 	return 0;
 }
@@ -207,7 +200,7 @@ static int load_rows(struct store *st, int64_t doc_id, int64_t rev, bool closed,
 	bool bytes = ident == IDENT_ITEM_ID; /* history items are merged field by field */
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
 	struct merge_list l = { 0 };
-	size_t *offsets = NULL;
+	size_t *offsets = NULL, offsets_alloc = 0;
 	int r, rc;
 
 	r = store_prepare(st, rev == ROWS_CURRENT
@@ -240,13 +233,8 @@ static int load_rows(struct store *st, int64_t doc_id, int64_t rev, bool closed,
 			e.key = (uint64_t)e.ts;
 		if (bytes) {
 			/* Offsets now, pointers once the buffer stops moving. */
-			size_t *o = realloc(offsets, (l.n + 1) * sizeof(*o));
-
-			if (!o) {
-				r = -ENOMEM;
+			if ((r = ARRAY_GROW(offsets, l.n, offsets_alloc, 256)) < 0)
 				break;
-			}
-			offsets = o;
 			offsets[l.n] = ret_store->len;
 			if ((r = sb_add(ret_store, sqlite3_column_blob(stmt, 5), e.len)) < 0)
 				break;

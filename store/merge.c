@@ -22,15 +22,8 @@
 
 int merge_list_push(struct merge_list *l, const struct merge_elem *e)
 {
-	if (l->n == l->alloc) {
-		size_t na = l->alloc ? l->alloc * 2 : 64;
-		struct merge_elem *v = realloc(l->v, na * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		l->v = v;
-		l->alloc = na;
-	}
+	if (ARRAY_GROW(l->v, l->n, l->alloc, 64) < 0)
+		return -ENOMEM;
 	l->v[l->n++] = *e;
 	return 0;
 }

@@ -69,17 +69,8 @@ static int list_query(struct store *st, const char *sql, const char *arg, store_
 	if (arg)
 		sqlite3_bind_text(stmt, 1, arg, -1, SQLITE_STATIC);
 	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
-		if (n == alloc) {
-			size_t na = alloc ? alloc * 2 : 16;
-			struct listed *p = realloc(v, na * sizeof(*p));
-
-			if (!p) {
-				r = -ENOMEM;
-				break;
-			}
-			v = p;
-			alloc = na;
-		}
+		if ((r = ARRAY_GROW(v, n, alloc, 16)) < 0)
+			break;
 		v[n].name = dup_text(stmt, 0);
 		if (!v[n].name) {
 			r = -ENOMEM;

@@ -37,15 +37,8 @@ static int seen_push(struct store_seen_set *set, size_t *alloc, const struct sto
 {
 	if (!e->path)
 		return -ENOMEM;
-	if (set->n == *alloc) {
-		size_t na = *alloc ? 2 * *alloc : 1024;
-		struct store_seen *v = realloc(set->v, na * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		set->v = v;
-		*alloc = na;
-	}
+	if (ARRAY_GROW(set->v, set->n, *alloc, 1024) < 0)
+		return -ENOMEM;
 	set->v[set->n++] = *e;
 	return 0;
 }

@@ -23,6 +23,27 @@
 #define TAKE_PTR(p) ({ __typeof__(p) _p = (p); (p) = NULL; _p; })
 #define TAKE_FD(fd) ({ int _fd = (fd); (fd) = -1; _fd; })
 
+/*
+ * Makes room in the array v, which has room for alloc elements, for
+ * element n: when n == alloc, doubles it (to first elements at first), as
+ * git's ALLOC_GROW. 0, or -ENOMEM with v and alloc untouched.
+ */
+#define ARRAY_GROW(v, n, alloc, first)                                           \
+	({                                                                       \
+		int _r = 0;                                                      \
+		if ((n) >= (alloc)) {                                            \
+			size_t _na = (alloc) ? 2 * (alloc) : (first);            \
+			__typeof__(v) _p = reallocarray((v), _na, sizeof(*(v))); \
+			if (_p) {                                                \
+				(v) = _p;                                        \
+				(alloc) = _na;                                   \
+			} else {                                                 \
+				_r = -ENOMEM;                                    \
+			}                                                        \
+		}                                                                \
+		_r;                                                              \
+	})
+
 static inline void freep(void *p) { free(*(void **)p); }
 static inline void closep(int *fd)
 {

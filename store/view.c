@@ -53,17 +53,8 @@ static int ws_query(struct store *st, const char *key, store_workspace_fn fn, vo
 		if (key)
 			sqlite3_bind_text(stmt, 1, key, -1, SQLITE_STATIC);
 		while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
-			if (n == alloc) {
-				size_t na = alloc ? alloc * 2 : 16;
-				struct ws_row *p = realloc(v, na * sizeof(*p));
-
-				if (!p) {
-					r = -ENOMEM;
-					break;
-				}
-				v = p;
-				alloc = na;
-			}
+			if ((r = ARRAY_GROW(v, n, alloc, 16)) < 0)
+				break;
 			v[n] = (struct ws_row){
 				.key = strdup((const char *)sqlite3_column_text(stmt, 0)),
 				.path = strdup((const char *)sqlite3_column_text(stmt, 1)),
@@ -130,17 +121,8 @@ int store_task_list(struct store *st, const char *ws_key, bool trashed, store_ta
 		if (ws_key)
 			sqlite3_bind_text(stmt, 1, ws_key, -1, SQLITE_STATIC);
 		while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
-			if (n == alloc) {
-				size_t na = alloc ? alloc * 2 : 64;
-				void *p = realloc(v, na * sizeof(*v));
-
-				if (!p) {
-					r = -ENOMEM;
-					break;
-				}
-				v = p;
-				alloc = na;
-			}
+			if ((r = ARRAY_GROW(v, n, alloc, 64)) < 0)
+				break;
 			v[n].id = strdup((const char *)sqlite3_column_text(stmt, 0));
 			v[n].mtime = sqlite3_column_int64(stmt, 1);
 			if (!v[n].id) {
@@ -313,17 +295,8 @@ int store_checkpoints(struct store *st, const char *task_id, store_checkpoint_fn
 			if (json_object_member(j, jlen, "conversationHistoryIndex", &a, &b) == 0 &&
 			    json_to_int64(j + a, b - a, &x) == 0)
 				c.api_index = x;
-			if (n == alloc) {
-				size_t na = alloc ? alloc * 2 : 16;
-				struct ckpt_row *p = realloc(v, na * sizeof(*p));
-
-				if (!p) {
-					r = -ENOMEM;
-					break;
-				}
-				v = p;
-				alloc = na;
-			}
+			if ((r = ARRAY_GROW(v, n, alloc, 16)) < 0)
+				break;
 			v[n++] = c;
 		}
 		if (r == 0 && rc != SQLITE_DONE && rc != SQLITE_ROW)
