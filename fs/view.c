@@ -692,17 +692,6 @@ int view_list(struct fs *fs, const struct view_path *vp, op_list_fn fn, void *ct
 	}
 }
 
-static char *iso_time(int64_t ns, char *buf, size_t n)
-{
-	time_t s = (time_t)(ns / 1000000000);
-	struct tm tm;
-
-	gmtime_r(&s, &tm);
-	snprintf(buf, n, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-		 tm.tm_hour, tm.tm_min, tm.tm_sec, (int)((ns / 1000000) % 1000));
-	return buf;
-}
-
 static int render_ws(void *ctx, const struct store_workspace *ws)
 {
 	cJSON *o = ctx;
