@@ -14,6 +14,8 @@
 #include <sys/types.h>
 
 int cmd_status(int argc, char **argv);
+int cmd_log(int argc, char **argv);
+int cmd_restore(int argc, char **argv);
 
 static inline void cjson_deletep(cJSON **p)
 {

@@ -5,6 +5,8 @@
  *   convfs [-f] [-d] [-o store=FILE] [-o allow_other] MOUNTPOINT
  *   convfs export STORE DIR
  *   convfs status [--json] [MOUNTPOINT]
+ *   convfs log [--json] FILE
+ *   convfs restore FILE NUMBER
  *
  * Mounting happens in this order, so that every failure is reported to the
  * terminal that ran convfs and nothing is left half done:
@@ -56,6 +58,8 @@ static void usage(FILE *out, const char *prog)
 		"usage: %s [-f] [-d] [-o store=FILE] [-o allow_other] MOUNTPOINT\n"
 		"       %s export STORE DIR\n"
 		"       %s status [--json] [MOUNTPOINT]\n"
+		"       %s log [--json] FILE\n"
+		"       %s restore FILE NUMBER\n"
 		"\n"
 		"Mounts a Cline (or Roo Code, Kilo Code) history folder backed by a transactional\n"
 		"SQLite store: every save becomes one atomic commit, nothing a rewrite drops is\n"
@@ -79,8 +83,10 @@ static void usage(FILE *out, const char *prog)
 		"\n"
 		"To unmount: fusermount3 -u MOUNTPOINT (everything written is committed).\n"
 		"To get a plain folder back out: convfs export STORE DIR.\n"
-		"To see whether it is mounted and what its store holds: convfs status MOUNTPOINT.\n",
-		prog, prog, prog);
+		"To see whether it is mounted and what its store holds: convfs status MOUNTPOINT.\n"
+		"To see every saved version of a conversation file: convfs log FILE;\n"
+		"to make one of them the live one again: convfs restore FILE NUMBER.\n",
+		prog, prog, prog, prog, prog);
 }
 
 /* $XDG_DATA_HOME/convfs/<basename>-<hash of the full path>.db, directories made 0700. */
@@ -304,6 +310,8 @@ static const struct command {
 } commands[] = {
 	{ "export", cmd_export },
 	{ "status", cmd_status },
+	{ "log", cmd_log },
+	{ "restore", cmd_restore },
 };
 
 int main(int argc, char **argv)

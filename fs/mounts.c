@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * mounts.c: the convfs mounts of the mount table (mounts.h).
+ * mounts.c: the convfs mounts of the mount table, and the doc a path on one
+ * of them shows (mounts.h).
  *
  * /proc/self/mounts has one line per mount, "SOURCE TARGET TYPE OPTIONS 0 0",
  * with space, tab, newline and backslash written as octal escapes (\040).
  * A convfs mount's type is fuse.convfs and its source the store's absolute
- * path. Nothing here goes through the mount: a dead mount answers ENOTCONN,
- * and status must still say which store it was.
+ * path. Nothing here goes through the mount but the realpath() of a file a
+ * command was given: a dead mount answers ENOTCONN, and status must still
+ * say which store it was.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -14,6 +16,7 @@
 #include <unistd.h>
 
 #include "fs/mounts.h"
+#include "fs/view.h"
 #include "store/util.h"
 
 /* Decodes the mount table's octal escapes in place. */
@@ -112,4 +115,51 @@ char *fs_abs_path(const char *path)
 	while (p.len > 1 && p.buf[p.len - 1] == '/')
 		p.buf[--p.len] = '\0';
 	return sb_detach(&p, NULL);
+}
+
+int fs_target_resolve(const char *cmd, const char *file, struct fs_target *ret)
+{
+	struct fs_target t = { 0 };
+	int r;
+
+	t.abs = realpath(file, NULL);
+	if (!t.abs) {
+		r = -errno;
+		fprintf(stderr, "convfs: %s: cannot find '%s': %s\n", cmd, file, strerror(errno));
+		return r;
+	}
+	r = fs_mount_find(t.abs, true, &t.mount);
+	if (r < 0) {
+		if (r == -ENOENT)
+			fprintf(stderr, "convfs: %s: '%s' is not on a convfs mount\n", cmd, file);
+		else
+			fprintf(stderr, "convfs: %s: cannot read the mount table: %s\n", cmd, strerror(-r));
+		fs_target_release(&t);
+		return r;
+	}
+	if (!t.mount.store) {
+		fprintf(stderr, "convfs: %s: the mount '%s' does not name its store (mounted by an older convfs); "
+				"mount it again\n", cmd, t.mount.mountpoint);
+		fs_target_release(&t);
+		return -ENOENT;
+	}
+	t.rel = t.abs + strlen(t.mount.mountpoint);
+	while (*t.rel == '/')
+		t.rel++;
+	r = view_doc_of(t.rel, t.doc, sizeof(t.doc));
+	if (r < 0) {
+		fprintf(stderr, "convfs: %s: '%s' is not a conversation file (a task's or session's file, in the "
+				"client's folder or in workspaces/)\n", cmd, file);
+		fs_target_release(&t);
+		return -EINVAL;
+	}
+	*ret = t;
+	return 0;
+}
+
+void fs_target_release(struct fs_target *t)
+{
+	fs_mount_release(&t->mount);
+	free(t->abs);
+	t->abs = NULL;
 }

@@ -20,8 +20,11 @@
 #include "store/store_history.h"
 #include "store/util.h"
 
-/* The kinds of revision that leave a doc without content: not versions. */
-#define NOT_A_VERSION "('unlink', 'rename-out')"
+/*
+ * The kinds of revision that are not a saved version: removals, and the
+ * empty file an open(O_CREAT) makes before the writer's first save.
+ */
+#define NOT_A_VERSION "('unlink', 'rename-out', 'create')"
 
 static char *dup_or_null(sqlite3_stmt *stmt, int col)
 {
@@ -113,20 +116,21 @@ static int64_t int_or(sqlite3_stmt *stmt, int col, int64_t none)
 
 /*
  * The size of a version: what the commit recorded in its detail (array docs;
- * appends since schema 6), else its blob's length (whole docs), else 0 for a
- * create. -1 for an append recorded before sizes were.
+ * appends since schema 6), else its blob's length (whole docs); -1 for an
+ * append recorded before sizes were. A merge's counts, for a merge only (a
+ * commit that went through the merge and stored what was written has them
+ * too, and is a plain write).
  */
 #define VERSION_COLUMNS \
-	"r.id, r.time_ns, r.pid, r.comm, r.kind, " \
-	"coalesce(CASE WHEN json_valid(r.detail) THEN json_extract(r.detail, '$.size') END, " \
-	"         (SELECT length(b.data) FROM blobs b WHERE b.doc_id = r.doc_id AND b.rev = r.id), " \
-	"         CASE WHEN r.kind = 'create' THEN 0 END), " \
-	"CASE WHEN json_valid(r.detail) THEN json_extract(r.detail, '$.restored') END, " \
-	"CASE WHEN json_valid(r.detail) THEN json_extract(r.detail, '$.from_writer') END, " \
-	"CASE WHEN json_valid(r.detail) THEN json_extract(r.detail, '$.kept_stored') END, " \
-	"CASE WHEN json_valid(r.detail) THEN json_extract(r.detail, '$.others_kept') END, " \
-	"CASE WHEN json_valid(r.detail) THEN json_extract(r.detail, '$.removed') END, " \
-	"h.id, h.pid, h.comm"
+	"v.id, v.time_ns, v.pid, v.comm, v.kind, " \
+	"coalesce(CASE WHEN json_valid(v.detail) THEN json_extract(v.detail, '$.size') END, " \
+	"         (SELECT length(b.data) FROM blobs b WHERE b.doc_id = v.doc_id AND b.rev = v.id)), " \
+	"CASE WHEN json_valid(v.detail) THEN json_extract(v.detail, '$.restored') END, " \
+	"CASE WHEN v.kind = 'merge' AND json_valid(v.detail) THEN json_extract(v.detail, '$.from_writer') END, " \
+	"CASE WHEN v.kind = 'merge' AND json_valid(v.detail) THEN json_extract(v.detail, '$.kept_stored') END, " \
+	"CASE WHEN v.kind = 'merge' AND json_valid(v.detail) THEN json_extract(v.detail, '$.others_kept') END, " \
+	"CASE WHEN v.kind = 'merge' AND json_valid(v.detail) THEN json_extract(v.detail, '$.removed') END, " \
+	"h.id, h.pid, h.comm, hv.n"
 
 int store_doc_versions(struct store *st, const char *path, store_version_fn fn, void *ctx)
 {
@@ -141,10 +145,13 @@ int store_doc_versions(struct store *st, const char *path, store_version_fn fn, 
 	doc_row_release(&d);
 	if (r == 0)
 		r = store_prepare(st,
-			"SELECT row_number() OVER (ORDER BY r.id), " VERSION_COLUMNS " FROM revisions r "
-			"LEFT JOIN revisions h ON r.kind = 'merge' AND json_valid(r.detail) "
-			"  AND h.id = json_extract(r.detail, '$.head') "
-			"WHERE r.doc_id = ?1 AND r.kind NOT IN " NOT_A_VERSION " ORDER BY r.id DESC", &stmt);
+			"WITH v AS (SELECT row_number() OVER (ORDER BY id) AS n, * FROM revisions "
+			"           WHERE doc_id = ?1 AND kind NOT IN " NOT_A_VERSION ") "
+			"SELECT v.n, " VERSION_COLUMNS " FROM v "
+			"LEFT JOIN revisions h ON v.kind = 'merge' AND json_valid(v.detail) "
+			"  AND h.id = json_extract(v.detail, '$.head') "
+			"LEFT JOIN v hv ON hv.id = h.id "
+			"ORDER BY v.id DESC", &stmt);
 	if (r < 0) {
 		pthread_mutex_unlock(&st->lock);
 		return r;
@@ -188,6 +195,7 @@ int store_doc_versions(struct store *st, const char *path, store_version_fn fn, 
 			.removed = int_or(stmt, 11, -1),
 			.with_rev = int_or(stmt, 12, 0),
 			.with_pid = (pid_t)int_or(stmt, 13, 0),
+			.with_number = int_or(stmt, 15, 0),
 		};
 	}
 	if (r == 0 && rc != SQLITE_DONE)

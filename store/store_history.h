@@ -8,8 +8,9 @@
  * versions of one doc, and making one of them the live one. Same
  * conventions as store.h.
  *
- * The versions of a doc are its revisions that left it with content: every
- * kind but a removal ("unlink", "rename-out"). They are numbered from 1, the
+ * The versions of a doc are its revisions that saved content: every kind
+ * but a removal ("unlink", "rename-out") and the empty file an open with
+ * O_CREAT makes before the first save ("create"). They are numbered from 1, the
  * oldest, in the order of the revision log; the number of a version never
  * changes, since revisions are only ever added.
  */
@@ -51,6 +52,7 @@ struct store_version {
 	int64_t with_rev;    /* the revision it merged with (what was stored); 0: not recorded */
 	pid_t with_pid;      /* who made that one */
 	const char *with_comm;
+	int64_t with_number; /* that revision's number among the doc's versions; 0: not one of them */
 };
 typedef int (*store_version_fn)(void *ctx, const struct store_version *v);
 

@@ -137,8 +137,12 @@ static void test_versions(void **state)
 	const char *v1 = "[" M(1, "a") "]", *v2 = "[" M(1, "a") "," M(2, "b") "]";
 
 	assert_int_equal(store_doc_versions(st, UI("7"), collect, &s), -ENOENT);
+	assert_int_equal(store_doc_create(st, UI("7"), &mine), 0); /* open(O_CREAT): no version yet */
 	assert_int_equal(commit(st, UI("7"), v1, &mine), 0);
-	assert_int_equal(commit(st, UI("7"), v2, &theirs), 0);
+	/* Through the merge, storing what was written: a plain write, without a merge's counts. */
+	assert_int_equal(store_commit(st, &(struct store_commit){ .path = UI("7"), .data = v2, .len = strlen(v2),
+								  .who = &theirs, .kind = "write", .merge = true },
+				      NULL, NULL), 0);
 	assert_int_equal(store_doc_append(st, UI("7"), &line, 1, NULL, &mine), 0);
 	assert_int_equal(commit(st, UI("8"), "[]", &mine), 0); /* another doc: not listed */
 	assert_int_equal(store_doc_remove(st, UI("7"), &mine, "unlink"), 0);
@@ -158,6 +162,7 @@ static void test_versions(void **state)
 	assert_true(s.v[2].rev < s.v[1].rev && s.v[1].rev < s.v[0].rev);
 	assert_true(s.v[2].time_ns <= s.v[0].time_ns);
 	assert_int_equal(s.v[0].from_writer, -1); /* not a merge */
+	assert_int_equal(s.v[1].from_writer, -1);
 	assert_int_equal(s.v[0].with_rev, 0);
 
 	/* A whole doc: its sizes are its blobs'. */
@@ -198,6 +203,7 @@ static void test_merge_detail(void **state)
 	assert_int_equal(s.v[0].removed, 0);
 	assert_int_equal(s.v[0].with_rev, s.v[1].rev);
 	assert_int_equal(s.v[0].with_pid, 2002);
+	assert_int_equal(s.v[0].with_number, 2);
 	assert_string_equal(s.with_comm[0], "cline");
 	assert_int_equal(s.v[0].size, (int64_t)strlen("[" M(1, "a") "," M(2, "b") "," M(3, "c") "]"));
 }
