@@ -26,7 +26,9 @@
 #     number the file does not have, a plain file, a path off the mount and
 #     a bad number are refused with a clear message and exit status;
 #   - other extended attributes still answer EOPNOTSUPP;
-#   - the log is the same after a remount.
+#   - the log is the same after a remount;
+#   - a store whose path has a comma, a percent sign, a space and a
+#     backslash mounts and is named.
 
 . "$(dirname "$0")/lib.sh"
 
@@ -202,5 +204,17 @@ jq -e --arg s "$STORE" '.mounted == false and .store == $s and .tasks == 1' "$T/
 	problem "status of a dead mount: $(cat "$T/out")"
 remove_dead_mount "$MNT"
 
+# A store whose path has what libfuse's options and the mount table escape.
+ODD="$T/odd, 50% \\dir"
+mkdir -p "$ODD/mnt"
+esc=${ODD//\\/\\\\}
+esc=${esc//,/\\,}
+mount_convfs_log "$ODD/mnt" "$ODD/s,1.db.log" -o "store=$esc/s\\,1.db"   # -o wants , and \ escaped
+cv status --json "$ODD/mnt"
+expect_rc 0 "status of a mount whose store's path has a comma"
+[[ $(jq -r .store "$T/out") == "$ODD/s,1.db" ]] || problem "status names the store '$(jq -r .store "$T/out")'"
+unmount_convfs "$ODD/mnt"
+
+check_log "$ODD/s,1.db.log"
 check_log "$STORE.log" "warning: refusing to commit 'tasks/$TASK/ui_messages.json': not a JSON array"
 pass
