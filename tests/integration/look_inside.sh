@@ -15,8 +15,9 @@
 #     warnings since the mount, the one a refused save logged included;
 #   - log lists each saved version of a file, newest first, numbered, with
 #     its kind (write, rename, append, merge, restore), size and process
-#     (node, cp, the shell's printf); the view's file (ui_messages.jsonl)
-#     has the same log as the compat file behind it; a merge says what it
+#     (node, cp, the shell's printf); the view's file (ui_messages.jsonl, a
+#     3.x session's messages.jsonl) has the same log as the compat file
+#     behind it; a merge says what it
 #     kept from the writer and with whose version it merged;
 #   - a plain cp of an old version over the live file is an ordinary write
 #     that merges: a message added since stays;
@@ -185,8 +186,13 @@ jq -e '.sessions == 1 and .tasks == 1 and .warnings.count == 1
 	and (.warnings.last[0] | test("warning: refusing to commit .*ui_messages.json"))' "$T/out" >/dev/null ||
 	problem "status does not count the session or the warning: $(cat "$T/out")"
 [[ $(stat -c %a "$STORE.warnings") == 600 ]] || problem "the warnings file is not owner-only"
-cv log "$MNT/sessions/$SESSION/$SESSION.messages.json"
+cv log --json "$MNT/sessions/$SESSION/$SESSION.messages.json"
 expect_rc 0 "log of a session's messages"
+cp "$T/out" "$T/session.json"
+[[ $(jq length "$T/session.json") == 1 ]] || problem "a session's log: $(cat "$T/session.json")"
+cv log --json "$MNT/workspaces/unknown/tasks/$SESSION/messages.jsonl"
+expect_rc 0 "log of a session's messages.jsonl in the view"
+cmp -s "$T/out" "$T/session.json" || problem "a session's log differs between its file and the view's"
 
 # ---- a dead daemon, a remount ------------------------------------------------------------
 
