@@ -17,8 +17,8 @@
 #     its kind (write, rename, append, merge, restore), size and process
 #     (node, cp, the shell's printf); the view's file (ui_messages.jsonl, a
 #     3.x session's messages.jsonl) has the same log as the compat file
-#     behind it; a merge says what it
-#     kept from the writer and with whose version it merged;
+#     behind it; a merge says what it kept from the writer and with whose
+#     version it merged;
 #   - a plain cp of an old version over the live file is an ordinary write
 #     that merges: a message added since stays;
 #   - restore makes that version live byte for byte, as one commit of kind
