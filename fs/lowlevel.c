@@ -957,7 +957,6 @@ static void ll_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info 
 	fuse_reply_err(req, 0);
 }
 
-/* The session ends (no request runs any more): frees the handles never released. */
 /* ---- control ---------------------------------------------------------------- */
 
 /* Only FS_XATTR_RESTORE means anything (control.c): the mount keeps no xattrs. */
@@ -976,6 +975,7 @@ static void ll_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
 	fuse_reply_err(req, -r);
 }
 
+/* The session ends (no request runs any more): frees the handles never released. */
 static void ll_destroy(void *userdata)
 {
 	dir_release_all();
