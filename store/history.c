@@ -293,13 +293,54 @@ static int note_restored(struct store *st, int64_t rev, int64_t number)
 	return rc == SQLITE_DONE ? 0 : store_fail(st, rc, "cannot add to the revision log");
 }
 
+/* The last revision of the log, 0 if none. */
+static int last_rev(struct store *st, int64_t *ret)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	int r, rc;
+
+	r = store_prepare(st, "SELECT coalesce(max(id), 0) FROM revisions", &stmt);
+	if (r < 0)
+		return r;
+	rc = sqlite3_step(stmt);
+	if (rc != SQLITE_ROW)
+		return store_fail(st, rc, "cannot read the revision log");
+	*ret = sqlite3_column_int64(stmt, 0);
+	return 0;
+}
+
+/*
+ * The revision a restore by who made of doc doc_id after revision after,
+ * or 0 if it made none (the version was the live one). Only a restore makes
+ * kind "restore" of a doc, and no two running processes share a pid.
+ */
+static int restore_made(struct store *st, int64_t doc_id, int64_t after, const struct store_who *who, int64_t *ret)
+{
+	STORE_LOCK(st);
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	int r, rc;
+
+	r = store_prepare(st, "SELECT id FROM revisions WHERE doc_id = ?1 AND id > ?2 AND kind = 'restore' "
+			      "AND pid IS ?3 ORDER BY id LIMIT 1", &stmt);
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(stmt, 1, doc_id);
+	sqlite3_bind_int64(stmt, 2, after);
+	if (who && who->pid > 0)
+		sqlite3_bind_int64(stmt, 3, who->pid);
+	rc = sqlite3_step(stmt);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return store_fail(st, rc, "cannot read the revision log");
+	*ret = rc == SQLITE_ROW ? sqlite3_column_int64(stmt, 0) : 0;
+	return 0;
+}
+
 int store_doc_restore(struct store *st, const char *path, int64_t number, const struct store_who *who,
 		      int64_t *ret_rev)
 {
 	_cleanup_sb_ struct sb data = SB_INIT;
-	struct store_stat before = { 0 }, after = { 0 };
 	struct doc_row d = { 0 };
-	int64_t rev = 0;
+	int64_t rev = 0, before = 0, made = 0, doc_id;
 	int r;
 
 	if (st->readonly)
@@ -312,6 +353,9 @@ int store_doc_restore(struct store *st, const char *path, int64_t number, const 
 			r = version_rev(st, d.id, number, &rev);
 		if (r == 0)
 			r = version_render(st, &d, rev, &data);
+		if (r == 0)
+			r = last_rev(st, &before);
+		doc_id = d.id;
 		doc_row_release(&d);
 		if (r < 0)
 			return r;
@@ -321,17 +365,15 @@ int store_doc_restore(struct store *st, const char *path, int64_t number, const 
 	 * whatever others committed since it. A commit between the render and
 	 * this one is simply older than the restore.
 	 */
-	if (store_doc_stat(st, path, &before) < 0)
-		before.rev = 0;
 	r = store_doc_commit(st, path, sb_str(&data), data.len, who, "restore");
 	if (r < 0)
 		return r;
-	if ((r = store_doc_stat(st, path, &after)) < 0)
+	if ((r = restore_made(st, doc_id, before, who, &made)) < 0)
 		return r;
-	if (after.rev == before.rev)
+	if (made == 0)
 		return -EALREADY;
-	r = note_restored(st, after.rev, number);
+	r = note_restored(st, made, number);
 	if (r == 0 && ret_rev)
-		*ret_rev = after.rev;
+		*ret_rev = made;
 	return r;
 }
