@@ -34,6 +34,12 @@ struct fs {
 	struct bases *bases; /* what each writer last saw of each doc */
 };
 
+/*
+ * The extended attribute `convfs restore` sets on a conversation file: its
+ * value, a version's number, becomes the live version (control.c).
+ */
+#define FS_XATTR_RESTORE "user.convfs.restore"
+
 /* lowlevel.c: the FUSE session serving fs (one per process). */
 struct fuse_session *ll_session_new(struct fuse_args *args, struct fs *fs);
 void ll_session_forget(void);

@@ -698,6 +698,24 @@ static void ll_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info 
 	fuse_reply_err(req, 0);
 }
 
+/* ---- control ---------------------------------------------------------------- */
+
+/* Only FS_XATTR_RESTORE means anything (control.c): the mount keeps no xattrs. */
+static void ll_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value, size_t size,
+			int flags)
+{
+	_cleanup_sb_ struct sb path = SB_INIT;
+	struct route rt;
+	int r;
+
+	(void)flags;
+	begin(req);
+	r = path_of(ino, NULL, &path, NULL);
+	if (r == 0)
+		r = op_setxattr(route_of(&path, &rt), name, value, size);
+	fuse_reply_err(req, -r);
+}
+
 /* The session ends (no request runs any more): frees the handles never released. */
 static void ll_destroy(void *userdata)
 {
@@ -739,6 +757,7 @@ static const struct fuse_lowlevel_ops ll_ops = {
 	.statfs = ll_statfs,
 	.create = ll_create,
 	.fallocate = ll_fallocate,
+	.setxattr = ll_setxattr,
 };
 
 struct fuse_session *ll_session_new(struct fuse_args *args, struct fs *fs)

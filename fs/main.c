@@ -4,6 +4,9 @@
  *
  *   convfs [-f] [-d] [-o store=FILE] [-o allow_other] MOUNTPOINT
  *   convfs export STORE DIR
+ *   convfs status [--json] [MOUNTPOINT]
+ *   convfs log [--json] FILE
+ *   convfs restore FILE NUMBER
  *
  * Mounting happens in this order, so that every failure is reported to the
  * terminal that ran convfs and nothing is left half done:
@@ -30,8 +33,10 @@
 #include <sys/wait.h>
 #include <sqlite3.h>
 
+#include "fs/cmd.h"
 #include "fs/fs.h"
 #include "fs/shadow.h"
+#include "fs/warnings.h"
 #include "store/util.h"
 
 struct options {
@@ -52,6 +57,9 @@ static void usage(FILE *out, const char *prog)
 	fprintf(out,
 		"usage: %s [-f] [-d] [-o store=FILE] [-o allow_other] MOUNTPOINT\n"
 		"       %s export STORE DIR\n"
+		"       %s status [--json] [MOUNTPOINT]\n"
+		"       %s log [--json] FILE\n"
+		"       %s restore FILE NUMBER\n"
 		"\n"
 		"Mounts a Cline (or Roo Code, Kilo Code) history folder backed by a transactional\n"
 		"SQLite store: every save becomes one atomic commit, nothing a rewrite drops is\n"
@@ -74,8 +82,11 @@ static void usage(FILE *out, const char *prog)
 		"  -V, --version      the version\n"
 		"\n"
 		"To unmount: fusermount3 -u MOUNTPOINT (everything written is committed).\n"
-		"To get a plain folder back out: convfs export STORE DIR.\n",
-		prog, prog);
+		"To get a plain folder back out: convfs export STORE DIR.\n"
+		"To see whether it is mounted and what its store holds: convfs status MOUNTPOINT.\n"
+		"To see every saved version of a conversation file: convfs log FILE;\n"
+		"to make one of them the live one again: convfs restore FILE NUMBER.\n",
+		prog, prog, prog, prog, prog);
 }
 
 /* $XDG_DATA_HOME/convfs/<basename>-<hash of the full path>.db, directories made 0700. */
@@ -150,6 +161,8 @@ static int prepare_store(struct fs *fs, const char *store_path, const char *moun
 		store_free(TAKE_PTR(fs->store));
 		return r;
 	}
+	/* From here on this mount's warnings are kept for convfs status (a failure is not fatal). */
+	warnings_start(store_path);
 	if (!no_import) {
 		/* Opened before mounting: the mount will hide it. */
 		mfd = open(mountpoint, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -245,6 +258,30 @@ out_store:
 	return r < 0 ? r : 0;
 }
 
+/*
+ * The mount's options, fsname the store's absolute path (made absolute here:
+ * a new store given relative is found now that it exists, and the daemon
+ * opens it after chdir("/")). fuse_opt splits options at commas: a comma or
+ * backslash in the path is escaped with a backslash.
+ */
+static int mount_options(char **store_path, struct sb *ret)
+{
+	int r;
+
+	if ((*store_path)[0] != '/') {
+		char *abs = realpath(*store_path, NULL);
+
+		if (!abs)
+			return -errno;
+		free(*store_path);
+		*store_path = abs;
+	}
+	r = sb_adds(ret, "-odefault_permissions,subtype=convfs,fsname=");
+	for (const char *c = *store_path; r == 0 && *c; c++)
+		r = (*c == ',' || *c == '\\') ? sb_addf(ret, "\\%c", *c) : sb_add(ret, c, 1);
+	return r;
+}
+
 static int cmd_export(int argc, char **argv)
 {
 	int r;
@@ -272,6 +309,9 @@ static const struct command {
 	int (*run)(int argc, char **argv);
 } commands[] = {
 	{ "export", cmd_export },
+	{ "status", cmd_status },
+	{ "log", cmd_log },
+	{ "restore", cmd_restore },
 };
 
 int main(int argc, char **argv)
@@ -280,6 +320,7 @@ int main(int argc, char **argv)
 	struct fuse_cmdline_opts cmd = { 0 };
 	struct options opts = { 0 };
 	_cleanup_free_ char *store_path = NULL;
+	_cleanup_sb_ struct sb mount_opts = SB_INIT;
 	struct fs fs = { .root_fd = -1, .lock_fd = -1 };
 	int r, status = 1;
 
@@ -332,10 +373,13 @@ int main(int argc, char **argv)
 			strerror(-r));
 		goto out;
 	}
-	if (fuse_opt_add_arg(&args, "-odefault_permissions,fsname=convfs,subtype=convfs") != 0)
-		goto out;
 	if (prepare_store(&fs, store_path, cmd.mountpoint, opts.no_import) < 0) {
 		fprintf(stderr, "convfs: cannot use the store '%s'; nothing was mounted\n", store_path);
+		goto out;
+	}
+	/* The mount names its store, as sshfs names its remote: convfs status finds it there. */
+	if (mount_options(&store_path, &mount_opts) < 0 || fuse_opt_add_arg(&args, mount_opts.buf) != 0) {
+		fprintf(stderr, "convfs: cannot make the mount options: out of memory\n");
 		goto out;
 	}
 	if (cmd.foreground) {

@@ -52,5 +52,7 @@ int op_release(struct fuse_file_info *fi);
 int op_fsync(int datasync, struct fuse_file_info *fi);
 int op_statfs(struct statvfs *sv);
 int op_fallocate(int mode, off_t off, off_t len, struct fuse_file_info *fi);
+/* setxattr: FS_XATTR_RESTORE on a conversation file restores a version (control.c); others EOPNOTSUPP. */
+int op_setxattr(const struct route *rt, const char *name, const char *value, size_t size);
 
 #endif

@@ -193,6 +193,40 @@ static int task_file_parse(struct view_path *vp, const char *name)
 	return task_doc(vp->task, i, vp->doc, sizeof(vp->doc));
 }
 
+int view_doc_of(const char *rel, char *buf, size_t n)
+{
+	struct view_path vp = { 0 };
+	char comp[4][256];
+	size_t nc = 0;
+	const char *p;
+
+	if (store_path_kind(rel) == STORE_PATH_ARRAY || store_path_kind(rel) == STORE_PATH_WHOLE)
+		return (size_t)snprintf(buf, n, "%s", rel) < n ? 0 : -ENAMETOOLONG;
+	if (strncmp(rel, "workspaces/", 11) != 0)
+		return -ENOENT;
+	for (p = rel + 11; *p && nc < ARRAY_SIZE(comp); nc++) {
+		size_t len = strcspn(p, "/");
+
+		if (len >= sizeof(comp[0]))
+			return -ENOENT;
+		memcpy(comp[nc], p, len);
+		comp[nc][len] = '\0';
+		p += len + (p[len] == '/');
+	}
+	if (*p)
+		return -ENOENT;
+	if (nc == 3 && strcmp(comp[0], ".trash") == 0)
+		vp.trash = true;
+	else if (nc != 4 || strcmp(comp[1], "tasks") != 0)
+		return -ENOENT;
+	if (!store_is_conversation_id(comp[nc - 2]) || strlen(comp[nc - 2]) >= sizeof(vp.task))
+		return -ENOENT;
+	memcpy(vp.task, comp[nc - 2], strlen(comp[nc - 2]) + 1);
+	if (task_file_parse(&vp, comp[nc - 1]) < 0 || !vp.doc[0])
+		return -ENOENT;
+	return (size_t)snprintf(buf, n, "%s", vp.doc) < n ? 0 : -ENAMETOOLONG;
+}
+
 bool view_is_task_slot(const struct view_path *vp)
 {
 	return vp->kind == VIEW_TASK || vp->kind == VIEW_TASKS;
@@ -690,17 +724,6 @@ int view_list(struct fs *fs, const struct view_path *vp, op_list_fn fn, void *ct
 	default:
 		return -ENOTDIR;
 	}
-}
-
-static char *iso_time(int64_t ns, char *buf, size_t n)
-{
-	time_t s = (time_t)(ns / 1000000000);
-	struct tm tm;
-
-	gmtime_r(&s, &tm);
-	snprintf(buf, n, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-		 tm.tm_hour, tm.tm_min, tm.tm_sec, (int)((ns / 1000000) % 1000));
-	return buf;
 }
 
 static int render_ws(void *ctx, const struct store_workspace *ws)

@@ -70,6 +70,16 @@ struct view_path {
 	char sub[1024];     /* below files/: the path inside the commit ("" its root) */
 };
 
+/*
+ * The compat doc behind rel (a path from the mount's root), by its shape
+ * alone, without the store: rel itself for a conversation file of the
+ * client's folder; for a conversation file of the view (messages.jsonl,
+ * ui_messages.jsonl, metadata.json, a subagent's, of a task or of the
+ * trash) the doc it shows. -ENOENT for anything else (task.json, a
+ * checkpoint's files, plain files). Whether rel exists is not looked at.
+ */
+int view_doc_of(const char *rel, char *buf, size_t n);
+
 /* True for the read-only kinds (checkpoints): every write-like call gets EROFS. */
 static inline bool view_readonly(const struct view_path *vp)
 {

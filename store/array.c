@@ -681,13 +681,30 @@ int append_rows(struct store *st, const struct doc_row *dr, const char *path, co
 			  strlen(tail), seq, loff);
 }
 
+/* The size of doc id as its row has it now: for the revision log (convfs log). */
+static int doc_size(struct store *st, int64_t id, int64_t *ret)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	int r, rc;
+
+	r = store_prepare(st, "SELECT size FROM docs WHERE id = ?1", &stmt);
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(stmt, 1, id);
+	rc = sqlite3_step(stmt);
+	if (rc != SQLITE_ROW)
+		return rc == SQLITE_DONE ? -ENOENT : store_fail(st, rc, "cannot read a doc's size");
+	*ret = sqlite3_column_int64(stmt, 0);
+	return 0;
+}
+
 /* The part of store_doc_append() under the lock. */
 static int append_locked(struct store *st, const char *path, const struct store_line *lines, size_t n,
 			 const struct store_who *who)
 {
 	struct doc_row d = { 0 };
-	int64_t now = now_ns(), rev;
-	char detail[64];
+	int64_t now = now_ns(), rev, size = 0;
+	char detail[80];
 	int r;
 
 	r = tx_begin(st);
@@ -703,9 +720,9 @@ static int append_locked(struct store *st, const char *path, const struct store_
 	}
 	if ((r = revision_add(st, path, who, "append", now, &rev)) < 0)
 		goto rollback;
-	if ((r = append_rows(st, &d, path, lines, n, rev, now)) < 0)
+	if ((r = append_rows(st, &d, path, lines, n, rev, now)) < 0 || (r = doc_size(st, d.id, &size)) < 0)
 		goto rollback;
-	snprintf(detail, sizeof(detail), "{\"appended\":%zu}", n);
+	snprintf(detail, sizeof(detail), "{\"appended\":%zu,\"size\":%" PRId64 "}", n, size);
 	if ((r = revision_detail(st, rev, d.id, detail)) < 0 || (r = tx_commit(st)) < 0)
 		goto rollback;
 	doc_row_release(&d);

@@ -111,6 +111,13 @@ void log_set_level(enum log_level max)
 	log_max = max;
 }
 
+static log_sink_fn log_sink;
+
+void log_set_sink(log_sink_fn fn)
+{
+	log_sink = fn;
+}
+
 void log_msg(enum log_level level, const char *fmt, ...)
 {
 	static const char *const names[] = {
@@ -134,6 +141,8 @@ void log_msg(enum log_level level, const char *fmt, ...)
 	for (char *c = line; *c; c++)
 		if ((unsigned char)*c < 0x20 || *c == 0x7f)
 			*c = '?';
+	if (log_sink && level <= LOG_LEVEL_WARN)
+		log_sink(level, line);
 	if (log_to_syslog) {
 		syslog((int)level, "%s", line);
 		return;
@@ -153,6 +162,17 @@ int64_t now_ns(void)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+char *iso_time(int64_t ns, char *buf, size_t n)
+{
+	time_t s = (time_t)(ns / 1000000000);
+	struct tm tm;
+
+	gmtime_r(&s, &tm);
+	snprintf(buf, n, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+		 tm.tm_hour, tm.tm_min, tm.tm_sec, (int)((ns / 1000000) % 1000));
+	return buf;
 }
 
 uint64_t hash64(const void *data, size_t len)

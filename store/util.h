@@ -85,6 +85,14 @@ enum log_level { LOG_LEVEL_ERR = 3, LOG_LEVEL_WARN = 4, LOG_LEVEL_INFO = 6, LOG_
 void log_set_syslog(bool on);
 void log_set_level(enum log_level max);
 void log_msg(enum log_level level, const char *fmt, ...) _printf_(2, 3);
+/*
+ * Also hands every warning and error, as its one line without "\n", to
+ * fn (NULL: none), wherever the line goes: the daemon keeps them where
+ * `convfs status` reads them (fs/warnings.c). fn must take no lock but its
+ * own: it is called under any of the locks.
+ */
+typedef void (*log_sink_fn)(enum log_level level, const char *line);
+void log_set_sink(log_sink_fn fn);
 #define log_err(...) log_msg(LOG_LEVEL_ERR, __VA_ARGS__)
 #define log_warn(...) log_msg(LOG_LEVEL_WARN, __VA_ARGS__)
 #define log_info(...) log_msg(LOG_LEVEL_INFO, __VA_ARGS__)
@@ -92,6 +100,8 @@ void log_msg(enum log_level level, const char *fmt, ...) _printf_(2, 3);
 
 /* Nanoseconds since the epoch, from CLOCK_REALTIME. */
 int64_t now_ns(void);
+/* ns as ISO 8601 in UTC with milliseconds ("2026-11-24T10:00:00.000Z") into buf; returns buf. */
+char *iso_time(int64_t ns, char *buf, size_t n);
 
 #include "store/banned.h"
 
