@@ -119,6 +119,9 @@ static const char *const migrations[] = {
 	"INSERT INTO meta(key, value) SELECT 'underneath_before',"
 	"  (SELECT coalesce(min(time_ns), 0) FROM revisions WHERE kind IN ('import', 'import-damaged'))"
 	"  WHERE EXISTS (SELECT 1 FROM meta WHERE key = 'imported_from');",
+
+	/* 5 -> 6: a doc's revisions without a scan of the log (a task's versions/ in the view) */
+	"CREATE INDEX IF NOT EXISTS revisions_doc ON revisions(doc_id, id);",
 };
 
 int store_schema_version(void)

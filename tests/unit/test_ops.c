@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * test_ops.c: the store's side of the tools that look inside a store:
+ * a task's versions (the view's versions/ folders) and each version's
+ * content as it stood. Each test opens a store in memory.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "store/store.h"
+#include "store/store_view.h"
+#include "store/util.h"
+
+#define UI(id) "tasks/" id "/ui_messages.json"
+#define API(id) "tasks/" id "/api_conversation_history.json"
+#define META(id) "tasks/" id "/task_metadata.json"
+
+static const struct store_who who = { .pid = 1001, .comm = "code" };
+
+static int setup(void **state)
+{
+	struct store *st = NULL;
+
+	if (store_open(":memory:", 0, &st) < 0)
+		return -1;
+	*state = st;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	store_free(*state);
+	return 0;
+}
+
+static void commit(struct store *st, const char *path, const char *json)
+{
+	assert_int_equal(store_doc_commit(st, path, json, strlen(json), &who, "write"), 0);
+}
+
+/* The doc at path after revision rev, as JSON Lines (or whole), read whole (free()); NULL if -ENOENT. */
+static char *read_at(struct store *st, const char *path, int64_t rev, bool jsonl)
+{
+	struct store_snap *snap = NULL;
+	char *buf;
+	int r = store_snap_open_at(st, path, rev, jsonl, &snap);
+
+	if (r == -ENOENT)
+		return NULL;
+	assert_int_equal(r, 0);
+	buf = calloc(1, (size_t)store_snap_size(snap) + 1);
+	assert_non_null(buf);
+	assert_int_equal(store_snap_read(st, snap, buf, (size_t)store_snap_size(snap), 0), store_snap_size(snap));
+	store_snap_free(snap);
+	return buf;
+}
+
+/* Every save of any of the three files is a version, and each reads back as it stood then. */
+static void test_versions(void **state)
+{
+	struct store *st = *state;
+	const char *paths[] = { API("1"), UI("1"), META("1") };
+	struct store_version *v = NULL;
+	size_t n = 0;
+	char *s;
+
+	commit(st, UI("1"), "[{\"ts\":1,\"type\":\"say\",\"say\":\"task\",\"text\":\"one\"}]");
+	commit(st, API("1"), "[{\"role\":\"user\",\"content\":\"a\"}]");
+	commit(st, UI("2"), "[{\"ts\":9,\"type\":\"say\"}]"); /* another task: not a version of 1 */
+	commit(st, API("1"), "[{\"role\":\"user\",\"content\":\"a\"},{\"role\":\"assistant\",\"content\":\"b\"}]");
+	commit(st, META("1"), "{\"files_in_context\":[]}");
+	commit(st, API("1"), "[{\"role\":\"user\",\"content\":\"c\"}]"); /* a rewrite drops two */
+	assert_int_equal(store_doc_remove(st, UI("1"), &who, "unlink"), 0); /* no version */
+
+	assert_int_equal(store_versions(st, paths, 3, &v, &n), 0);
+	assert_int_equal(n, 5);
+	for (size_t i = 1; i < n; i++)
+		assert_true(v[i].rev > v[i - 1].rev && v[i].time_ns >= v[i - 1].time_ns);
+
+	/* version 1: the ui stream only; no api file yet */
+	assert_null(read_at(st, API("1"), v[0].rev, true));
+	s = read_at(st, UI("1"), v[0].rev, true);
+	assert_string_equal(s, "{\"ts\":1,\"type\":\"say\",\"say\":\"task\",\"text\":\"one\"}\n");
+	free(s);
+	/* version 3: two api messages, no metadata yet */
+	s = read_at(st, API("1"), v[2].rev, true);
+	assert_string_equal(s, "{\"role\":\"user\",\"content\":\"a\"}\n{\"role\":\"assistant\",\"content\":\"b\"}\n");
+	free(s);
+	assert_null(read_at(st, META("1"), v[2].rev, false));
+	/* version 4: metadata, whole */
+	s = read_at(st, META("1"), v[3].rev, false);
+	assert_string_equal(s, "{\"files_in_context\":[]}");
+	free(s);
+	/* version 5: the rewrite; the old version 3 still reads as it was */
+	s = read_at(st, API("1"), v[4].rev, true);
+	assert_string_equal(s, "{\"role\":\"user\",\"content\":\"c\"}\n");
+	free(s);
+	s = read_at(st, API("1"), v[2].rev, true);
+	assert_string_equal(s, "{\"role\":\"user\",\"content\":\"a\"}\n{\"role\":\"assistant\",\"content\":\"b\"}\n");
+	free(s);
+	/* a whole doc has no JSON Lines, a past array no whole rendering */
+	{
+		struct store_snap *snap = NULL;
+
+		assert_int_equal(store_snap_open_at(st, META("1"), v[4].rev, true, &snap), -EINVAL);
+		assert_int_equal(store_snap_open_at(st, API("1"), v[4].rev, false, &snap), -EINVAL);
+		assert_int_equal(store_snap_open_at(st, API("9"), v[4].rev, true, &snap), -ENOENT);
+	}
+	free(v);
+
+	/* none is not an error */
+	{
+		const char *none[] = { API("7") };
+
+		v = NULL;
+		assert_int_equal(store_versions(st, none, 1, &v, &n), 0);
+		assert_int_equal(n, 0);
+		free(v);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_versions, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
