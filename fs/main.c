@@ -4,6 +4,7 @@
  *
  *   convfs [-f] [-d] [-o store=FILE] [-o allow_other] MOUNTPOINT
  *   convfs export STORE DIR
+ *   convfs check STORE                      (cmd_check.c)
  *
  * Mounting happens in this order, so that every failure is reported to the
  * terminal that ran convfs and nothing is left half done:
@@ -30,6 +31,7 @@
 #include <sys/wait.h>
 #include <sqlite3.h>
 
+#include "fs/cmd.h"
 #include "fs/fs.h"
 #include "fs/shadow.h"
 #include "store/util.h"
@@ -52,6 +54,7 @@ static void usage(FILE *out, const char *prog)
 	fprintf(out,
 		"usage: %s [-f] [-d] [-o store=FILE] [-o allow_other] MOUNTPOINT\n"
 		"       %s export STORE DIR\n"
+		"       %s check STORE\n"
 		"\n"
 		"Mounts a Cline (or Roo Code, Kilo Code) history folder backed by a transactional\n"
 		"SQLite store: every save becomes one atomic commit, nothing a rewrite drops is\n"
@@ -74,8 +77,9 @@ static void usage(FILE *out, const char *prog)
 		"  -V, --version      the version\n"
 		"\n"
 		"To unmount: fusermount3 -u MOUNTPOINT (everything written is committed).\n"
-		"To get a plain folder back out: convfs export STORE DIR.\n",
-		prog, prog);
+		"To get a plain folder back out: convfs export STORE DIR.\n"
+		"To check a store (read-only; exit 0 sound, 1 problems, 2 cannot): convfs check STORE.\n",
+		prog, prog, prog);
 }
 
 /* $XDG_DATA_HOME/convfs/<basename>-<hash of the full path>.db, directories made 0700. */
@@ -272,6 +276,7 @@ static const struct command {
 	int (*run)(int argc, char **argv);
 } commands[] = {
 	{ "export", cmd_export },
+	{ "check", cmd_check },
 };
 
 int main(int argc, char **argv)

@@ -2,19 +2,24 @@
 /*
  * test_ops.c: the store's side of the tools that look inside a store:
  * a task's versions (the view's versions/ folders) and each version's
- * content as it stood. Each test opens a store in memory.
+ * content as it stood; the checks of `convfs check`, each made to find the
+ * one broken invariant it is for (the tables changed behind the store's back
+ * with SQL). Each test opens a store in memory.
  */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
 
 #include "store/store.h"
+#include "store/store_internal.h"
+#include "store/store_ops.h"
 #include "store/store_view.h"
 #include "store/util.h"
 
@@ -126,10 +131,83 @@ static void test_versions(void **state)
 	}
 }
 
+struct found {
+	int n;
+	char lines[4096];
+};
+
+static int collect(void *ctx, const char *line)
+{
+	struct found *f = ctx;
+	size_t used = strlen(f->lines);
+
+	f->n++;
+	snprintf(f->lines + used, sizeof(f->lines) - used, "%s\n", line);
+	return 0;
+}
+
+/* The store after sql, checked: the number of problems, their lines in *f. */
+static int check_after(struct store *st, const char *sql, struct found *f)
+{
+	memset(f, 0, sizeof(*f));
+	/* behind the store's back: without the foreign keys that would refuse it */
+	if (sql)
+		assert_int_equal(sqlite3_exec(st->db, "PRAGMA foreign_keys = OFF", NULL, NULL, NULL), SQLITE_OK);
+	if (sql)
+		assert_int_equal(sqlite3_exec(st->db, sql, NULL, NULL, NULL), SQLITE_OK);
+	return store_check(st, collect, NULL, f);
+}
+
+static void fill(struct store *st)
+{
+	commit(st, UI("1"), "[{\"ts\":1,\"type\":\"say\",\"text\":\"é\"},{\"ts\":2,\"type\":\"say\"}]");
+	commit(st, API("1"), "[ {\"role\":\"user\",\"content\":\"a\"},\n {\"role\":\"user\",\"content\":\"b\"} ]");
+	commit(st, META("1"), "{\"files_in_context\":[]}");
+	commit(st, API("1"), "[ {\"role\":\"user\",\"content\":\"a\"} ]");
+}
+
+/* A sound store has no problem; each broken invariant is found and named. */
+static void test_check(void **state)
+{
+	static const struct {
+		const char *sql, *want;
+	} cases[] = {
+		{ "UPDATE docs SET nelems = nelems + 1 WHERE path LIKE '%ui_messages.json'", "2 current rows, its row says 3" },
+		{ "UPDATE docs SET size = size + 1 WHERE path LIKE '%ui_messages.json'", "its rows and head and tail make" },
+		{ "UPDATE docs SET lsize = 7 WHERE path LIKE '%ui_messages.json'", "JSON Lines size 7" },
+		{ "UPDATE elems SET off = off + 1 WHERE seq = 1 AND rev_to IS NULL", "element 1 at offset" },
+		{ "UPDATE elems SET loff = 0 WHERE seq = 1 AND rev_to IS NULL", "element 1 at offset" },
+		{ "UPDATE elems SET len = len + 1, off = off WHERE seq = 0 AND rev_to IS NULL AND doc_id = "
+		  "(SELECT id FROM docs WHERE path LIKE '%ui_messages.json')", "element 0 is" },
+		{ "DELETE FROM blobs", "its last version is missing" },
+		{ "UPDATE elems SET rev_to = rev_from WHERE rev_to IS NOT NULL", "valid from revision" },
+		{ "UPDATE docs SET rev = 999 WHERE path LIKE '%task_metadata.json'", "at revision 999, which the log" },
+		{ "INSERT INTO elems(doc_id, seq, off, pre, len, json, rev_from) VALUES (77, 0, 1, '', 2, '{}', 1)",
+		  "1 elements of doc 77, which does not exist" },
+		{ "UPDATE tasks SET workspace_id = 55", "in workspace 55" },
+		{ "PRAGMA user_version = 5", "schema: schema version 5, this convfs writes" },
+	};
+	struct found f;
+
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct store *st = NULL;
+
+		assert_int_equal(store_open(":memory:", 0, &st), 0);
+		fill(st);
+		assert_int_equal(check_after(st, NULL, &f), 0);
+		assert_int_equal(f.n, 0);
+		assert_true(check_after(st, cases[i].sql, &f) >= 1);
+		if (!strstr(f.lines, cases[i].want))
+			fail_msg("after %s: expected a line with '%s', got:\n%s", cases[i].sql, cases[i].want, f.lines);
+		store_free(st);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_versions, setup, teardown),
+		cmocka_unit_test(test_check),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
