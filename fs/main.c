@@ -5,6 +5,7 @@
  *   convfs [-f] [-d] [-o store=FILE] [-o allow_other] MOUNTPOINT
  *   convfs export STORE DIR
  *   convfs check STORE                      (cmd_check.c)
+ *   convfs forget STORE --match TEXT | --task ID [--yes]   (cmd_forget.c)
  *
  * Mounting happens in this order, so that every failure is reported to the
  * terminal that ran convfs and nothing is left half done:
@@ -55,6 +56,7 @@ static void usage(FILE *out, const char *prog)
 		"usage: %s [-f] [-d] [-o store=FILE] [-o allow_other] MOUNTPOINT\n"
 		"       %s export STORE DIR\n"
 		"       %s check STORE\n"
+		"       %s forget STORE --match TEXT | --task ID [--yes]\n"
 		"\n"
 		"Mounts a Cline (or Roo Code, Kilo Code) history folder backed by a transactional\n"
 		"SQLite store: every save becomes one atomic commit, nothing a rewrite drops is\n"
@@ -78,8 +80,9 @@ static void usage(FILE *out, const char *prog)
 		"\n"
 		"To unmount: fusermount3 -u MOUNTPOINT (everything written is committed).\n"
 		"To get a plain folder back out: convfs export STORE DIR.\n"
-		"To check a store (read-only; exit 0 sound, 1 problems, 2 cannot): convfs check STORE.\n",
-		prog, prog, prog);
+		"To check a store (read-only; exit 0 sound, 1 problems, 2 cannot): convfs check STORE.\n"
+		"To remove a leaked secret (or a task) for good, unmounted: convfs forget STORE --match TEXT.\n",
+		prog, prog, prog, prog);
 }
 
 /* $XDG_DATA_HOME/convfs/<basename>-<hash of the full path>.db, directories made 0700. */
@@ -277,6 +280,7 @@ static const struct command {
 } commands[] = {
 	{ "export", cmd_export },
 	{ "check", cmd_check },
+	{ "forget", cmd_forget },
 };
 
 int main(int argc, char **argv)

@@ -4,7 +4,8 @@
  * a task's versions (the view's versions/ folders) and each version's
  * content as it stood; the checks of `convfs check`, each made to find the
  * one broken invariant it is for (the tables changed behind the store's back
- * with SQL). Each test opens a store in memory.
+ * with SQL); what `convfs forget` removes, and that the store is sound and
+ * every version still renders after it. Each test opens a store in memory.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -203,11 +204,120 @@ static void test_check(void **state)
 	}
 }
 
+static int64_t sql_int(struct store *st, const char *sql)
+{
+	sqlite3_stmt *stmt = NULL;
+	int64_t v;
+
+	assert_int_equal(sqlite3_prepare_v2(st->db, sql, -1, &stmt, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(stmt), SQLITE_ROW);
+	v = sqlite3_column_int64(stmt, 0);
+	sqlite3_finalize(stmt);
+	return v;
+}
+
+static int count_plan(void *ctx, const struct store_forget_doc *d)
+{
+	struct found *f = ctx;
+	size_t used = strlen(f->lines);
+
+	f->n++;
+	snprintf(f->lines + used, sizeof(f->lines) - used, "%s %lld %lld %lld %d %d\n", d->path,
+		 (long long)d->messages, (long long)d->current, (long long)d->versions, d->whole, d->head);
+	return 0;
+}
+
+#define SECRET "sk-LEAKED-0042"
+#define HIST "state/taskHistory.json"
+
+/* A secret in current and older messages and in a whole file's versions leaves every row; the rest stays. */
+static void test_forget_match(void **state)
+{
+	struct store *st = *state;
+	struct store_forget f = { .match = SECRET };
+	const char *paths[] = { API("1"), UI("1"), META("1") };
+	struct store_version *v = NULL;
+	struct found plan = { 0 }, problems;
+	size_t n = 0;
+	char *s;
+
+	commit(st, HIST, "[{\"id\":\"1\",\"ts\":1,\"task\":\"key " SECRET "\"},{\"id\":\"2\",\"ts\":2,\"task\":\"b\"}]");
+	commit(st, API("1"), "[{\"role\":\"user\",\"content\":\"my key is " SECRET "\"},{\"role\":\"assistant\","
+			     "\"content\":\"ok\"}]");
+	commit(st, API("1"), "[{\"role\":\"assistant\",\"content\":\"ok\"}]"); /* the secret only in an older version */
+	commit(st, API("1"), "[{\"role\":\"assistant\",\"content\":\"ok\"},{\"role\":\"user\",\"content\":\"" SECRET "\"},"
+			     "{\"role\":\"user\",\"content\":\"after\"}]");
+	commit(st, META("1"), "{\"k\":\"" SECRET "\"}");
+	commit(st, META("1"), "{\"k\":\"clean\"}");
+	commit(st, UI("2"), "[{\"ts\":5,\"type\":\"say\",\"text\":\"" SECRET "\"}]");
+	assert_int_equal(store_versions(st, paths, 3, &v, &n), 0);
+
+	assert_int_equal(store_forget_plan(st, &f, count_plan, &plan), 4);
+	assert_non_null(strstr(plan.lines, HIST " 1 1 0 0 0\n"));
+	assert_non_null(strstr(plan.lines, API("1") " 2 1 0 0 0\n"));
+	assert_non_null(strstr(plan.lines, META("1") " 0 0 1 0 0\n"));
+	assert_non_null(strstr(plan.lines, UI("2") " 1 1 0 0 0\n"));
+
+	assert_int_equal(store_forget_run(st, &f, &who, NULL, NULL), 0);
+	assert_int_equal(sql_int(st, "SELECT count(*) FROM elems WHERE instr(json, '" SECRET "')"), 0);
+	assert_int_equal(sql_int(st, "SELECT count(*) FROM blobs WHERE instr(data, CAST('" SECRET "' AS BLOB))"), 0);
+	assert_int_equal(store_forget_plan(st, &f, count_plan, &plan), 0);
+	assert_int_equal(check_after(st, NULL, &problems), 0);
+
+	/* the current conversation lost the message, kept the others */
+	s = read_at(st, API("1"), INT64_MAX, true);
+	assert_string_equal(s, "{\"role\":\"assistant\",\"content\":\"ok\"}\n{\"role\":\"user\",\"content\":\"after\"}\n");
+	free(s);
+	s = read_at(st, HIST, INT64_MAX, true);
+	assert_string_equal(s, "{\"id\":\"2\",\"ts\":2,\"task\":\"b\"}\n");
+	free(s);
+	/* the first version still has two lines, the first blanked at its length */
+	s = read_at(st, API("1"), v[0].rev, true);
+	assert_non_null(strstr(s, "{\"forgotten\":true}    "));
+	assert_non_null(strstr(s, "\n{\"role\":\"assistant\",\"content\":\"ok\"}\n"));
+	free(s);
+	/* the metadata's version that held it is gone: that revision reads the one before (none: empty) */
+	s = read_at(st, META("1"), v[3].rev, false);
+	assert_string_equal(s, "");
+	free(s);
+	s = read_at(st, META("1"), INT64_MAX, false);
+	assert_string_equal(s, "{\"k\":\"clean\"}");
+	free(s);
+	free(v);
+}
+
+/* A forgotten task leaves no doc, row, version, revision or history item; others stay. */
+static void test_forget_task(void **state)
+{
+	struct store *st = *state;
+	struct store_forget f = { .task = "1" };
+	struct found problems;
+	char *s;
+
+	commit(st, HIST, "[{\"id\":\"1\",\"ts\":1,\"task\":\"a\"},{\"id\":\"2\",\"ts\":2,\"task\":\"b\"}]");
+	fill(st);
+	commit(st, UI("2"), "[{\"ts\":5,\"type\":\"say\"}]");
+	assert_int_equal(store_forget_run(st, &f, &who, NULL, NULL), 0);
+	assert_int_equal(sql_int(st, "SELECT count(*) FROM docs WHERE task_id = '1'"), 0);
+	assert_int_equal(sql_int(st, "SELECT count(*) FROM tasks WHERE id = '1'"), 0);
+	assert_int_equal(sql_int(st, "SELECT count(*) FROM revisions WHERE path LIKE 'tasks/1/%'"), 0);
+	assert_int_equal(sql_int(st, "SELECT count(*) FROM elems WHERE json LIKE '%\"id\":\"1\"%'"), 0);
+	assert_int_equal(check_after(st, NULL, &problems), 0);
+	s = read_at(st, HIST, INT64_MAX, true);
+	assert_string_equal(s, "{\"id\":\"2\",\"ts\":2,\"task\":\"b\"}\n");
+	free(s);
+	s = read_at(st, UI("2"), INT64_MAX, true);
+	assert_string_equal(s, "{\"ts\":5,\"type\":\"say\"}\n");
+	free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_versions, setup, teardown),
 		cmocka_unit_test(test_check),
+		cmocka_unit_test_setup_teardown(test_forget_match, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_forget_task, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
