@@ -192,11 +192,15 @@ int cmd_check(int argc, char **argv)
 	if (r == 1)
 		fprintf(stderr, "convfs: warning: the store '%s' is mounted (a convfs daemon serves it): checking it as "
 				"it is now; what the daemon writes meanwhile may show as problems\n", path);
-	r = store_open(path, STORE_OPEN_READONLY, &c.st);
+	r = store_open(path, STORE_OPEN_READONLY | STORE_OPEN_AS_IS, &c.st);
 	if (r < 0) {
 		fprintf(stderr, "convfs: cannot open the store '%s': %s\n", path, strerror(-r));
 		return 2;
 	}
+	r = store_schema_of(c.st);
+	if (r >= 0 && r < store_schema_version())
+		fprintf(stderr, "convfs: note: the store has schema version %d; the next mount migrates it to %d\n", r,
+			store_schema_version());
 	if (asprintf(&files, "%s.files", path) < 0) {
 		files = NULL;
 		store_free(c.st);

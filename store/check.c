@@ -142,8 +142,8 @@ int store_check(struct store *st, store_problem_fn fn, store_progress_fn progres
 	int r, n = 0;
 
 	snprintf(schema, sizeof(schema),
-		 "SELECT printf('schema version %%d, this convfs writes %d', user_version) "
-		 "FROM pragma_user_version WHERE user_version != %d",
+		 "SELECT printf('schema version %%d, newer than this convfs writes (%d)', user_version) "
+		 "FROM pragma_user_version WHERE user_version > %d",
 		 store_schema_version(), store_schema_version());
 	for (int64_t i = 0; i < total; i++) {
 		if (progress)

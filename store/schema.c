@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "store/store_internal.h"
+#include "store/store_ops.h"
 #include "store/util.h"
 
 #define STORE_APPLICATION_ID 0x636f6e76 /* "conv" */
@@ -204,6 +205,15 @@ int store_migrate_to(struct store *st, int target)
 rollback:
 	sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
 	return r;
+}
+
+int store_schema_of(struct store *st)
+{
+	int version, r = store_migrate_to(st, 0); /* refuses what is not ours, or newer; changes nothing */
+
+	if (r == 0)
+		r = pragma_int(st, "PRAGMA user_version", &version);
+	return r < 0 ? r : version;
 }
 
 int store_migrate(struct store *st)

@@ -16,6 +16,13 @@ typedef int (*store_problem_fn)(void *ctx, const char *line);
 typedef void (*store_progress_fn)(void *ctx, int64_t done, int64_t total);
 
 /*
+ * The schema version of the store's file (a store opened with
+ * STORE_OPEN_AS_IS may be older than store_schema_version()); -ENOTSUP for a
+ * file that is not a convfs store or is newer.
+ */
+int store_schema_of(struct store *st);
+
+/*
  * Checks the store: SQLite's integrity check, the schema version, and the
  * store's own invariants (each array doc's current rows against its row:
  * count, positions, byte offsets, sizes; each whole doc's last blob; rows

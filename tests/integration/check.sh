@@ -13,6 +13,7 @@
 #      are kept, a plain file where the store has a conversation file, a
 #      conversation's folder missing, a doc's row that disagrees with its
 #      rows (sqlite3), a damaged index page (dd).
+#   A store of the schema before is checked as it is, with a note, unmigrated.
 #   D. Exit 2, with a message: no argument, a missing store, a file that is
 #      not a store, a store of a newer schema.
 
@@ -96,6 +97,17 @@ rc=0
 "$CONVFS" check "$T/damaged.db" >"$T/out" 2>"$T/err" || rc=$?
 ((rc == 1)) || problem "a damaged index page: check exited $rc:\n$(cat "$T/out" "$T/err")"
 grep -q "^sqlite: " "$T/out" || problem "a damaged index page: no sqlite line:\n$(cat "$T/out")"
+
+# A store of the schema before (what a user has before the first mount of a
+# new convfs): checked as it is, with a note, and not migrated.
+cp "$store" "$T/older.db"
+cp -a "$files" "$T/older.db.files"
+sqlite3 "$T/older.db" "DROP INDEX revisions_doc; PRAGMA user_version = 5"
+rc=0
+"$CONVFS" check "$T/older.db" >"$T/out" 2>"$T/err" || rc=$?
+((rc == 0)) || problem "a store of schema 5: check exited $rc:\n$(cat "$T/out" "$T/err")"
+grep -q "note: the store has schema version 5; the next mount migrates it" "$T/err" || problem "no note of the older schema: $(cat "$T/err")"
+[[ $(sqlite3 "$T/older.db" "PRAGMA user_version") == 5 ]] || problem "check migrated the store"
 
 # --- D: exit 2 ------------------------------------------------------------------
 expect_2()
