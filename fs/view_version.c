@@ -62,60 +62,121 @@ static struct {
 	size_t n;
 } cache;
 
-/* The task's versions, copied (free()). */
-static int versions_of(struct fs *fs, const char *task, struct store_version **ret_v, size_t *ret_n)
+/* Makes the cache hold the task's versions at this generation (one query if it does not). */
+static int cache_load(struct fs *fs, const char *task, uint64_t gen)
 {
-	uint64_t gen = store_generation(fs->store);
 	char docs[ARRAY_SIZE(version_files)][96];
 	const char *paths[ARRAY_SIZE(version_files)];
-	struct store_version *v = NULL, *copy;
+	struct store_version *v = NULL;
 	size_t n = 0, np = 0;
 	bool hit;
 	int r;
 
 	pthread_mutex_lock(&cache_lock);
 	hit = cache.gen == gen && strcmp(cache.task, task) == 0 && cache.v;
-	if (hit) {
-		n = cache.n;
-		v = malloc((n ? n : 1) * sizeof(*v));
-		if (v)
-			memcpy(v, cache.v, n * sizeof(*v));
-	}
 	pthread_mutex_unlock(&cache_lock);
-	if (hit) {
-		if (!v)
-			return -ENOMEM;
-		*ret_v = v;
-		*ret_n = n;
+	if (hit)
 		return 0;
-	}
 	for (size_t i = 0; i < ARRAY_SIZE(version_files); i++)
 		if (view_task_doc(task, version_files[i].task_kind, docs[np], sizeof(docs[np])) == 0)
 			paths[np] = docs[np], np++;
 	r = store_versions(fs->store, paths, np, &v, &n);
 	if (r < 0)
 		return r;
-	copy = malloc((n ? n : 1) * sizeof(*copy));
-	if (copy) {
-		memcpy(copy, v, n * sizeof(*v));
-		pthread_mutex_lock(&cache_lock);
-		free(cache.v);
-		cache.v = copy;
-		cache.n = n;
-		cache.gen = gen;
-		snprintf(cache.task, sizeof(cache.task), "%s", task);
-		pthread_mutex_unlock(&cache_lock);
-	}
-	*ret_v = v;
-	*ret_n = n;
+	if (!v && !(v = malloc(sizeof(*v))))
+		return -ENOMEM; /* none: still a list, so that the cache holds it */
+	pthread_mutex_lock(&cache_lock);
+	free(cache.v);
+	cache.v = v;
+	cache.n = n;
+	cache.gen = gen;
+	snprintf(cache.task, sizeof(cache.task), "%s", task);
+	pthread_mutex_unlock(&cache_lock);
 	return 0;
+}
+
+/*
+ * Calls fn on the task's versions, under the cache's lock (fn copies out
+ * what it needs: ls -l of 10,000 folders looks up each, and copies one).
+ */
+static int with_versions(struct fs *fs, const char *task, int (*fn)(void *ctx, const struct store_version *v, size_t n),
+			 void *ctx)
+{
+	uint64_t gen = store_generation(fs->store);
+	int r;
+
+	for (int tries = 0; tries < 3; tries++) {
+		r = cache_load(fs, task, gen);
+		if (r < 0)
+			return r;
+		pthread_mutex_lock(&cache_lock);
+		if (cache.gen == gen && strcmp(cache.task, task) == 0 && cache.v) {
+			r = fn(ctx, cache.v, cache.n);
+			pthread_mutex_unlock(&cache_lock);
+			return r;
+		}
+		pthread_mutex_unlock(&cache_lock); /* another task's list came in between: again */
+	}
+	return -EAGAIN;
+}
+
+struct pick {
+	size_t k; /* from 1; 0: the last */
+	struct store_version v;
+	struct store_version *all; /* k unused: a copy of all of them (free()) */
+	size_t n;
+};
+
+static int pick_one(void *ctx, const struct store_version *v, size_t n)
+{
+	struct pick *p = ctx;
+
+	if (p->k > n || (p->k == 0 && n == 0))
+		return -ENOENT;
+	p->v = v[p->k ? p->k - 1 : n - 1];
+	return 0;
+}
+
+static int pick_all(void *ctx, const struct store_version *v, size_t n)
+{
+	struct pick *p = ctx;
+
+	p->all = malloc((n ? n : 1) * sizeof(*v));
+	if (!p->all)
+		return -ENOMEM;
+	memcpy(p->all, v, n * sizeof(*v));
+	p->n = n;
+	return 0;
+}
+
+/* Version k of the task (from 1; 0: the last) into *ret; -ENOENT if there is none. */
+static int version_at(struct fs *fs, const char *task, size_t k, struct store_version *ret)
+{
+	struct pick p = { .k = k };
+	int r = with_versions(fs, task, pick_one, &p);
+
+	if (r == 0)
+		*ret = p.v;
+	return r;
+}
+
+/* The task's versions, copied for a listing (free()). */
+static int versions_of(struct fs *fs, const char *task, struct store_version **ret_v, size_t *ret_n)
+{
+	struct pick p = { 0 };
+	int r = with_versions(fs, task, pick_all, &p);
+
+	if (r == 0) {
+		*ret_v = p.all;
+		*ret_n = p.n;
+	}
+	return r;
 }
 
 int version_parse(struct fs *fs, struct view_path *vp, const char *name)
 {
-	struct store_version *v = NULL;
+	struct store_version v = { 0 };
 	char want[64];
-	size_t n = 0;
 	char *end;
 	long long k;
 	int r;
@@ -124,36 +185,27 @@ int version_parse(struct fs *fs, struct view_path *vp, const char *name)
 	k = strtoll(name, &end, 10);
 	if (errno || k < 1 || *end != '-')
 		return -ENOENT;
-	r = versions_of(fs, vp->task, &v, &n);
+	r = version_at(fs, vp->task, (size_t)k, &v);
 	if (r < 0)
 		return r;
-	if ((size_t)k > n) {
-		free(v);
+	version_name(k, v.time_ns, want, sizeof(want));
+	if (strcmp(want, name) != 0)
 		return -ENOENT;
-	}
-	version_name(k, v[k - 1].time_ns, want, sizeof(want));
-	if (strcmp(want, name) != 0) {
-		free(v);
-		return -ENOENT;
-	}
 	vp->kind = VIEW_VERSION;
 	vp->ver_n = k;
-	vp->ver_rev = v[k - 1].rev;
-	vp->ver_time_ns = v[k - 1].time_ns;
-	free(v);
+	vp->ver_rev = v.rev;
+	vp->ver_time_ns = v.time_ns;
 	return 0;
 }
 
 int version_last(struct fs *fs, const struct view_path *vp, int64_t *ret_time_ns)
 {
-	struct store_version *v = NULL;
-	size_t n = 0;
-	int r = versions_of(fs, vp->task, &v, &n);
+	struct store_version v = { 0 };
+	int r = version_at(fs, vp->task, 0, &v);
 
-	if (r < 0)
+	if (r < 0 && r != -ENOENT)
 		return r;
-	*ret_time_ns = n ? v[n - 1].time_ns : 0;
-	free(v);
+	*ret_time_ns = r == 0 ? v.time_ns : 0;
 	return 0;
 }
 

@@ -17,8 +17,9 @@
 #      remount.
 #   D. A CLI 3.x session's version holds what it has: messages.jsonl.
 #   E. 10,000 saves of one task: `ls versions/` lists 10,000+ names in order
-#      (ls sorts them as numbered) in under 3 s (the time is printed), and
-#      the 10,000th reads back its last line.
+#      (ls sorts them as numbered) in under 3 s, `ls -l` (a lookup of each)
+#      in under 10 s (the times are printed), and the 10,000th and the
+#      5,006th read back their last lines.
 
 . "$(dirname "$0")/lib.sh"
 
@@ -124,6 +125,12 @@ say "ls of versions/ with $count versions: $secs s"
 ((count == N + 5)) || problem "versions/ lists $count names after $N more saves, expected $((N + 5))"
 [[ $names == "$(sort <<<"$names")" ]] || problem "ls does not sort the versions in their order"
 (($(echo "$secs < 3" | bc) == 1)) || problem "ls of $count versions took $secs s (over 3 s)"
+start=$(date +%s.%N)
+long=$(ls -l "$V/versions" | grep -c '^dr-x------')
+secs=$(echo "$(date +%s.%N) - $start" | bc)
+say "ls -l of versions/ with $count versions: $secs s"
+((long == count)) || problem "ls -l shows $long read-only folders, expected $count"
+(($(echo "$secs < 10" | bc) == 1)) || problem "ls -l of $count versions took $secs s (over 10 s)"
 lastv=$(tail -n 1 <<<"$names")
 [[ $lastv == 0$((N + 5))-* ]] || problem "the last version is '$lastv'"
 [[ $(tail -n 1 "$V/versions/$lastv/messages.jsonl") == '{"role":"user","content":"save '$N'"}' ]] ||
