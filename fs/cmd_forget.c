@@ -64,11 +64,12 @@ static int print_doc(void *ctx, const struct store_forget_doc *d)
 			printf("%s %" PRId64 " version%s of the file", d->messages ? "," : "", d->versions,
 			       d->versions == 1 ? "" : "s");
 		if (d->whole)
-			printf(", and the file itself (its current version holds it)");
+			printf("%s its current version: the text masked with '*' in a new one (the file removed if "
+			       "that is no valid JSON)", d->messages || d->versions ? "; and" : "");
 	}
 	if (d->head)
-		printf("%s the file's own fields around its messages hold it too: NOT removed (rewrite the file)",
-		       d->messages || d->versions ? ";" : "");
+		printf("%s the file's own fields around its messages: the text masked with '*' (if that is no valid "
+		       "JSON, left there)", d->messages || d->versions ? "; and" : "");
 	printf("\n");
 	return 0;
 }

@@ -11,9 +11,11 @@
  *  - a message of an older version is blanked in place: its bytes become
  *    {"forgotten":true} (or {}) padded with spaces to the same length, so
  *    every version still renders, at the same offsets, as valid JSON;
- *  - a whole file's versions holding it are deleted (a snapshot at such a
- *    revision reads the version before); its current version holding it
- *    removes the file (present = 0);
+ *  - a whole file's older versions holding it are deleted (a snapshot at
+ *    such a revision reads the version before); its current version is
+ *    committed again with the text masked ('*', same length), or, where that
+ *    is no valid JSON, the file is removed (present = 0); the same masking
+ *    for an array doc's own bytes around its messages (a session's head);
  *  - a forgotten task's docs, rows, versions, revisions and history item go,
  *    and the rows of what was seen underneath lose their revision (so an
  *    unchanged file there is still not taken in again, fs/import.c).
@@ -189,6 +191,45 @@ static int doc_without(struct store *st, int64_t id, const struct store_forget *
 	return sb_adds(out, (const char *)sqlite3_column_text(doc, 1));
 }
 
+/* Overwrites every occurrence of text in buf with '*': same length, and a JSON string stays one. */
+static void mask(char *buf, size_t len, const char *text)
+{
+	size_t tl = strlen(text);
+
+	for (char *p = buf; tl && (p = memmem(p, len - (size_t)(p - buf), text, tl)); p += tl)
+		memset(p, '*', tl);
+}
+
+/* The current content of the doc at path, whole, into out. */
+static int doc_read(struct store *st, const char *path, struct sb *out)
+{
+	struct store_snap *snap = NULL;
+	char buf[65536];
+	off_t off = 0;
+	ssize_t n;
+	int r = store_snap_open(st, path, &snap);
+
+	while (r == 0 && (n = store_snap_read(st, snap, buf, sizeof(buf), off)) != 0) {
+		if (n < 0)
+			r = (int)n;
+		else if ((r = sb_add(out, buf, (size_t)n)) == 0)
+			off += n;
+	}
+	store_snap_free(snap);
+	return r;
+}
+
+/*
+ * Commits data with the text masked; where that is not valid JSON (the text
+ * straddles a quote or an escape), -EINVAL and nothing changed.
+ */
+static int commit_masked(struct store *st, const struct store_forget *f, const char *path, struct sb *data,
+			 const struct store_who *who)
+{
+	mask(data->buf, data->len, f->match);
+	return store_doc_commit(st, path, data->buf, data->len, who, "forget");
+}
+
 /* Step 1: what is current leaves through ordinary commits (and removals). */
 static int forget_current(struct store *st, const struct store_forget *f, const struct plan_row *p,
 			  const struct store_who *who)
@@ -196,16 +237,32 @@ static int forget_current(struct store *st, const struct store_forget *f, const 
 	_cleanup_sb_ struct sb data = SB_INIT;
 	int r;
 
-	if (!p->present)
-		return 0;
-	if (p->d.whole && f->match) /* a whole file that holds it now: it goes (its versions holding it below) */
-		return store_doc_remove(st, p->d.path, who, "forget");
-	if (p->d.whole || p->format != DOC_ARRAY || p->d.current == 0)
+	if (!p->present || (p->d.whole && !f->match))
 		return 0; /* a forgotten task's docs go in step 2 */
+	if (p->d.whole) {
+		/* a whole file that holds it now: a new version with it masked, or the file goes */
+		r = doc_read(st, p->d.path, &data);
+		if (r == 0)
+			r = commit_masked(st, f, p->d.path, &data, who);
+		return r == -EINVAL ? store_doc_remove(st, p->d.path, who, "forget") : r;
+	}
+	if (p->format != DOC_ARRAY || (p->d.current == 0 && !p->d.head))
+		return 0;
 	r = doc_without(st, p->id, f, &data);
 	if (r < 0)
 		return r;
-	return store_doc_commit(st, p->d.path, data.buf, data.len, who, "forget");
+	if (p->d.head) {
+		/* the file's own fields (a session's head): masked if it stays valid */
+		_cleanup_sb_ struct sb copy = SB_INIT;
+
+		if ((r = sb_add(&copy, data.buf, data.len)) < 0)
+			return r;
+		r = commit_masked(st, f, p->d.path, &copy, who);
+		if (r != -EINVAL)
+			return r;
+		log_warn("'%s': masking the text leaves it no valid JSON; only its messages are forgotten", p->d.path);
+	}
+	return p->d.current ? store_doc_commit(st, p->d.path, data.buf, data.len, who, "forget") : 0;
 }
 
 /* Step 2, in one transaction: blank what older versions hold, delete what must go. */

@@ -48,8 +48,8 @@ struct store_forget_doc {
 	int64_t messages; /* rows holding it, in any version */
 	int64_t current;  /* of them, in the current version */
 	int64_t versions; /* versions of a whole file holding it */
-	bool whole;       /* the whole file goes (a whole file's current version, or a forgotten task's) */
-	bool head;        /* the file's own bytes around its messages hold it: not removed */
+	bool whole;       /* a forgotten task's file (it goes), or a whole file whose current version holds it */
+	bool head;        /* the file's own bytes around its messages hold it (masked) */
 };
 typedef int (*store_forget_fn)(void *ctx, const struct store_forget_doc *d);
 
@@ -59,7 +59,9 @@ int store_forget_plan(struct store *st, const struct store_forget *f, store_forg
 /*
  * Forgets for good (store_forget_plan() says what): current messages leave
  * their conversation in one new revision of kind "forget" (not merged);
- * whole files whose current version holds it are removed; the rows of older
+ * whole files whose current version holds it (and an array file's own bytes
+ * around its messages) get a new version with it masked ('*', same length),
+ * or are removed where that is no valid JSON; the rows of older
  * versions holding it are blanked in place ({} and spaces, same length, so
  * every version still renders); versions of whole files holding it, and a
  * forgotten task's rows, revisions and history item, are deleted. Then the

@@ -311,6 +311,53 @@ static void test_forget_task(void **state)
 	free(s);
 }
 
+/* Both: only what holds the text in that task; the same text elsewhere stays. */
+static void test_forget_match_in_task(void **state)
+{
+	struct store *st = *state;
+	struct store_forget f = { .match = SECRET, .task = "1" };
+	char *s;
+
+	commit(st, API("1"), "[{\"role\":\"user\",\"content\":\"" SECRET "\"},{\"role\":\"user\",\"content\":\"x\"}]");
+	commit(st, API("2"), "[{\"role\":\"user\",\"content\":\"" SECRET "\"}]");
+	assert_int_equal(store_forget_run(st, &f, &who, NULL, NULL), 0);
+	s = read_at(st, API("1"), INT64_MAX, true);
+	assert_string_equal(s, "{\"role\":\"user\",\"content\":\"x\"}\n");
+	free(s);
+	s = read_at(st, API("2"), INT64_MAX, true);
+	assert_string_equal(s, "{\"role\":\"user\",\"content\":\"" SECRET "\"}\n");
+	free(s);
+	assert_int_equal(sql_int(st, "SELECT count(*) FROM elems WHERE instr(json, '" SECRET "')"), 1);
+}
+
+/* A whole file's current version, and a session's own fields, keep their place with the text masked. */
+static void test_forget_masks(void **state)
+{
+	struct store *st = *state;
+	struct store_forget f = { .match = SECRET };
+	const char *sess = "sessions/1795505492931_317uf/1795505492931_317uf.messages.json";
+	char *s;
+
+	commit(st, META("3"), "{\"k\":\"" SECRET "\"}");
+	commit(st, sess, "{\"version\":1,\"system_prompt\":\"use " SECRET "\",\"messages\":[{\"id\":\"a\",\"role\":\"user\","
+			 "\"content\":\"hi\"},{\"id\":\"b\",\"role\":\"user\",\"content\":\"" SECRET "\"}]}");
+	assert_int_equal(store_forget_run(st, &f, &who, NULL, NULL), 0);
+	s = read_at(st, META("3"), INT64_MAX, false);
+	assert_string_equal(s, "{\"k\":\"**************\"}");
+	free(s);
+	{
+		struct store_snap *snap = NULL;
+		char buf[512] = { 0 };
+
+		assert_int_equal(store_snap_open(st, sess, &snap), 0);
+		assert_true(store_snap_read(st, snap, buf, sizeof(buf) - 1, 0) > 0);
+		store_snap_free(snap);
+		assert_string_equal(buf, "{\"version\":1,\"system_prompt\":\"use **************\",\"messages\":"
+					 "[{\"id\":\"a\",\"role\":\"user\",\"content\":\"hi\"}]}");
+	}
+	assert_int_equal(sql_int(st, "SELECT count(*) FROM docs WHERE instr(head, '" SECRET "')"), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -318,6 +365,8 @@ int main(void)
 		cmocka_unit_test(test_check),
 		cmocka_unit_test_setup_teardown(test_forget_match, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_forget_task, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_forget_match_in_task, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_forget_masks, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
