@@ -26,6 +26,7 @@
 #include <unistd.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <termios.h>
 
 #include "fs/cmd.h"
 #include "fs/progress.h"
@@ -199,6 +200,40 @@ static void remove_task_dirs(const struct forget_ctx *c, const char *store_path)
 	close(fd);
 }
 
+/*
+ * --match -: the text from standard input, so that it is in no shell history
+ * and no process list; typed on a terminal, not echoed. One line, without
+ * its newline (free()).
+ */
+static char *read_match(void)
+{
+	struct termios t, quiet;
+	bool tty = isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &t) == 0;
+	char *line = NULL;
+	size_t n = 0;
+	ssize_t len;
+
+	if (tty) {
+		fprintf(stderr, "text to forget (not shown): ");
+		fflush(stderr);
+		quiet = t;
+		quiet.c_lflag &= ~(tcflag_t)ECHO;
+		tcsetattr(STDIN_FILENO, TCSANOW, &quiet);
+	}
+	len = getline(&line, &n, stdin);
+	if (tty) {
+		tcsetattr(STDIN_FILENO, TCSANOW, &t);
+		fputc('\n', stderr);
+	}
+	if (len > 0 && line[len - 1] == '\n')
+		line[--len] = '\0';
+	if (len <= 0) {
+		free(line);
+		return NULL;
+	}
+	return line;
+}
+
 /* Asks on the terminal; true for yes. */
 static bool confirmed(void)
 {
@@ -221,6 +256,7 @@ static void run_progress(void *ctx, int64_t done, int64_t total)
 int cmd_forget(int argc, char **argv)
 {
 	struct forget_ctx c = { 0 };
+	_cleanup_free_ char *match = NULL;
 	struct store_who who = { .pid = getpid(), .comm = "convfs-forget" };
 	const char *path = NULL;
 	bool yes = false;
@@ -240,8 +276,16 @@ int cmd_forget(int argc, char **argv)
 	}
 	if (!path || (!c.f.match && !c.f.task)) {
 		fprintf(stderr, "usage: %s forget STORE --match TEXT [--task ID] [--yes]\n"
-				"       %s forget STORE --task ID [--yes]\n", argv[0], argv[0]);
+				"       %s forget STORE --task ID [--yes]\n"
+				"(--match -: the text from standard input)\n", argv[0], argv[0]);
 		return 2;
+	}
+	if (c.f.match && strcmp(c.f.match, "-") == 0) {
+		c.f.match = match = read_match();
+		if (!match) {
+			fprintf(stderr, "convfs: no text to forget on standard input\n");
+			return 2;
+		}
 	}
 	if (c.f.task) {
 		snprintf(c.task_dir[0], sizeof(c.task_dir[0]), "tasks/%s", c.f.task);
@@ -269,9 +313,10 @@ int cmd_forget(int argc, char **argv)
 		return 1;
 	}
 	progress_start(&c.progress);
+	/* the text itself is not printed again: a terminal's scrollback, a log */
 	if (c.f.match)
-		printf("in the store '%s', '%s'%s%s is in:\n", path, c.f.match, c.f.task ? " of task " : "",
-		       c.f.task ? c.f.task : "");
+		printf("in the store '%s', the text (%zu bytes)%s%s is in:\n", path, strlen(c.f.match),
+		       c.f.task ? " in task " : "", c.f.task ? c.f.task : "");
 	else
 		printf("in the store '%s', task %s is:\n", path, c.f.task);
 	n = store_forget_plan(c.st, &c.f, print_doc, &c);

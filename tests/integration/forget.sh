@@ -10,7 +10,8 @@
 #      store's files before.
 #   B. Refusals, nothing changed: while mounted (exit 1); without --yes and
 #      without a terminal (exit 2); on a terminal (script(1)) answered "n".
-#   C. --yes: it lists the conversation files, names the plain file in
+#   C. --match - (the text from stdin, in no process list) --yes: it lists
+#      the conversation files (never printing the text), names the plain file in
 #      STORE.files/ and the file underneath that still hold it; afterwards
 #      `grep -c TEXT STORE*` finds it nowhere, `convfs check` is clean, the
 #      conversation is valid JSON with the other messages kept, versions/
@@ -94,8 +95,9 @@ grep -q "nothing was forgotten" "$T/tty" || problem "answering n did not abort:\
 
 # --- C: --yes ----------------------------------------------------------------
 rc=0
-"$CONVFS" forget "$store" --match "$SECRET" --yes >"$T/out" 2>"$T/err" || rc=$?
-((rc == 0)) || problem "forget --yes exited $rc:\n$(cat "$T/out" "$T/err")"
+printf '%s\n' "$SECRET" | "$CONVFS" forget "$store" --match - --yes >"$T/out" 2>"$T/err" || rc=$?
+((rc == 0)) || problem "forget --match - --yes exited $rc:\n$(cat "$T/out" "$T/err")"
+! grep -q -- "$SECRET" "$T/out" "$T/err" || problem "forget prints the secret it forgets"
 grep -q "^  tasks/$TA/api_conversation_history.json: 2 messages (1 in its current version)" "$T/out" ||
 	problem "forget does not list the api conversation's 2 messages:\n$(cat "$T/out")"
 grep -q "^  tasks/$TA/task_metadata.json: 1 version of the file" "$T/out" ||
