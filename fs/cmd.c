@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * cmd.c: what the commands that look inside a mount share (cmd.h): sizes
- * and processes as they print them.
+ * cmd.c: what the commands share (cmd.h): sizes and processes as they
+ * print them, and whether a daemon serves a store.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include "fs/cmd.h"
 
@@ -42,4 +45,23 @@ int cmd_json_who(cJSON *o, pid_t pid, const char *comm)
 	cJSON *c = comm ? cJSON_AddStringToObject(o, "process", comm) : cJSON_AddNullToObject(o, "process");
 
 	return p && c ? 0 : -ENOMEM;
+}
+
+/*
+ * A daemon holds LOCK_EX on the store file for as long as it serves it
+ * (prepare_store() in main.c, kept across its fork): a shared lock that
+ * cannot be had means one runs. Taken and let go at once: a command must not
+ * keep a mount from starting.
+ */
+int cmd_store_in_use(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	int r = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (flock(fd, LOCK_SH | LOCK_NB) < 0)
+		r = errno == EWOULDBLOCK ? 1 : -errno;
+	close(fd);
+	return r;
 }

@@ -3,19 +3,25 @@
 #define CONVFS_CMD_H
 
 /*
- * The commands other than mounting (main.c's table) that look inside a
- * mount, each in its own file, and what they share (cmd.c). Each takes the
- * whole argv (argv[1] is its name) and returns the exit status.
+ * The commands other than mounting (main.c's commands[]), one file each
+ * (cmd_<name>.c), and what they share (cmd.c). A command gets the whole argv
+ * (argv[1] is its name) and returns the exit status: 0 done, 1 failed (or,
+ * for status and check, not mounted or problems found), 2 wrong usage.
  */
 
 #include <cjson/cJSON.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
+/* Commands that look inside a mount. */
 int cmd_status(int argc, char **argv);
 int cmd_log(int argc, char **argv);
 int cmd_restore(int argc, char **argv);
+/* Commands that work on a store that is not mounted. */
+int cmd_check(int argc, char **argv);
+int cmd_forget(int argc, char **argv);
 
 static inline void cjson_deletep(cJSON **p)
 {
@@ -28,5 +34,11 @@ char *cmd_size(int64_t bytes, char *buf, size_t n);
 char *cmd_who(pid_t pid, const char *comm, char *buf, size_t n);
 /* Adds "pid" and "process" (null where not recorded) to o; 0 or -ENOMEM. */
 int cmd_json_who(cJSON *o, pid_t pid, const char *comm);
+
+/*
+ * 1 if a convfs daemon serves the store at path (it holds the store's
+ * flock(), fs/main.c), 0 if not, -errno if the store cannot be opened.
+ */
+int cmd_store_in_use(const char *path);
 
 #endif

@@ -13,12 +13,15 @@
 #include <sys/stat.h>
 
 #include "fs/fs.h"
+#include "fs/progress.h"
 #include "fs/tree.h"
 #include "store/util.h"
 
 struct export_ctx {
 	struct fs *fs;
 	int dst_fd;
+	unsigned long files, docs;
+	struct progress progress;
 };
 
 static int export_plain(void *ctx, int dirfd, const char *name, const char *rel, const struct stat *st)
@@ -26,6 +29,7 @@ static int export_plain(void *ctx, int dirfd, const char *name, const char *rel,
 	struct export_ctx *c = ctx;
 	int r = 0, fd;
 
+	progress_show(&c->progress, "exporting: %lu files", ++c->files);
 	if (S_ISDIR(st->st_mode)) {
 		if (mkdirat(c->dst_fd, rel, st->st_mode & 07777) < 0 && errno != EEXIST)
 			r = -errno;
@@ -59,6 +63,7 @@ static int export_doc(void *ctx, const char *path, const struct store_stat *ss)
 	off_t off = 0;
 	int fd, r;
 
+	progress_show(&c->progress, "exporting: %lu files, %lu conversation files", c->files, ++c->docs);
 	r = store_snap_open(c->fs->store, path, &snap);
 	if (r < 0)
 		return r;
@@ -100,7 +105,7 @@ static int export_doc(void *ctx, const char *path, const struct store_stat *ss)
 int fs_export(const char *store_path, const char *dir)
 {
 	struct fs fs = { .root_fd = -1, .lock_fd = -1 };
-	struct export_ctx c = { &fs, -1 };
+	struct export_ctx c = { &fs, -1, 0, 0, { 0 } };
 	int r, src;
 
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
@@ -144,10 +149,12 @@ int fs_export(const char *store_path, const char *dir)
 		r = -errno;
 		goto out;
 	}
+	progress_start(&c.progress);
 	r = walk(src, "", export_plain, &c);
 	close(src);
 	if (r == 0)
 		r = store_doc_foreach(fs.store, export_doc, &c);
+	progress_end(&c.progress, "exported %lu files and %lu conversation files", c.files, c.docs);
 out:
 	if (fs.root_fd >= 0)
 		close(fs.root_fd);

@@ -38,6 +38,7 @@
 #include <sys/stat.h>
 
 #include "fs/fs.h"
+#include "fs/progress.h"
 #include "fs/tree.h"
 #include "store/store_seen.h"
 #include "store/util.h"
@@ -76,8 +77,8 @@ struct import_ctx {
 	bool in_batch;
 	unsigned long batch_docs, batch_rows;
 	unsigned long total;
-	int64_t start_ns, last_progress;
-	bool tty, progress_shown;
+	int64_t start_ns;
+	struct progress progress;
 	/* new task folders, to find the ones taskHistory.json does not list */
 	char **task_dirs;
 	size_t ntask_dirs;
@@ -132,21 +133,17 @@ static int count_entry(void *ctx, int dirfd, const char *name, const char *rel, 
 	return 0;
 }
 
-/* On a terminal, once the take-in has run for half a second, one line of progress. */
+/* On a terminal, once the take-in has run for half a second, one line of progress (progress.c). */
 static void progress(struct import_ctx *c, bool last)
 {
-	int64_t now = now_ns();
+	void (*show)(struct progress *, const char *, ...) = last ? progress_end : progress_show;
 
-	if (!c->tty || (last ? !c->progress_shown : now - c->start_ns < 500000000 || now - c->last_progress < 100000000))
-		return;
-	c->last_progress = now;
-	c->progress_shown = true;
 	if (c->total)
-		fprintf(stderr, "\rconvfs: taking in %lu/%lu entries, %.1f MB%s", c->rep.files, c->total,
-			(double)c->rep.bytes / 1e6, last ? "\n" : "");
+		show(&c->progress, "taking in %lu/%lu entries, %.1f MB", c->rep.files, c->total,
+		     (double)c->rep.bytes / 1e6);
 	else
-		fprintf(stderr, "\rconvfs: looking for changes underneath: %lu entries, %.1f MB taken in%s",
-			c->rep.files, (double)c->rep.bytes / 1e6, last ? "\n" : "");
+		show(&c->progress, "looking for changes underneath: %lu entries, %.1f MB taken in", c->rep.files,
+		     (double)c->rep.bytes / 1e6);
 }
 
 /* An entry of a store from before `underneath` that its first import took in, unchanged since. */
@@ -740,11 +737,12 @@ static bool quick_unchanged(struct import_ctx *c, int src_fd)
 
 int fs_take_in(struct fs *fs, int src_fd, const char *src_name, struct import_report *ret)
 {
-	struct import_ctx c = { .fs = fs, .src_name = src_name, .tty = isatty(STDERR_FILENO), .start_ns = now_ns(),
+	struct import_ctx c = { .fs = fs, .src_name = src_name, .start_ns = now_ns(),
 				.readonly = store_is_readonly(fs->store) };
 	_cleanup_free_ char *imported = NULL;
 	int r;
 
+	progress_start(&c.progress);
 	r = store_seen_load(fs->store, &c.seen);
 	if (r < 0)
 		goto out;
@@ -769,7 +767,7 @@ int fs_take_in(struct fs *fs, int src_fd, const char *src_name, struct import_re
 	free(imported);
 	imported = NULL;
 	/* The first take-in of a folder counts it first, for the progress line. */
-	if (c.tty && !c.seen.n && (r = walk(src_fd, "", count_entry, &c.total)) < 0)
+	if (c.progress.on && !c.seen.n && (r = walk(src_fd, "", count_entry, &c.total)) < 0)
 		goto out;
 	r = walk(src_fd, "", take_entry, &c);
 	progress(&c, true);

@@ -4,9 +4,11 @@
  *
  *   convfs [-f] [-d] [-o store=FILE] [-o allow_other] MOUNTPOINT
  *   convfs export STORE DIR
- *   convfs status [--json] [MOUNTPOINT]
- *   convfs log [--json] FILE
- *   convfs restore FILE NUMBER
+ *   convfs status [--json] [MOUNTPOINT]                      (cmd_status.c)
+ *   convfs log [--json] FILE                                 (cmd_log.c)
+ *   convfs restore FILE NUMBER                               (cmd_restore.c)
+ *   convfs check STORE                                       (cmd_check.c)
+ *   convfs forget STORE --match TEXT | --task ID [--yes]     (cmd_forget.c)
  *
  * Mounting happens in this order, so that every failure is reported to the
  * terminal that ran convfs and nothing is left half done:
@@ -60,6 +62,8 @@ static void usage(FILE *out, const char *prog)
 		"       %s status [--json] [MOUNTPOINT]\n"
 		"       %s log [--json] FILE\n"
 		"       %s restore FILE NUMBER\n"
+		"       %s check STORE\n"
+		"       %s forget STORE --match TEXT | --task ID [--yes]\n"
 		"\n"
 		"Mounts a Cline (or Roo Code, Kilo Code) history folder backed by a transactional\n"
 		"SQLite store: every save becomes one atomic commit, nothing a rewrite drops is\n"
@@ -85,8 +89,10 @@ static void usage(FILE *out, const char *prog)
 		"To get a plain folder back out: convfs export STORE DIR.\n"
 		"To see whether it is mounted and what its store holds: convfs status MOUNTPOINT.\n"
 		"To see every saved version of a conversation file: convfs log FILE;\n"
-		"to make one of them the live one again: convfs restore FILE NUMBER.\n",
-		prog, prog, prog, prog, prog);
+		"to make one of them the live one again: convfs restore FILE NUMBER.\n"
+		"To check a store (read-only; exit 0 sound, 1 problems, 2 cannot): convfs check STORE.\n"
+		"To remove a leaked secret (or a task) for good, unmounted: convfs forget STORE --match TEXT.\n",
+		prog, prog, prog, prog, prog, prog, prog);
 }
 
 /* $XDG_DATA_HOME/convfs/<basename>-<hash of the full path>.db, directories made 0700. */
@@ -312,6 +318,8 @@ static const struct command {
 	{ "status", cmd_status },
 	{ "log", cmd_log },
 	{ "restore", cmd_restore },
+	{ "check", cmd_check },
+	{ "forget", cmd_forget },
 };
 
 int main(int argc, char **argv)

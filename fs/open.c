@@ -18,6 +18,7 @@
 
 #include "fs/ops_internal.h"
 #include "fs/shadow.h"
+#include "fs/view_version.h"
 #include "store/store_view.h"
 #include "store/util.h"
 
@@ -246,6 +247,20 @@ static int trash_open(struct fs *fs, const struct view_path *vp, struct fuse_fil
 	return fixed_open(jsonl ? FILE_JSONL : FILE_DOC, vp->doc, snap, fi);
 }
 
+/* A file of a saved version: pinned at its revision, read-only, never changing. */
+static int version_open(struct fs *fs, const struct view_path *vp, struct fuse_file_info *fi)
+{
+	struct store_snap *snap = NULL;
+	int res;
+
+	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC))
+		return -EROFS;
+	res = view_version_snap(fs, vp, &snap);
+	if (res < 0)
+		return res;
+	return fixed_open(vp->kind == VIEW_VERSION_METADATA ? FILE_DOC : FILE_JSONL, vp->doc, snap, fi);
+}
+
 static int view_open(struct fs *fs, const char *r, const struct view_path *vp, struct fuse_file_info *fi)
 {
 	if (vp->trash && vp->kind != VIEW_TASK && vp->kind != VIEW_TRASH)
@@ -266,6 +281,10 @@ static int view_open(struct fs *fs, const char *r, const struct view_path *vp, s
 	case VIEW_CKPT_DIFF:
 	case VIEW_CKPT_FILES:
 		return ckpt_open(fs, r, vp, fi);
+	case VIEW_VERSION_MESSAGES:
+	case VIEW_VERSION_UI:
+	case VIEW_VERSION_METADATA:
+		return version_open(fs, vp, fi);
 	default:
 		return -EISDIR;
 	}

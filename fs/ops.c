@@ -263,7 +263,7 @@ bool in_readonly_view(struct fs *fs, const struct route *rt)
 	struct route parent;
 	char buf[4096];
 
-	if (strncmp(rt->rel, "workspaces/", 11) != 0 || !strstr(rt->rel, "/checkpoints"))
+	if (strncmp(rt->rel, "workspaces/", 11) != 0 || (!strstr(rt->rel, "/checkpoints") && !strstr(rt->rel, "/versions")))
 		return false;
 	if (rt->view_err == 0 && view_readonly(&rt->vp))
 		return true;
@@ -281,6 +281,12 @@ int op_getattr(const struct route *rt, struct stat *st, struct fuse_file_info *f
 	struct store_stat ss;
 	int dfd, r;
 
+	/*
+	 * A fixed version (a checkpoint's, a saved version's) has the attributes
+	 * stat() gives its path, not those of the doc it was cut from.
+	 */
+	if (f && f->fixed && rt->kind == ROUTE_VIEW && rt->view_err == 0 && view_getattr(fs, path, &rt->vp, st) == 0)
+		return 0;
 	if (f)
 		return file_getattr(fs, f, st);
 	if (rt->kind == ROUTE_DOC) {

@@ -22,6 +22,7 @@
 #include "fs/shadow.h"
 #include "fs/view.h"
 #include "fs/view_ckpt.h"
+#include "fs/view_version.h"
 #include "store/json.h"
 #include "store/store_view.h"
 #include "store/util.h"
@@ -65,6 +66,14 @@ static int task_doc(const char *task, size_t i, char *buf, size_t n)
 				    session ? task : doc, doc) >= n)
 		return -ENAMETOOLONG;
 	return 0;
+}
+
+int view_task_doc(const char *task, enum view_kind kind, char *buf, size_t n)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(task_files); i++)
+		if (task_files[i].kind == kind && task_files[i].doc)
+			return task_doc(task, i, buf, n);
+	return -ENOENT;
 }
 
 /* A subagent's conversation in the view, <stem>.messages.jsonl: its doc into buf, or -ENOENT. */
@@ -362,6 +371,15 @@ int view_parse(struct fs *fs, const char *rel, struct view_path *ret)
 		*ret = vp;
 		return 0;
 	}
+	if (n >= 4 && strcmp(comp[3], "versions") == 0) {
+		vp.kind = VIEW_VERSIONS;
+		if (n >= 5 && (r = version_parse(fs, &vp, comp[4])) < 0)
+			return r;
+		if (n >= 6 && (*p || (r = version_file_parse(fs, &vp, comp[5])) < 0))
+			return *p ? -ENOENT : r;
+		*ret = vp;
+		return 0;
+	}
 	if (n >= 5)
 		return -ENOENT;
 	if (n == 4 && (r = task_file_parse(&vp, comp[3])) < 0)
@@ -418,6 +436,12 @@ static int trashed_at(void *ctx, const char *id, int64_t trashed_ns)
 	if (strcmp(id, c->id) == 0)
 		c->last = trashed_ns;
 	return 0;
+}
+
+/* The time of a checkpoint's or a version's folder and files: fixed, whatever comes after. */
+static int64_t fixed_time(const struct view_path *vp)
+{
+	return vp->kind >= VIEW_VERSION ? vp->ver_time_ns : vp->ckpt_ts * 1000000;
 }
 
 int view_getattr(struct fs *fs, const char *rel, const struct view_path *vp, struct stat *st)
@@ -512,23 +536,35 @@ int view_getattr(struct fs *fs, const char *rel, const struct view_path *vp, str
 		st->st_mode = S_IFDIR | 0500;
 		st->st_nlink = 2;
 		break;
+	case VIEW_VERSIONS:
+		st->st_mode = S_IFDIR | 0500;
+		st->st_nlink = 2;
+		r = version_last(fs, vp, &lc.last); /* changes with each save: never cached */
+		if (r < 0)
+			return r;
+		set_time(&st->st_mtim, lc.last);
+		break;
+	case VIEW_VERSION:
 	case VIEW_CKPT:
 		st->st_mode = S_IFDIR | 0500;
 		st->st_nlink = 2;
-		set_time(&st->st_mtim, vp->ckpt_ts * 1000000);
+		set_time(&st->st_mtim, fixed_time(vp));
 		break;
+	case VIEW_VERSION_MESSAGES:
+	case VIEW_VERSION_UI:
+	case VIEW_VERSION_METADATA:
 	case VIEW_CKPT_MESSAGES:
 	case VIEW_CKPT_UI: {
 		struct store_snap *snap;
 
-		r = view_ckpt_snap(fs, vp, &snap);
+		r = vp->kind >= VIEW_VERSION ? view_version_snap(fs, vp, &snap) : view_ckpt_snap(fs, vp, &snap);
 		if (r < 0)
 			return r;
 		st->st_mode = S_IFREG | 0400;
 		st->st_nlink = 1;
 		st->st_size = store_snap_size(snap);
 		store_snap_free(snap);
-		set_time(&st->st_mtim, vp->ckpt_ts * 1000000);
+		set_time(&st->st_mtim, fixed_time(vp));
 		break;
 	}
 	case VIEW_CKPT_COMMIT:
@@ -692,6 +728,12 @@ int view_list(struct fs *fs, const struct view_path *vp, op_list_fn fn, void *ct
 			if ((r = store_doc_list(fs->store, dir, list_subagent, &sl)) < 0)
 				return r;
 		}
+		/*
+		 * versions/ is not listed, only found by its name (as ZFS's .zfs and
+		 * NetApp's .snapshot): listed, every grep -r, find, du and rsync of
+		 * the view would read each conversation once a version, and rm -r of
+		 * a task would stop at its first read-only file.
+		 */
 		if (!vp->trash) {
 			bool any = false;
 
@@ -721,6 +763,9 @@ int view_list(struct fs *fs, const struct view_path *vp, op_list_fn fn, void *ct
 	}
 	case VIEW_CKPT_FILES:
 		return shadow_list(vp->git_dir, vp->hash, vp->sub, fn, ctx);
+	case VIEW_VERSIONS:
+	case VIEW_VERSION:
+		return version_list(fs, vp, fn, ctx);
 	default:
 		return -ENOTDIR;
 	}

@@ -12,6 +12,7 @@
  *   workspaces/.trash/<id>/                tasks removed with rm -r
  *   .../tasks/<id>/checkpoints/<NNN>-<short>/{messages.jsonl,ui_messages.jsonl,
  *                                            commit.json,changes.diff,files/}
+ *   .../tasks/<id>/versions/<NNNNNN>-<time>/{messages.jsonl,ui_messages.jsonl,metadata.json}
  *
  * The client's own entries in workspaces/ (Cline CLI 2.x keeps
  * workspaces/<hash>/workspaceState.json there, 3.x workspaces/chat/) are
@@ -42,7 +43,8 @@ enum view_kind {
 	VIEW_UI,        /* ui_messages.jsonl: tasks/<id>/ui_messages.json as lines */
 	VIEW_TASK_JSON, /* task.json: the task's history item */
 	VIEW_METADATA,  /* metadata.json: tasks/<id>/task_metadata.json */
-	/* read-only from here on: checkpoints */
+	/* read-only from here on: versions and checkpoints; up to VIEW_CKPTS never cached (lowlevel.c) */
+	VIEW_VERSIONS,  /* .../tasks/<id>/versions/: one folder a save */
 	VIEW_CKPTS,     /* .../tasks/<id>/checkpoints/ */
 	VIEW_CKPT,      /* .../checkpoints/<NNN>-<short hash>/ */
 	VIEW_CKPT_MESSAGES, /* its messages.jsonl: the api stream cut at the checkpoint */
@@ -50,6 +52,11 @@ enum view_kind {
 	VIEW_CKPT_COMMIT, /* its commit.json */
 	VIEW_CKPT_DIFF, /* its changes.diff: against the previous checkpoint */
 	VIEW_CKPT_FILES, /* its files/ and anything below: the commit's tree */
+	/* a version never changes: cached by the kernel like a checkpoint's files */
+	VIEW_VERSION,   /* .../versions/<NNNNNN>-<time>/: the task after one save */
+	VIEW_VERSION_MESSAGES, /* its messages.jsonl */
+	VIEW_VERSION_UI, /* its ui_messages.jsonl */
+	VIEW_VERSION_METADATA, /* its metadata.json */
 };
 
 struct view_path {
@@ -68,6 +75,10 @@ struct view_path {
 	int64_t ckpt_ts;    /* its ts, ms */
 	char git_dir[512];  /* the shadow repo of the task's workspace */
 	char sub[1024];     /* below files/: the path inside the commit ("" its root) */
+	/* versions */
+	int64_t ver_n;       /* position among the task's saves, from 1 */
+	int64_t ver_rev;     /* the revision of that save */
+	int64_t ver_time_ns; /* its time */
 };
 
 /*
@@ -80,10 +91,10 @@ struct view_path {
  */
 int view_doc_of(const char *rel, char *buf, size_t n);
 
-/* True for the read-only kinds (checkpoints): every write-like call gets EROFS. */
+/* True for the read-only kinds (versions, checkpoints): every write-like call gets EROFS. */
 static inline bool view_readonly(const struct view_path *vp)
 {
-	return vp->kind >= VIEW_CKPTS ||
+	return vp->kind >= VIEW_VERSIONS ||
 	       (vp->trash && (vp->kind == VIEW_MESSAGES || vp->kind == VIEW_UI || vp->kind == VIEW_METADATA));
 }
 
@@ -121,6 +132,13 @@ static inline bool view_is_top(const struct view_path *vp)
  * folder lock in the kernel: safe from inside a request.
  */
 void view_invalidate_conversation(struct fs *fs, const char *task_id);
+
+/*
+ * The compat doc behind the task file of kind (VIEW_MESSAGES, VIEW_UI,
+ * VIEW_METADATA) of conversation task, into buf; -ENOENT if that kind of
+ * conversation has no such file.
+ */
+int view_task_doc(const char *task, enum view_kind kind, char *buf, size_t n);
 
 /* True if rel is a view path that can hold a task: workspaces/<ws>/tasks/<id>. */
 bool view_is_task_slot(const struct view_path *vp);

@@ -160,17 +160,8 @@ int store_doc_versions(struct store *st, const char *path, store_version_fn fn, 
 	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
 		struct version_row *row;
 
-		if (n == alloc) {
-			size_t na = alloc ? alloc * 2 : 64;
-			struct version_row *p = realloc(v, na * sizeof(*p));
-
-			if (!p) {
-				r = -ENOMEM;
-				break;
-			}
-			v = p;
-			alloc = na;
-		}
+		if ((r = ARRAY_GROW(v, n, alloc, 64)) < 0)
+			break;
 		row = &v[n];
 		*row = (struct version_row){ 0 };
 		row->comm = dup_or_null(stmt, 4);

@@ -397,3 +397,74 @@ int store_snap_limit(struct store *st, struct store_snap *s, int64_t n)
 		s->tail_len = 0; /* a cut array has no tail; the compat cut is for internal use only */
 	return 0;
 }
+
+/*
+ * A past version: the rows valid at rev (rev_from <= rev, not closed by then)
+ * or the last blob up to rev. The JSON Lines size is summed from those rows
+ * (one indexed range of the doc's rows); an array doc's head and tail are
+ * kept for its current version only, so a past version is JSON Lines only.
+ */
+int store_snap_open_at(struct store *st, const char *path, int64_t rev, bool jsonl, struct store_snap **ret)
+{
+	STORE_LOCK(st);
+	_cleanup_stmt_ sqlite3_stmt *last = NULL, *size = NULL;
+	struct doc_row d = { 0 };
+	struct store_snap *s = NULL;
+	int r, rc;
+
+	r = doc_lookup(st, path, &d);
+	if (r < 0)
+		goto out;
+	if (jsonl != (d.format == DOC_ARRAY)) {
+		r = -EINVAL;
+		goto out;
+	}
+	r = store_prepare(st, "SELECT max(id), max(time_ns) FROM revisions WHERE doc_id = ?1 AND id <= ?2", &last);
+	if (r < 0)
+		goto out;
+	sqlite3_bind_int64(last, 1, d.id);
+	sqlite3_bind_int64(last, 2, rev);
+	rc = sqlite3_step(last);
+	if (rc != SQLITE_ROW) {
+		r = store_fail(st, rc, "cannot read the revision log");
+		goto out;
+	}
+	if (sqlite3_column_type(last, 0) == SQLITE_NULL) {
+		r = -ENOENT; /* not made yet at rev */
+		goto out;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s || !(s->head = strdup("")) || !(s->tail = strdup(""))) {
+		r = -ENOMEM;
+		goto out;
+	}
+	s->doc_id = d.id;
+	s->rev = rev;
+	s->jsonl = jsonl;
+	s->format = d.format;
+	s->mtime_ns = s->ctime_ns = sqlite3_column_int64(last, 1);
+	if (jsonl)
+		r = store_prepare(st, "SELECT NULL, coalesce(sum(len + 1), 0) FROM elems WHERE doc_id = ?1 AND "
+				      "rev_from <= ?2 AND (rev_to IS NULL OR rev_to > ?2)", &size);
+	else
+		r = store_prepare(st, "SELECT id, length(data) FROM blobs WHERE doc_id = ?1 AND rev <= ?2 "
+				      "ORDER BY rev DESC LIMIT 1", &size);
+	if (r < 0)
+		goto out;
+	sqlite3_bind_int64(size, 1, d.id);
+	sqlite3_bind_int64(size, 2, rev);
+	rc = sqlite3_step(size);
+	if (rc == SQLITE_ROW) {
+		s->blob_rowid = sqlite3_column_int64(size, 0);
+		s->size = s->lsize = sqlite3_column_int64(size, 1);
+	} else if (rc != SQLITE_DONE) {
+		r = store_fail(st, rc, "cannot size a past version");
+		goto out;
+	} /* a whole doc whose versions up to rev were all empty: no blob, size 0 */
+	*ret = TAKE_PTR(s);
+	r = 0;
+out:
+	store_snap_free(s);
+	doc_row_release(&d);
+	return r;
+}

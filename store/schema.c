@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "store/store_internal.h"
+#include "store/store_ops.h"
 #include "store/util.h"
 
 #define STORE_APPLICATION_ID 0x636f6e76 /* "conv" */
@@ -120,8 +121,8 @@ static const char *const migrations[] = {
 	"  (SELECT coalesce(min(time_ns), 0) FROM revisions WHERE kind IN ('import', 'import-damaged'))"
 	"  WHERE EXISTS (SELECT 1 FROM meta WHERE key = 'imported_from');",
 
-	/* 5 -> 6: a doc's versions without reading the whole log (convfs log, restore) */
-	"CREATE INDEX revisions_doc ON revisions(doc_id, id);",
+	/* 5 -> 6: a doc's revisions without a scan of the log (convfs log and restore, a task's versions/) */
+	"CREATE INDEX IF NOT EXISTS revisions_doc ON revisions(doc_id, id);",
 };
 
 int store_schema_version(void)
@@ -204,6 +205,15 @@ int store_migrate_to(struct store *st, int target)
 rollback:
 	sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
 	return r;
+}
+
+int store_schema_of(struct store *st)
+{
+	int version, r = store_migrate_to(st, 0); /* refuses what is not ours, or newer; changes nothing */
+
+	if (r == 0)
+		r = pragma_int(st, "PRAGMA user_version", &version);
+	return r < 0 ? r : version;
 }
 
 int store_migrate(struct store *st)

@@ -17,6 +17,7 @@
 #include <sys/statvfs.h>
 
 #include "store/store_internal.h"
+#include "store/store_ops.h"
 #include "store/util.h"
 
 int store_errno(int rc)
@@ -260,7 +261,7 @@ int store_open(const char *path, int flags, struct store **ret)
 		st->readonly = true;
 	}
 	/* Only a file known to be ours may be changed, WAL mode included. */
-	r = store_migrate(st);
+	r = (flags & STORE_OPEN_AS_IS) && st->readonly ? store_schema_of(st) : store_migrate(st);
 	if (r < 0)
 		goto fail;
 	if (!st->readonly) {

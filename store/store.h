@@ -74,6 +74,8 @@ int store_errno(int sqlite_rc);
 
 enum {
 	STORE_OPEN_READONLY = 1 << 0,
+	/* with READONLY: an older schema is opened as it is, not refused for want of a migration (check) */
+	STORE_OPEN_AS_IS = 1 << 1,
 };
 
 /*

@@ -99,6 +99,32 @@ int store_checkpoints(struct store *st, const char *task_id, store_checkpoint_fn
 /* Cuts a snapshot (either rendering) to its first n elements: the conversation at a checkpoint. */
 int store_snap_limit(struct store *st, struct store_snap *snap, int64_t n);
 
+/*
+ * A saved version of a conversation: one revision of any of its files. A
+ * task's versions are the revisions that changed one of the docs it is shown
+ * by (the view's messages.jsonl, ui_messages.jsonl, metadata.json), oldest
+ * first; a removal (unlink, rename-out) is no version.
+ */
+struct store_task_version {
+	int64_t rev;     /* the revision: every doc of the task as it stood after it */
+	int64_t time_ns; /* when it was committed */
+};
+
+/*
+ * The versions of the docs at paths[0..npaths) (at most 4), oldest first, in
+ * one query: *ret_v (free()) gets *ret_n of them; none is not an error.
+ */
+int store_versions(struct store *st, const char *const *paths, size_t npaths, struct store_task_version **ret_v,
+		   size_t *ret_n);
+
+/*
+ * The doc at path as it stood after revision rev (either rendering), read
+ * with store_snap_read(); its stat's mtime is that of its last change up to
+ * rev. -ENOENT if the doc had no version yet at rev; -EINVAL for JSON Lines
+ * of a doc that is not an array.
+ */
+int store_snap_open_at(struct store *st, const char *path, int64_t rev, bool jsonl, struct store_snap **ret);
+
 /* The task's current history item (free()), -ENOENT if taskHistory.json has none. */
 int store_history_item(struct store *st, const char *task_id, char **ret_json, size_t *ret_len,
 		       int64_t *ret_mtime_ns);

@@ -329,3 +329,44 @@ int store_workspace_path(struct store *st, const char *key, char **ret_path)
 	*ret_path = strdup((const char *)sqlite3_column_text(stmt, 0));
 	return *ret_path ? 0 : -ENOMEM;
 }
+
+/*
+ * One query for a task's versions, however many: the docs by their unique
+ * path, their revisions by index revisions_doc (doc_id, id). Unbound
+ * parameters are NULL and match no path.
+ */
+int store_versions(struct store *st, const char *const *paths, size_t npaths, struct store_task_version **ret_v,
+		   size_t *ret_n)
+{
+	STORE_LOCK(st);
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	struct store_task_version *v = NULL;
+	size_t n = 0, alloc = 0;
+	int r, rc;
+
+	if (npaths > 4)
+		return -EINVAL;
+	r = store_prepare(st, "SELECT r.id, r.time_ns FROM revisions r "
+			      "WHERE r.doc_id IN (SELECT id FROM docs WHERE path IN (?1, ?2, ?3, ?4)) "
+			      "AND r.kind NOT IN ('unlink', 'rename-out') ORDER BY r.id", &stmt);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < npaths; i++)
+		sqlite3_bind_text(stmt, (int)i + 1, paths[i], -1, SQLITE_STATIC);
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		if (ARRAY_GROW(v, n, alloc, 64) < 0) {
+			free(v);
+			return -ENOMEM;
+		}
+		v[n].rev = sqlite3_column_int64(stmt, 0);
+		v[n].time_ns = sqlite3_column_int64(stmt, 1);
+		n++;
+	}
+	if (rc != SQLITE_DONE) {
+		free(v);
+		return store_fail(st, rc, "cannot list a task's versions");
+	}
+	*ret_v = v;
+	*ret_n = n;
+	return 0;
+}

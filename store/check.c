@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * check.c: `convfs check`, the store's side: is the database sound, and do
+ * its tables agree with each other?
+ *
+ * Each invariant is one query that returns the rows breaking it, already
+ * worded, so the checks cost what SQLite's own scans cost (a few seconds a
+ * gigabyte) and add no state. The invariants (docs/SCHEMA.md):
+ *  - an array doc renders as head + (pre + json)* + tail: its current rows
+ *    (rev_to NULL) are seq 0..nelems-1, each at the offset the ones before
+ *    it give (off, and loff for JSON Lines), len is the bytes of json, and
+ *    size and lsize are their sums;
+ *  - a whole doc's last blob up to its revision is size bytes;
+ *  - a row is valid over [rev_from, rev_to), both revisions that exist, not
+ *    after its doc's revision;
+ *  - every row names a doc that exists, every doc a task, every task a
+ *    workspace, every revision recorded for the folder underneath exists.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "store/store_internal.h"
+#include "store/store_ops.h"
+#include "store/util.h"
+
+/* head and tail as bytes: length() of TEXT counts characters */
+#define BYTES(x) "length(CAST(" x " AS BLOB))"
+
+static const struct {
+	const char *what;
+	const char *sql; /* rows of one column: the problem, worded */
+} invariants[] = {
+	{ "the current rows of array docs",
+	  "SELECT printf('doc ''%s'': %d current rows, its row says %d', d.path, count(e.id), d.nelems) "
+	  "FROM docs d LEFT JOIN elems e ON e.doc_id = d.id AND e.rev_to IS NULL "
+	  "WHERE d.format = 0 AND d.present GROUP BY d.id HAVING count(e.id) != d.nelems "
+	  "UNION ALL "
+	  "SELECT printf('doc ''%s'': size %d, its rows and head and tail make %d', d.path, d.size, "
+	  "  " BYTES("d.head") " + " BYTES("d.tail") " + coalesce(sum(" BYTES("e.pre") " + e.len), 0)) "
+	  "FROM docs d LEFT JOIN elems e ON e.doc_id = d.id AND e.rev_to IS NULL "
+	  "WHERE d.format = 0 AND d.present GROUP BY d.id "
+	  "HAVING d.size != " BYTES("d.head") " + " BYTES("d.tail") " + coalesce(sum(" BYTES("e.pre") " + e.len), 0) "
+	  "UNION ALL "
+	  "SELECT printf('doc ''%s'': JSON Lines size %d, its rows make %d', d.path, d.lsize, coalesce(sum(e.len + 1), 0)) "
+	  "FROM docs d LEFT JOIN elems e ON e.doc_id = d.id AND e.rev_to IS NULL "
+	  "WHERE d.format = 0 AND d.present GROUP BY d.id HAVING d.lsize != coalesce(sum(e.len + 1), 0)" },
+	{ "the offsets of array docs",
+	  "SELECT printf('doc ''%s'': element %d at offset %d (line offset %s), expected %d (%d)', path, seq, off, "
+	  "  coalesce(loff, 'none'), want, lwant) FROM ("
+	  "  SELECT d.path, e.seq, e.off, e.loff, "
+	  "    " BYTES("d.head") " + coalesce(sum(" BYTES("e.pre") " + e.len) OVER w, 0) AS want, "
+	  "    coalesce(sum(e.len + 1) OVER w, 0) AS lwant, "
+	  "    row_number() OVER (PARTITION BY e.doc_id ORDER BY e.seq) - 1 AS pos "
+	  "  FROM elems e JOIN docs d ON d.id = e.doc_id "
+	  "  WHERE e.rev_to IS NULL AND d.format = 0 AND d.present "
+	  "  WINDOW w AS (PARTITION BY e.doc_id ORDER BY e.seq ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)) "
+	  "WHERE off != want OR loff IS NOT lwant OR seq != pos "
+	  "UNION ALL "
+	  "SELECT printf('doc ''%s'': element %d is %d bytes, its row says %d', d.path, e.seq, " BYTES("e.json") ", e.len) "
+	  "FROM elems e JOIN docs d ON d.id = e.doc_id WHERE e.rev_to IS NULL AND " BYTES("e.json") " != e.len" },
+	{ "the content of whole docs",
+	  "SELECT printf('doc ''%s'': size %d, its last version is %s', d.path, d.size, "
+	  "  coalesce((SELECT length(b.data) || ' bytes' FROM blobs b WHERE b.doc_id = d.id AND b.rev <= d.rev "
+	  "            ORDER BY b.rev DESC LIMIT 1), 'missing')) "
+	  "FROM docs d WHERE d.format != 0 AND d.present AND d.size != coalesce((SELECT length(b.data) FROM blobs b "
+	  "  WHERE b.doc_id = d.id AND b.rev <= d.rev ORDER BY b.rev DESC LIMIT 1), 0)" },
+	{ "the revisions rows name",
+	  "SELECT printf('doc ''%s'': element %d valid from revision %d to %s', d.path, e.seq, e.rev_from, "
+	  "  coalesce(e.rev_to, 'now')) FROM elems e JOIN docs d ON d.id = e.doc_id "
+	  "WHERE e.rev_to <= e.rev_from OR e.rev_from > d.rev OR e.rev_to > d.rev "
+	  "UNION ALL "
+	  "SELECT printf('doc ''%s'': at revision %d, which the log does not have', d.path, d.rev) FROM docs d "
+	  "WHERE d.rev > 0 AND NOT EXISTS (SELECT 1 FROM revisions r WHERE r.id = d.rev) "
+	  "UNION ALL "
+	  "SELECT printf('doc ''%s'': a version at revision %d, which the log does not have', d.path, b.rev) "
+	  "FROM blobs b JOIN docs d ON d.id = b.doc_id WHERE NOT EXISTS (SELECT 1 FROM revisions r WHERE r.id = b.rev) "
+	  "UNION ALL "
+	  "SELECT printf('underneath: ''%s'' is recorded at revision %d, which the log does not have', u.path, u.rev) "
+	  "FROM underneath u WHERE u.rev IS NOT NULL AND NOT EXISTS (SELECT 1 FROM revisions r WHERE r.id = u.rev)" },
+	{ "what rows name",
+	  "SELECT printf('%d elements of doc %d, which does not exist', count(*), e.doc_id) FROM elems e "
+	  "WHERE NOT EXISTS (SELECT 1 FROM docs d WHERE d.id = e.doc_id) GROUP BY e.doc_id "
+	  "UNION ALL "
+	  "SELECT printf('%d versions of doc %d, which does not exist', count(*), b.doc_id) FROM blobs b "
+	  "WHERE NOT EXISTS (SELECT 1 FROM docs d WHERE d.id = b.doc_id) GROUP BY b.doc_id "
+	  "UNION ALL "
+	  "SELECT printf('doc ''%s'': of task ''%s'', which the tasks table does not have', d.path, d.task_id) "
+	  "FROM docs d WHERE d.task_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.id = d.task_id) "
+	  "UNION ALL "
+	  "SELECT printf('task ''%s'': in workspace %d, which the workspaces table does not have', t.id, t.workspace_id) "
+	  "FROM tasks t WHERE t.workspace_id IS NOT NULL "
+	  "AND NOT EXISTS (SELECT 1 FROM workspaces w WHERE w.id = t.workspace_id)" },
+};
+
+/* Runs sql (one text column) and reports each row; returns the number reported or -errno. */
+static int report_rows(struct store *st, const char *sql, const char *prefix, store_problem_fn fn, void *ctx)
+{
+	STORE_LOCK(st);
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	int r, rc, n = 0;
+
+	r = store_prepare(st, sql, &stmt);
+	if (r < 0)
+		return r;
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		char line[1024];
+		const char *text = (const char *)sqlite3_column_text(stmt, 0);
+
+		snprintf(line, sizeof(line), "%s%s", prefix, text ? text : "(null)");
+		n++;
+		if ((r = fn(ctx, line)) < 0)
+			return r;
+	}
+	if (rc != SQLITE_DONE)
+		return store_fail(st, rc, "cannot check the store");
+	return n;
+}
+
+/*
+ * Runs one check; a damaged file (SQLITE_CORRUPT, -EIO) that stops it is one
+ * more problem, and the other checks go on. Returns problems found or -errno.
+ */
+static int check_step(struct store *st, const char *what, const char *sql, const char *prefix, store_problem_fn fn,
+		      void *ctx)
+{
+	char line[256];
+	int r = report_rows(st, sql, prefix, fn, ctx);
+
+	if (r != -EIO)
+		return r;
+	snprintf(line, sizeof(line), "%scannot check %s: %s", prefix, what, strerror(-r));
+	r = fn(ctx, line);
+	return r < 0 ? r : 1;
+}
+
+int store_check(struct store *st, store_problem_fn fn, store_progress_fn progress, void *ctx)
+{
+	int64_t total = (int64_t)ARRAY_SIZE(invariants) + 2;
+	char schema[256];
+	int r, n = 0;
+
+	snprintf(schema, sizeof(schema),
+		 "SELECT printf('schema version %%d, newer than this convfs writes (%d)', user_version) "
+		 "FROM pragma_user_version WHERE user_version > %d",
+		 store_schema_version(), store_schema_version());
+	for (int64_t i = 0; i < total; i++) {
+		if (progress)
+			progress(ctx, i, total);
+		if (i == 0) /* SQLite's own: pages, indexes, constraints; "ok" is the one row of a sound file */
+			r = check_step(st, "the database file",
+				       "SELECT integrity_check FROM pragma_integrity_check WHERE integrity_check != 'ok'",
+				       "sqlite: ", fn, ctx);
+		else if (i == 1)
+			r = check_step(st, "the schema version", schema, "schema: ", fn, ctx);
+		else
+			r = check_step(st, invariants[i - 2].what, invariants[i - 2].sql, "store: ", fn, ctx);
+		if (r < 0)
+			return r;
+		n += r;
+	}
+	if (progress)
+		progress(ctx, total, total);
+	return n;
+}
