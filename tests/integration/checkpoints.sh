@@ -38,6 +38,10 @@
 
 # git as the tests need it: no user or system configuration, no pager.
 export GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_PAGER=cat PAGER=cat
+# git's automatic gc runs, as for any user, but in the foreground: detached,
+# it outlived the commit of 10,000 files with files of the mount open, and
+# the unmount that follows failed with EBUSY on a loaded machine.
+export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=gc.autoDetach GIT_CONFIG_VALUE_0=false
 unset GIT_DIR GIT_WORK_TREE GIT_INDEX_FILE
 
 # cline_key PATH: Cline's checkpoint key of a workspace path.
