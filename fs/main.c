@@ -2,8 +2,13 @@
 /*
  * main.c: the convfs command line.
  *
- *   convfs [-f] [-d] [-o store=FILE] [-o allow_other] MOUNTPOINT
+ *   convfs [-f] [-d] [-o store=FILE] [-o allow_other] [SOURCE] MOUNTPOINT
  *   convfs export STORE DIR
+ *
+ * SOURCE is there for mount(8): an /etc/fstab line or `mount -t fuse.convfs`
+ * makes mount.fuse3 run `convfs SOURCE MOUNTPOINT -o OPTIONS`. A SOURCE with
+ * a '/' is the store (as -o store=); the word "convfs" is the mount point's
+ * default store. The options only mount(8) and fstab use are dropped.
  *
  * Mounting happens in this order, so that every failure is reported to the
  * terminal that ran convfs and nothing is left half done:
@@ -22,6 +27,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <malloc.h>
+#include <pwd.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -38,6 +44,8 @@ struct options {
 	char *store;
 	int allow_other;
 	int no_import;
+	char *words[2];		/* [SOURCE] MOUNTPOINT, as given */
+	int n_words;
 };
 
 #define OPT(t, p) { t, offsetof(struct options, p), 1 }
@@ -47,10 +55,79 @@ static const struct fuse_opt option_spec[] = {
 	FUSE_OPT_END
 };
 
+/*
+ * Options of an fstab line that mount(8), mount.fuse3 and systemd act on
+ * (mount.fuse3 passes some on): no business of convfs, and libfuse would
+ * refuse them as unknown.
+ */
+static bool fstab_only(const char *opt)
+{
+	static const char *const words[] = {
+		"defaults", "auto", "noauto", "user", "users", "nouser", "owner", "group", "nofail", "_netdev",
+		/* libfuse knows only noatime: relatime is the default, nodiratime less */
+		"relatime", "nodiratime",
+	};
+
+	if (strncmp(opt, "x-", 2) == 0 || strncmp(opt, "comment=", 8) == 0)
+		return true;
+	for (size_t i = 0; i < ARRAY_SIZE(words); i++)
+		if (strcmp(opt, words[i]) == 0)
+			return true;
+	return false;
+}
+
+/* fuse_opt_parse()'s callback: drops fstab_only() options, keeps SOURCE and MOUNTPOINT apart. */
+static int option_proc(void *data, const char *arg, int key, struct fuse_args *outargs)
+{
+	struct options *opts = data;
+
+	if (key == FUSE_OPT_KEY_OPT)
+		return fstab_only(arg) ? 0 : 1;
+	if (key != FUSE_OPT_KEY_NONOPT)
+		return 1;
+	if (opts->n_words == (int)ARRAY_SIZE(opts->words)) {
+		fprintf(stderr, "convfs: one argument too many: '%s'\n", arg);
+		return -1;
+	}
+	opts->words[opts->n_words] = strdup(arg);
+	if (!opts->words[opts->n_words])
+		return -1;
+	opts->n_words++;
+	return 0;
+}
+
+/*
+ * The store that SOURCE names, into opts->store (which -o store= may have
+ * set already): a path is the store, "convfs" the default one. 0, or 2 (the
+ * exit status for a wrong command line) with the reason on stderr.
+ */
+static int source_to_store(const char *source, struct options *opts)
+{
+	if (strcmp(source, "convfs") == 0)
+		return 0;
+	if (!strchr(source, '/')) {
+		fprintf(stderr, "convfs: unknown source '%s': give the store's path, or 'convfs' for the default store\n",
+			source);
+		return 2;
+	}
+	if (opts->store) {
+		if (strcmp(opts->store, source) == 0)
+			return 0;
+		fprintf(stderr, "convfs: two stores given: '%s' and -o store='%s'\n", source, opts->store);
+		return 2;
+	}
+	opts->store = strdup(source);
+	if (!opts->store) {
+		fprintf(stderr, "convfs: out of memory\n");
+		return 1;
+	}
+	return 0;
+}
+
 static void usage(FILE *out, const char *prog)
 {
 	fprintf(out,
-		"usage: %s [-f] [-d] [-o store=FILE] [-o allow_other] MOUNTPOINT\n"
+		"usage: %s [-f] [-d] [-o store=FILE] [-o allow_other] [SOURCE] MOUNTPOINT\n"
 		"       %s export STORE DIR\n"
 		"\n"
 		"Mounts a Cline (or Roo Code, Kilo Code) history folder backed by a transactional\n"
@@ -73,6 +150,9 @@ static void usage(FILE *out, const char *prog)
 		"  -h, --help         this help\n"
 		"  -V, --version      the version\n"
 		"\n"
+		"SOURCE (what mount -t fuse.convfs and /etc/fstab give): the store's path, or\n"
+		"convfs for the default store; options of fstab only (nofail, x-*) are ignored.\n"
+		"\n"
 		"To unmount: fusermount3 -u MOUNTPOINT (everything written is committed).\n"
 		"To get a plain folder back out: convfs export STORE DIR.\n",
 		prog, prog);
@@ -84,18 +164,25 @@ static int default_store_path(const char *mountpoint, char **ret)
 	_cleanup_sb_ struct sb p = SB_INIT;
 	const char *base = strrchr(mountpoint, '/');
 	const char *xdg = getenv("XDG_DATA_HOME");
+	const char *home = getenv("HOME");
 	uint64_t h = 0xcbf29ce484222325ULL;
 	int r;
 
 	for (const char *c = mountpoint; *c; c++)
 		h = (h ^ (unsigned char)*c) * 0x100000001b3ULL;
 	base = base && base[1] ? base + 1 : "root";
-	if (xdg && *xdg == '/')
+	if (xdg && *xdg == '/') {
 		r = sb_adds(&p, xdg);
-	else if (getenv("HOME"))
-		r = sb_addf(&p, "%s/.local/share", getenv("HOME"));
-	else
-		return -ENOENT;
+	} else if (home && *home == '/') {
+		r = sb_addf(&p, "%s/.local/share", home);
+	} else {
+		/* Run by mount(8) at boot, or from a unit, there may be no HOME. */
+		struct passwd *pw = getpwuid(getuid());
+
+		if (!pw || !pw->pw_dir || pw->pw_dir[0] != '/')
+			return -ENOENT;
+		r = sb_addf(&p, "%s/.local/share", pw->pw_dir);
+	}
 	if (r < 0)
 		return r;
 	for (size_t i = 1; i <= p.len; i++) {
@@ -286,7 +373,9 @@ int main(int argc, char **argv)
 	for (size_t i = 0; argc >= 2 && i < ARRAY_SIZE(commands); i++)
 		if (strcmp(argv[1], commands[i].name) == 0)
 			return commands[i].run(argc, argv);
-	if (fuse_opt_parse(&args, &opts, option_spec, NULL) != 0 || fuse_parse_cmdline(&args, &cmd) != 0) {
+	if (fuse_opt_parse(&args, &opts, option_spec, option_proc) != 0 ||
+	    (opts.n_words > 0 && fuse_opt_add_arg(&args, opts.words[opts.n_words - 1]) != 0) ||
+	    fuse_parse_cmdline(&args, &cmd) != 0) {
 		usage(stderr, argv[0]);
 		status = 2;
 		goto out; /* what either parsed so far is freed there */
@@ -306,6 +395,12 @@ int main(int argc, char **argv)
 		usage(stderr, argv[0]);
 		status = 2;
 		goto out;
+	}
+	if (opts.n_words == 2) {
+		status = source_to_store(opts.words[0], &opts);
+		if (status != 0)
+			goto out;
+		status = 1;
 	}
 	if (cmd.debug)
 		log_set_level(LOG_LEVEL_DEBUG);
@@ -332,7 +427,8 @@ int main(int argc, char **argv)
 			strerror(-r));
 		goto out;
 	}
-	if (fuse_opt_add_arg(&args, "-odefault_permissions,fsname=convfs,subtype=convfs") != 0)
+	/* Last, so that the dev and suid of an fstab line (mount.fuse3 adds them as root) lose. */
+	if (fuse_opt_add_arg(&args, "-odefault_permissions,nosuid,nodev,fsname=convfs,subtype=convfs") != 0)
 		goto out;
 	if (prepare_store(&fs, store_path, cmd.mountpoint, opts.no_import) < 0) {
 		fprintf(stderr, "convfs: cannot use the store '%s'; nothing was mounted\n", store_path);
@@ -380,6 +476,8 @@ out:
 	free(fs.backing_path);
 	free(cmd.mountpoint);
 	free(opts.store);
+	for (int i = 0; i < opts.n_words; i++)
+		free(opts.words[i]);
 	fuse_opt_free_args(&args);
 	return status;
 }
