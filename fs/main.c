@@ -15,8 +15,10 @@
  *   1. open the store (creating it), take in what is new or changed in the
  *      folder underneath (all of it on the first mount), close the store again;
  *   2. unless -f, fork: the parent waits for the child's word and exits with it;
- *   3. the child opens the store, mounts, tells the parent, detaches and
- *      serves until unmounted, then closes the store cleanly.
+ *   3. the child opens the store, mounts, takes in again what was written
+ *      into the folder underneath since step 1 (through a descriptor of the
+ *      folder opened then), tells the parent, detaches and serves until
+ *      unmounted, then closes the store cleanly.
  * The store is opened after the fork because SQLite's POSIX locks do not pass
  * from parent to child.
  */
@@ -207,9 +209,12 @@ static int default_store_path(const char *mountpoint, char **ret)
 
 /*
  * Step 1: create the store and take in what is new or changed in the folder
- * underneath (all of it on the first mount), unless -o no_import.
+ * underneath (all of it on the first mount), unless -o no_import. The folder
+ * stays open for step 3: *ret_under_fd, the caller's to close (-1 with
+ * no_import), set only on success.
  */
-static int prepare_store(struct fs *fs, const char *store_path, const char *mountpoint, bool no_import)
+static int prepare_store(struct fs *fs, const char *store_path, const char *mountpoint, bool no_import,
+			 int *ret_under_fd)
 {
 	int r, mfd;
 
@@ -237,6 +242,7 @@ static int prepare_store(struct fs *fs, const char *store_path, const char *moun
 		store_free(TAKE_PTR(fs->store));
 		return r;
 	}
+	mfd = -1;
 	if (!no_import) {
 		/* Opened before mounting: the mount will hide it. */
 		mfd = open(mountpoint, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -245,16 +251,24 @@ static int prepare_store(struct fs *fs, const char *store_path, const char *moun
 			log_err("cannot open the mount point '%s': %s", mountpoint, strerror(errno));
 		} else {
 			r = fs_take_in(fs, mfd, mountpoint, NULL);
-			close(mfd);
 		}
 	}
 	store_free(TAKE_PTR(fs->store));
-	return r;
+	if (r < 0) {
+		if (mfd >= 0)
+			close(mfd);
+		return r;
+	}
+	*ret_under_fd = mfd;
+	return 0;
 }
 
-/* Step 3: open, mount, serve. notify_fd (or -1) gets one byte: 0 for mounted. */
+/*
+ * Step 3: open, mount, take in again through under_fd (unless -1; closed
+ * here), serve. notify_fd (or -1) gets one byte: 0 for mounted.
+ */
 static int serve(struct fs *fs, struct fuse_args *args, const char *store_path, const char *mountpoint,
-		 int notify_fd, bool multithreaded)
+		 int under_fd, int notify_fd, bool multithreaded)
 {
 	struct fuse_loop_config *loop;
 	struct fuse_session *se;
@@ -285,6 +299,20 @@ static int serve(struct fs *fs, struct fuse_args *args, const char *store_path, 
 	}
 	if (fuse_set_signal_handlers(se) != 0)
 		log_warn("cannot install signal handlers; unmount with fusermount3 -u");
+	/*
+	 * What clients wrote into the folder between step 1's take-in and the
+	 * mount (an editor that saves while the unit restarts convfs) is hidden
+	 * now, and would stay out of the store until the next mount. No path
+	 * reaches the folder any more, so this second take-in (the quick check
+	 * alone, when nothing changed) sees the last of it. The loop has not
+	 * started: requests wait for it, and it has the store to itself.
+	 */
+	if (under_fd >= 0) {
+		if (fs_take_in(fs, under_fd, mountpoint, NULL) < 0)
+			log_warn("what was written into '%s' while it was being mounted is taken in at the next mount",
+				 mountpoint);
+		close(under_fd);
+	}
 	if (notify_fd >= 0) {
 		char ok = 0;
 		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -368,7 +396,7 @@ int main(int argc, char **argv)
 	struct options opts = { 0 };
 	_cleanup_free_ char *store_path = NULL;
 	struct fs fs = { .root_fd = -1, .lock_fd = -1 };
-	int r, status = 1;
+	int r, status = 1, under_fd = -1;
 
 	for (size_t i = 0; argc >= 2 && i < ARRAY_SIZE(commands); i++)
 		if (strcmp(argv[1], commands[i].name) == 0)
@@ -430,12 +458,12 @@ int main(int argc, char **argv)
 	/* Last, so that the dev and suid of an fstab line (mount.fuse3 adds them as root) lose. */
 	if (fuse_opt_add_arg(&args, "-odefault_permissions,nosuid,nodev,fsname=convfs,subtype=convfs") != 0)
 		goto out;
-	if (prepare_store(&fs, store_path, cmd.mountpoint, opts.no_import) < 0) {
+	if (prepare_store(&fs, store_path, cmd.mountpoint, opts.no_import, &under_fd) < 0) {
 		fprintf(stderr, "convfs: cannot use the store '%s'; nothing was mounted\n", store_path);
 		goto out;
 	}
 	if (cmd.foreground) {
-		status = serve(&fs, &args, store_path, cmd.mountpoint, -1, !cmd.singlethread) < 0;
+		status = serve(&fs, &args, store_path, cmd.mountpoint, TAKE_FD(under_fd), -1, !cmd.singlethread) < 0;
 	} else {
 		int pfd[2];
 		pid_t pid;
@@ -456,7 +484,7 @@ int main(int argc, char **argv)
 			setsid();
 			if (chdir("/") < 0)
 				_exit(1);
-			_exit(serve(&fs, &args, store_path, cmd.mountpoint, pfd[1], !cmd.singlethread) < 0);
+			_exit(serve(&fs, &args, store_path, cmd.mountpoint, under_fd, pfd[1], !cmd.singlethread) < 0);
 		}
 		close(pfd[1]);
 		if (read(pfd[0], &ok, 1) != 1 || ok != 0) {
@@ -469,6 +497,8 @@ int main(int argc, char **argv)
 		status = 0;
 	}
 out:
+	if (under_fd >= 0)
+		close(under_fd);
 	if (fs.root_fd >= 0)
 		close(fs.root_fd);
 	if (fs.lock_fd >= 0)
