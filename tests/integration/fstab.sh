@@ -27,6 +27,7 @@
 # it is seen outside. The daemons log to syslog here (they are not -f).
 
 if [[ ${CONVFS_FSTAB_NS:-} != 1 ]]; then
+	((EUID == 0)) || { echo "fstab: FAIL: this test needs root (mount(8), a mount namespace)" >&2; exit 1; }
 	command -v unshare >/dev/null || { echo "fstab: FAIL: unshare (util-linux) is missing" >&2; exit 1; }
 	CONVFS_FSTAB_NS=1 exec unshare --mount --propagation private bash "$0" "$@"
 fi
