@@ -3,11 +3,12 @@
 #
 # install.sh: `meson install` puts the binary, the man page and the systemd
 # user unit where they belong under the prefix (into a --destdir, as a
-# packager does); the man page renders without a groff warning and names
-# every option of `convfs --help`; the unit passes `systemd-analyze verify`
-# (as a user unit, for an instance naming a folder, with its ExecStart
-# pointed at the installed binary) and orders itself before the graphical
-# session; the script it runs to detach a dead mount is installed in
+# packager does); the man page renders without a groff or man warning, has
+# its sections, names every option of `convfs --help` and has an entry for
+# every errno of README.md's "What a writer can be told"; the unit passes
+# `systemd-analyze verify` (as a user unit, for an instance naming a folder,
+# with its programs taken from the destdir) and orders itself before the
+# graphical session; the script it runs to detach a dead mount is installed in
 # libexecdir. No mount: none of this needs FUSE (integration-restart runs the
 # unit's commands).
 #
@@ -51,8 +52,12 @@ mapfile -t opts < <("$bin" --help 2>&1 | sed -n -E 's/^  (-o [a-z_]+|-[a-zA-Z](,
 for opt in "${opts[@]}"; do
 	grep -q -F -- "$opt" <<<"$page" || fail "the man page does not mention $opt (convfs --help has it)"
 done
-for e in EINVAL EPERM EACCES EROFS EXDEV ENAMETOOLONG EOPNOTSUPP ENOSPC EBUSY EIO ENOTCONN ECONNABORTED; do
-	grep -q "$e" <<<"$page" || fail "the man page does not mention $e"
+# And every errno README.md's "What a writer can be told" names.
+readme=$(dirname "$0")/../../README.md
+mapfile -t errnos < <(sed -n '/^What a writer can be told/,/^## /p' "$readme" | grep -o -E '\bE[A-Z]{3,}\b' | sort -u)
+((${#errnos[@]} >= 8)) || fail "cannot read the errnos of README.md's \"What a writer can be told\""
+for e in "${errnos[@]}" EINVAL EPERM EACCES EROFS EXDEV ENAMETOOLONG EOPNOTSUPP ENOSPC EBUSY EIO ENOTCONN ECONNABORTED; do
+	grep -q "^ *$e\b" <<<"$page" || fail "the man page has no entry for $e"
 done
 
 say "the user unit"
