@@ -18,9 +18,11 @@
 # `fusermount3 -u` then fails with EBUSY, and only the lazy detach lets the
 # restart mount. The test kills the daemon with SIGKILL once 20 saves have
 # returned, and proves that
-#   - the folder answers again (stat succeeds) within 3 s of the kill;
+#   - the folder answers again (a listing succeeds) within 3 s of the kill;
 #   - the unit starts the daemon again, and the client's saves succeed
-#     through the new mount within 5 s of the kill, and every save after the
+#     through the new mount within 6 s of the kill (typically 1.2-3 s here:
+#     RestartSec=1 and the start; the bound leaves room for a loaded machine
+#     or a sanitizer build), and every save after the
 #     first one through it succeeds;
 #   - nothing committed is lost: after the restart, every save that had
 #     returned before the kill is there (each save also writes a task of its
@@ -187,7 +189,8 @@ failed=$(grep -c '^fail ' "$RECORD" || true)
 codes=$(awk '$1 == "fail" { c[$4]++ } END { for (k in c) printf "%s %d, ", k, c[k] }' "$RECORD")
 say "$total saves, $failed failed (${codes%, }); the folder answered $((answered - killed)) ms after the kill," \
 	"the daemon was up again after $((restarted - killed)) ms, the first save through it returned after $((first_end - killed)) ms"
-((first_end - killed <= 5000)) || problem "the client's saves succeed only $((first_end - killed)) ms after the kill (bound: 5000)"
+bound=$((6000 * SLOW))
+((first_end - killed <= bound)) || problem "the client's saves succeed only $((first_end - killed)) ms after the kill (bound: $bound)"
 [[ -z $after_fail ]] || problem "saves failed after the first one through the new mount:\n$after_fail"
 (($(awk -v n="$first_n" '$2 > n' "$RECORD" | wc -l) >= 10)) || problem "fewer than 10 saves after the first one through the new mount"
 

@@ -31,6 +31,10 @@
 # leave), one that is gone with the folder unmounted as a clean exit (what
 # `fusermount3 -u` leaves), which systemd does not restart.
 #
+# Conditions (ConditionPathIsDirectory=) are not checked: the folder is one
+# here. (systemd checks them at each start, restarts included: a dead mount
+# left on the folder would fail it, which ExecStopPost's detach prevents.)
+#
 # SIGTERM (systemctl stop): the stop commands, then SIGTERM to the main
 # process if it is still there after TimeoutStopSec (SIGKILL 5 s later), and
 # exit. It also stops so when the process $TEST_PID (the test) is gone.
