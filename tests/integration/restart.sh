@@ -35,8 +35,10 @@
 #     mount of the same (default) store, every save that returned is there,
 #     those the client made into the folder underneath while it was detached
 #     included, and the growing file is byte for byte the last save;
-#   - stopping the unit (the stand-in's SIGTERM: ExecStop, ExecStopPost)
-#     unmounts, and no mount is left on the folder, dead or alive.
+#   - stopping the unit (the stand-in's SIGTERM: ExecStop, SIGTERM to the
+#     daemon, ExecStopPost) while a file of the mount is still open (the
+#     editor's log) unmounts: the daemon exits on SIGTERM, nothing is
+#     killed, and no mount is left on the folder, dead or alive.
 # It reports how many saves failed, and with what, and how many went into
 # the folder underneath.
 #
@@ -207,9 +209,12 @@ say "$gap saves went into the folder underneath while it was detached; the resta
 [[ ${out#* } == 0 ]] ||
 	problem "${out#* } of the $gap saves made into the folder underneath during the restart are not in the store after it"
 
-say "stopping the unit"
+say "stopping the unit while a file of the mount is open"
+exec 8>>"$M/editor.log"
 stop_standin
+exec 8>&-
 grep -q ' stopped$' "$EVENTS" || problem "the stand-in did not stop the unit:\n$(cat "$EVENTS")"
+! grep -q ' stop-sigkill' "$EVENTS" || problem "the daemon had to be killed to stop the unit"
 [[ -z $(findmnt -n --mountpoint "$M" 2>/dev/null) ]] || problem "a mount is left on '$M' after the stop: $(findmnt --mountpoint "$M")"
 wait_gone "$pid" 10 || problem "convfs (pid $pid) still runs after the stop"
 

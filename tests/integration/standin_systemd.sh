@@ -35,9 +35,9 @@
 # here. (systemd checks them at each start, restarts included: a dead mount
 # left on the folder would fail it, which ExecStopPost's detach prevents.)
 #
-# SIGTERM (systemctl stop): the stop commands, then SIGTERM to the main
-# process if it is still there after TimeoutStopSec (SIGKILL 5 s later), and
-# exit. It also stops so when the process $TEST_PID (the test) is gone.
+# SIGTERM (systemctl stop): ExecStop, then, as KillMode=control-group does,
+# SIGTERM to the main process if it is still there, SIGKILL if it is still
+# there TimeoutStopSec later, then ExecStopPost, and exit. It also stops so when the process $TEST_PID (the test) is gone.
 #
 # EVENTS gets one line per step, "<ms since the epoch> <step> [details]":
 # start, started pid=N, start-failed, died failure|clean, stopped,
@@ -153,22 +153,22 @@ test_gone() { [[ -n ${TEST_PID:-} ]] && ! kill -0 "$TEST_PID" 2>/dev/null; }
 
 run_all() { local l; for l in "$@"; do run "$l" || return 1; done; }
 
-# stop_service PID: ExecStop, the main process ended, ExecStopPost.
+# stop_service PID: ExecStop, what is left of the main process ended,
+# ExecStopPost.
 stop_service()
 {
 	local pid=$1 i
 	run_all "${stop[@]}" || true
-	for ((i = 0; i < stop_timeout * 10; i++)); do
-		alive "$pid" || break
-		sleep 0.1
-	done
 	if alive "$pid"; then
 		kill -TERM "$pid" 2>/dev/null || true
-		for ((i = 0; i < 50; i++)); do
+		for ((i = 0; i < stop_timeout * 10; i++)); do
 			alive "$pid" || break
 			sleep 0.1
 		done
-		kill -KILL "$pid" 2>/dev/null || true
+		if alive "$pid"; then
+			event "stop-sigkill pid=$pid"
+			kill -KILL "$pid" 2>/dev/null || true
+		fi
 	fi
 	run_all "${stop_post[@]}" || true
 	event stopped
