@@ -38,7 +38,10 @@
 #   - stopping the unit (the stand-in's SIGTERM: ExecStop, SIGTERM to the
 #     daemon, ExecStopPost) while a file of the mount is still open (the
 #     editor's log) unmounts: the daemon exits on SIGTERM, nothing is
-#     killed, and no mount is left on the folder, dead or alive.
+#     killed, and no mount is left on the folder, dead or alive;
+#   - convfs-detach-dead leaves a live mount alone (one made by hand: the
+#     unit started then must not detach it from under its clients), and
+#     refuses a wrong command line with status 2.
 # It reports how many saves failed, and with what, and how many went into
 # the folder underneath.
 #
@@ -219,6 +222,15 @@ grep -q ' stopped$' "$EVENTS" || problem "the stand-in did not stop the unit:\n$
 wait_gone "$pid" 10 || problem "convfs (pid $pid) still runs after the stop"
 
 mount_convfs "$M" "$STORE"
+DETACH=$D$PREFIX/libexec/convfs-detach-dead
+rc=0
+"$DETACH" "$M" 2>"$T/detach.err" || rc=$?
+((rc == 0)) || problem "convfs-detach-dead on a live mount exits with status $rc: $(cat "$T/detach.err")"
+{ mountpoint -q "$M" && ls "$M/tasks" >/dev/null; } || problem "convfs-detach-dead detached a live mount"
+[[ ! -s $T/detach.err ]] || problem "convfs-detach-dead says something about a live mount: $(cat "$T/detach.err")"
+rc=0
+"$DETACH" 2>/dev/null || rc=$?
+((rc == 2)) || problem "convfs-detach-dead without a folder exits with status $rc, not 2"
 node "$CLIENTS/saver.js" check "$M/tasks/$TASK/ui_messages.json" "$last_ok" "$last_ok" >/dev/null 2>"$T/check.err" ||
 	problem "after a stop and a mount: $(cat "$T/check.err")"
 node "$CLIENTS/saver.js" check-once "$M" "$RECORD" 99999999999999 >/dev/null 2>"$T/check.err" ||
