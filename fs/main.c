@@ -2,7 +2,7 @@
 /*
  * main.c: the convfs command line.
  *
- *   convfs [-f] [-d] [-o store=FILE] [-o allow_other] MOUNTPOINT
+ *   convfs [-f] [-d] [-o store=FILE] [-o allow_other] [SOURCE] MOUNTPOINT
  *   convfs export STORE DIR
  *   convfs status [--json] [MOUNTPOINT]                      (cmd_status.c)
  *   convfs log [--json] FILE                                 (cmd_log.c)
@@ -10,13 +10,20 @@
  *   convfs check STORE                                       (cmd_check.c)
  *   convfs forget STORE --match TEXT | --task ID [--yes]     (cmd_forget.c)
  *
+ * SOURCE is there for mount(8): an /etc/fstab line or `mount -t fuse.convfs`
+ * makes mount.fuse3 run `convfs SOURCE MOUNTPOINT -o OPTIONS`. A SOURCE with
+ * a '/' is the store (as -o store=); the word "convfs" is the mount point's
+ * default store. The options only mount(8) and fstab use are dropped.
+ *
  * Mounting happens in this order, so that every failure is reported to the
  * terminal that ran convfs and nothing is left half done:
  *   1. open the store (creating it), take in what is new or changed in the
  *      folder underneath (all of it on the first mount), close the store again;
  *   2. unless -f, fork: the parent waits for the child's word and exits with it;
- *   3. the child opens the store, mounts, tells the parent, detaches and
- *      serves until unmounted, then closes the store cleanly.
+ *   3. the child opens the store, mounts, takes in again what was written
+ *      into the folder underneath since step 1 (through a descriptor of the
+ *      folder opened then), tells the parent, detaches and serves until
+ *      unmounted, then closes the store cleanly.
  * The store is opened after the fork because SQLite's POSIX locks do not pass
  * from parent to child.
  */
@@ -27,6 +34,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <malloc.h>
+#include <pwd.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -45,6 +53,8 @@ struct options {
 	char *store;
 	int allow_other;
 	int no_import;
+	char *words[2];		/* [SOURCE] MOUNTPOINT, as given */
+	int n_words;
 };
 
 #define OPT(t, p) { t, offsetof(struct options, p), 1 }
@@ -54,10 +64,79 @@ static const struct fuse_opt option_spec[] = {
 	FUSE_OPT_END
 };
 
+/*
+ * Options of an fstab line that mount(8), mount.fuse3 and systemd act on
+ * (mount.fuse3 passes some on): no business of convfs, and libfuse would
+ * refuse them as unknown.
+ */
+static bool fstab_only(const char *opt)
+{
+	static const char *const words[] = {
+		"defaults", "auto", "noauto", "user", "users", "nouser", "owner", "group", "nofail", "_netdev",
+		/* libfuse knows only noatime: relatime is the default, nodiratime less */
+		"relatime", "nodiratime",
+	};
+
+	if (strncmp(opt, "x-", 2) == 0 || strncmp(opt, "comment=", 8) == 0)
+		return true;
+	for (size_t i = 0; i < ARRAY_SIZE(words); i++)
+		if (strcmp(opt, words[i]) == 0)
+			return true;
+	return false;
+}
+
+/* fuse_opt_parse()'s callback: drops fstab_only() options, keeps SOURCE and MOUNTPOINT apart. */
+static int option_proc(void *data, const char *arg, int key, struct fuse_args *outargs)
+{
+	struct options *opts = data;
+
+	if (key == FUSE_OPT_KEY_OPT)
+		return fstab_only(arg) ? 0 : 1;
+	if (key != FUSE_OPT_KEY_NONOPT)
+		return 1;
+	if (opts->n_words == (int)ARRAY_SIZE(opts->words)) {
+		fprintf(stderr, "convfs: one argument too many: '%s'\n", arg);
+		return -1;
+	}
+	opts->words[opts->n_words] = strdup(arg);
+	if (!opts->words[opts->n_words])
+		return -1;
+	opts->n_words++;
+	return 0;
+}
+
+/*
+ * The store that SOURCE names, into opts->store (which -o store= may have
+ * set already): a path is the store, "convfs" the default one. 0, or 2 (the
+ * exit status for a wrong command line) with the reason on stderr.
+ */
+static int source_to_store(const char *source, struct options *opts)
+{
+	if (strcmp(source, "convfs") == 0)
+		return 0;
+	if (!strchr(source, '/')) {
+		fprintf(stderr, "convfs: unknown source '%s': give the store's path, or 'convfs' for the default store\n",
+			source);
+		return 2;
+	}
+	if (opts->store) {
+		if (strcmp(opts->store, source) == 0)
+			return 0;
+		fprintf(stderr, "convfs: two stores given: '%s' and -o store='%s'\n", source, opts->store);
+		return 2;
+	}
+	opts->store = strdup(source);
+	if (!opts->store) {
+		fprintf(stderr, "convfs: out of memory\n");
+		return 1;
+	}
+	return 0;
+}
+
 static void usage(FILE *out, const char *prog)
 {
 	fprintf(out,
-		"usage: %s [-f] [-d] [-o store=FILE] [-o allow_other] MOUNTPOINT\n"
+		"usage: %s [-f] [-d] [-o store=FILE] [-o allow_other] [SOURCE] MOUNTPOINT\n"
 		"       %s export STORE DIR\n"
 		"       %s status [--json] [MOUNTPOINT]\n"
 		"       %s log [--json] FILE\n"
@@ -85,6 +164,9 @@ static void usage(FILE *out, const char *prog)
 		"  -h, --help         this help\n"
 		"  -V, --version      the version\n"
 		"\n"
+		"SOURCE (what mount -t fuse.convfs and /etc/fstab give): the store's path, or\n"
+		"convfs for the default store; options of fstab only (nofail, x-*) are ignored.\n"
+		"\n"
 		"To unmount: fusermount3 -u MOUNTPOINT (everything written is committed).\n"
 		"To get a plain folder back out: convfs export STORE DIR.\n"
 		"To see whether it is mounted and what its store holds: convfs status MOUNTPOINT.\n"
@@ -101,18 +183,25 @@ static int default_store_path(const char *mountpoint, char **ret)
 	_cleanup_sb_ struct sb p = SB_INIT;
 	const char *base = strrchr(mountpoint, '/');
 	const char *xdg = getenv("XDG_DATA_HOME");
+	const char *home = getenv("HOME");
 	uint64_t h = 0xcbf29ce484222325ULL;
 	int r;
 
 	for (const char *c = mountpoint; *c; c++)
 		h = (h ^ (unsigned char)*c) * 0x100000001b3ULL;
 	base = base && base[1] ? base + 1 : "root";
-	if (xdg && *xdg == '/')
+	if (xdg && *xdg == '/') {
 		r = sb_adds(&p, xdg);
-	else if (getenv("HOME"))
-		r = sb_addf(&p, "%s/.local/share", getenv("HOME"));
-	else
-		return -ENOENT;
+	} else if (home && *home == '/') {
+		r = sb_addf(&p, "%s/.local/share", home);
+	} else {
+		/* Run by mount(8) at boot, or from a unit, there may be no HOME. */
+		struct passwd *pw = getpwuid(getuid());
+
+		if (!pw || !pw->pw_dir || pw->pw_dir[0] != '/')
+			return -ENOENT;
+		r = sb_addf(&p, "%s/.local/share", pw->pw_dir);
+	}
 	if (r < 0)
 		return r;
 	for (size_t i = 1; i <= p.len; i++) {
@@ -137,9 +226,12 @@ static int default_store_path(const char *mountpoint, char **ret)
 
 /*
  * Step 1: create the store and take in what is new or changed in the folder
- * underneath (all of it on the first mount), unless -o no_import.
+ * underneath (all of it on the first mount), unless -o no_import. The folder
+ * stays open for step 3: *ret_under_fd, the caller's to close (-1 with
+ * no_import), set only on success.
  */
-static int prepare_store(struct fs *fs, const char *store_path, const char *mountpoint, bool no_import)
+static int prepare_store(struct fs *fs, const char *store_path, const char *mountpoint, bool no_import,
+			 int *ret_under_fd)
 {
 	int r, mfd;
 
@@ -169,6 +261,7 @@ static int prepare_store(struct fs *fs, const char *store_path, const char *moun
 	}
 	/* From here on this mount's warnings are kept for convfs status (a failure is not fatal). */
 	warnings_start(store_path);
+	mfd = -1;
 	if (!no_import) {
 		/* Opened before mounting: the mount will hide it. */
 		mfd = open(mountpoint, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -177,16 +270,24 @@ static int prepare_store(struct fs *fs, const char *store_path, const char *moun
 			log_err("cannot open the mount point '%s': %s", mountpoint, strerror(errno));
 		} else {
 			r = fs_take_in(fs, mfd, mountpoint, NULL);
-			close(mfd);
 		}
 	}
 	store_free(TAKE_PTR(fs->store));
-	return r;
+	if (r < 0) {
+		if (mfd >= 0)
+			close(mfd);
+		return r;
+	}
+	*ret_under_fd = mfd;
+	return 0;
 }
 
-/* Step 3: open, mount, serve. notify_fd (or -1) gets one byte: 0 for mounted. */
+/*
+ * Step 3: open, mount, take in again through under_fd (unless -1; closed
+ * here), serve. notify_fd (or -1) gets one byte: 0 for mounted.
+ */
 static int serve(struct fs *fs, struct fuse_args *args, const char *store_path, const char *mountpoint,
-		 int notify_fd, bool multithreaded)
+		 int under_fd, int notify_fd, bool multithreaded)
 {
 	struct fuse_loop_config *loop;
 	struct fuse_session *se;
@@ -217,6 +318,20 @@ static int serve(struct fs *fs, struct fuse_args *args, const char *store_path, 
 	}
 	if (fuse_set_signal_handlers(se) != 0)
 		log_warn("cannot install signal handlers; unmount with fusermount3 -u");
+	/*
+	 * What clients wrote into the folder between step 1's take-in and the
+	 * mount (an editor that saves while the unit restarts convfs) is hidden
+	 * now, and would stay out of the store until the next mount. No path
+	 * reaches the folder any more, so this second take-in (the quick check
+	 * alone, when nothing changed) sees the last of it. The loop has not
+	 * started: requests wait for it, and it has the store to itself.
+	 */
+	if (under_fd >= 0) {
+		if (fs_take_in(fs, under_fd, mountpoint, NULL) < 0)
+			log_warn("what was written into '%s' while it was being mounted is taken in at the next mount",
+				 mountpoint);
+		close(under_fd);
+	}
 	if (notify_fd >= 0) {
 		char ok = 0;
 		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -282,7 +397,7 @@ static int mount_options(char **store_path, struct sb *ret)
 		free(*store_path);
 		*store_path = abs;
 	}
-	r = sb_adds(ret, "-odefault_permissions,subtype=convfs,fsname=");
+	r = sb_adds(ret, "-odefault_permissions,nosuid,nodev,subtype=convfs,fsname=");
 	for (const char *c = *store_path; r == 0 && *c; c++)
 		r = (*c == ',' || *c == '\\') ? sb_addf(ret, "\\%c", *c) : sb_add(ret, c, 1);
 	return r;
@@ -330,12 +445,14 @@ int main(int argc, char **argv)
 	_cleanup_free_ char *store_path = NULL;
 	_cleanup_sb_ struct sb mount_opts = SB_INIT;
 	struct fs fs = { .root_fd = -1, .lock_fd = -1 };
-	int r, status = 1;
+	int r, status = 1, under_fd = -1;
 
 	for (size_t i = 0; argc >= 2 && i < ARRAY_SIZE(commands); i++)
 		if (strcmp(argv[1], commands[i].name) == 0)
 			return commands[i].run(argc, argv);
-	if (fuse_opt_parse(&args, &opts, option_spec, NULL) != 0 || fuse_parse_cmdline(&args, &cmd) != 0) {
+	if (fuse_opt_parse(&args, &opts, option_spec, option_proc) != 0 ||
+	    (opts.n_words > 0 && fuse_opt_add_arg(&args, opts.words[opts.n_words - 1]) != 0) ||
+	    fuse_parse_cmdline(&args, &cmd) != 0) {
 		usage(stderr, argv[0]);
 		status = 2;
 		goto out; /* what either parsed so far is freed there */
@@ -355,6 +472,12 @@ int main(int argc, char **argv)
 		usage(stderr, argv[0]);
 		status = 2;
 		goto out;
+	}
+	if (opts.n_words == 2) {
+		status = source_to_store(opts.words[0], &opts);
+		if (status != 0)
+			goto out;
+		status = 1;
 	}
 	if (cmd.debug)
 		log_set_level(LOG_LEVEL_DEBUG);
@@ -381,17 +504,21 @@ int main(int argc, char **argv)
 			strerror(-r));
 		goto out;
 	}
-	if (prepare_store(&fs, store_path, cmd.mountpoint, opts.no_import) < 0) {
+	if (prepare_store(&fs, store_path, cmd.mountpoint, opts.no_import, &under_fd) < 0) {
 		fprintf(stderr, "convfs: cannot use the store '%s'; nothing was mounted\n", store_path);
 		goto out;
 	}
-	/* The mount names its store, as sshfs names its remote: convfs status finds it there. */
+	/*
+	 * The mount names its store, as sshfs names its remote: convfs status
+	 * finds it there. Added last, so that the dev and suid of an fstab
+	 * line (mount.fuse3 adds them as root) lose to nosuid,nodev.
+	 */
 	if (mount_options(&store_path, &mount_opts) < 0 || fuse_opt_add_arg(&args, mount_opts.buf) != 0) {
 		fprintf(stderr, "convfs: cannot make the mount options: out of memory\n");
 		goto out;
 	}
 	if (cmd.foreground) {
-		status = serve(&fs, &args, store_path, cmd.mountpoint, -1, !cmd.singlethread) < 0;
+		status = serve(&fs, &args, store_path, cmd.mountpoint, TAKE_FD(under_fd), -1, !cmd.singlethread) < 0;
 	} else {
 		int pfd[2];
 		pid_t pid;
@@ -412,7 +539,7 @@ int main(int argc, char **argv)
 			setsid();
 			if (chdir("/") < 0)
 				_exit(1);
-			_exit(serve(&fs, &args, store_path, cmd.mountpoint, pfd[1], !cmd.singlethread) < 0);
+			_exit(serve(&fs, &args, store_path, cmd.mountpoint, under_fd, pfd[1], !cmd.singlethread) < 0);
 		}
 		close(pfd[1]);
 		if (read(pfd[0], &ok, 1) != 1 || ok != 0) {
@@ -425,6 +552,8 @@ int main(int argc, char **argv)
 		status = 0;
 	}
 out:
+	if (under_fd >= 0)
+		close(under_fd);
 	if (fs.root_fd >= 0)
 		close(fs.root_fd);
 	if (fs.lock_fd >= 0)
@@ -432,6 +561,8 @@ out:
 	free(fs.backing_path);
 	free(cmd.mountpoint);
 	free(opts.store);
+	for (int i = 0; i < opts.n_words; i++)
+		free(opts.words[i]);
 	fuse_opt_free_args(&args);
 	return status;
 }
