@@ -20,11 +20,7 @@
 #include "store/store_history.h"
 #include "store/util.h"
 
-/*
- * The kinds of revision that are not a saved version: removals, and the
- * empty file an open(O_CREAT) makes before the writer's first save.
- */
-#define NOT_A_VERSION "('unlink', 'rename-out', 'create')"
+#define NOT_A_VERSION STORE_NOT_A_VERSION /* store_internal.h */
 
 static char *dup_or_null(sqlite3_stmt *stmt, int col)
 {

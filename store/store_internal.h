@@ -88,6 +88,15 @@ int store_exec(struct store *st, const char *sql);
 /* Logs an SQLite failure with context and returns its errno. */
 int store_fail(struct store *st, int rc, const char *what);
 
+/*
+ * The one rule for which revisions of a doc are saved versions, shared by a
+ * task's versions/ (store_versions()) and a file's log and restore
+ * (store_history.h): every kind but a removal ('unlink', 'rename-out') and
+ * the empty file an open(O_CREAT), or a task's mkdir, makes before the first
+ * save ('create'). A fragment to follow "kind NOT IN".
+ */
+#define STORE_NOT_A_VERSION "('unlink', 'rename-out', 'create')"
+
 /* Schema creation and migration (schema.c). */
 int store_migrate(struct store *st);
 

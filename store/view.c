@@ -348,7 +348,7 @@ int store_versions(struct store *st, const char *const *paths, size_t npaths, st
 		return -EINVAL;
 	r = store_prepare(st, "SELECT r.id, r.time_ns FROM revisions r "
 			      "WHERE r.doc_id IN (SELECT id FROM docs WHERE path IN (?1, ?2, ?3, ?4)) "
-			      "AND r.kind NOT IN ('unlink', 'rename-out') ORDER BY r.id", &stmt);
+			      "AND r.kind NOT IN " STORE_NOT_A_VERSION " ORDER BY r.id", &stmt);
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < npaths; i++)
