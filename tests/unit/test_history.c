@@ -24,6 +24,7 @@
 #include "store/store_history.h"
 #include "store/store_view.h"
 #include "store/util.h"
+#include "tests/unit/memory_store.h"
 
 #define UI(id) "tasks/" id "/ui_messages.json"
 #define META(id) "tasks/" id "/task_metadata.json"
@@ -31,22 +32,6 @@
 
 static const struct store_who mine = { .pid = 1001, .comm = "code" };
 static const struct store_who theirs = { .pid = 2002, .comm = "cline" };
-
-static int setup(void **state)
-{
-	struct store *st = NULL;
-
-	if (store_open(":memory:", 0, &st) < 0)
-		return -1;
-	*state = st;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	store_free(*state);
-	return 0;
-}
 
 static int commit(struct store *st, const char *path, const char *json, const struct store_who *who)
 {

@@ -23,28 +23,13 @@
 #include "store/store_ops.h"
 #include "store/store_view.h"
 #include "store/util.h"
+#include "tests/unit/memory_store.h"
 
 #define UI(id) "tasks/" id "/ui_messages.json"
 #define API(id) "tasks/" id "/api_conversation_history.json"
 #define META(id) "tasks/" id "/task_metadata.json"
 
 static const struct store_who who = { .pid = 1001, .comm = "code" };
-
-static int setup(void **state)
-{
-	struct store *st = NULL;
-
-	if (store_open(":memory:", 0, &st) < 0)
-		return -1;
-	*state = st;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	store_free(*state);
-	return 0;
-}
 
 static void commit(struct store *st, const char *path, const char *json)
 {

@@ -24,28 +24,13 @@
 #include "store/store.h"
 #include "store/store_internal.h"
 #include "store/util.h"
+#include "tests/unit/memory_store.h"
 
 #define UI "tasks/1/ui_messages.json"
 #define HISTORY "state/taskHistory.json"
 
 static const struct store_who mount_who = { .pid = 4242, .comm = "code" };
 static const struct store_who import_who = { .pid = 0, .comm = "convfs-import" };
-
-static int setup_memory(void **state)
-{
-	struct store *st = NULL;
-
-	if (store_open(":memory:", 0, &st) < 0)
-		return -1;
-	*state = st;
-	return 0;
-}
-
-static int teardown_memory(void **state)
-{
-	store_free(*state);
-	return 0;
-}
 
 static int64_t db_int(sqlite3 *db, const char *sql)
 {
@@ -324,11 +309,11 @@ static void test_new_store(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_load_sorted_and_find, setup_memory, teardown_memory),
-		cmocka_unit_test_setup_teardown(test_replace_and_gone, setup_memory, teardown_memory),
-		cmocka_unit_test_setup_teardown(test_large_inode, setup_memory, teardown_memory),
-		cmocka_unit_test_setup_teardown(test_merge_against_last_take_in, setup_memory, teardown_memory),
-		cmocka_unit_test_setup_teardown(test_new_store, setup_memory, teardown_memory),
+		cmocka_unit_test_setup_teardown(test_load_sorted_and_find, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_replace_and_gone, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_large_inode, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_merge_against_last_take_in, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_new_store, setup, teardown),
 		cmocka_unit_test(test_readonly),
 		cmocka_unit_test(test_migrate_legacy),
 	};
