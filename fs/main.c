@@ -17,13 +17,15 @@
  *
  * Mounting happens in this order, so that every failure is reported to the
  * terminal that ran convfs and nothing is left half done:
- *   1. open the store (creating it), take in what is new or changed in the
- *      folder underneath (all of it on the first mount), close the store again;
+ *   1. open the store (creating it) and a descriptor of the folder
+ *      underneath; on the first mount only, take all of it in (long work,
+ *      done before anything is mounted); close the store again;
  *   2. unless -f, fork: the parent waits for the child's word and exits with it;
- *   3. the child opens the store, mounts, takes in again what was written
- *      into the folder underneath since step 1 (through a descriptor of the
- *      folder opened then), tells the parent, detaches and serves until
- *      unmounted, then closes the store cleanly.
+ *   3. the child opens the store, mounts, takes in what is new or changed in
+ *      the folder underneath (through the descriptor of step 1: once mounted,
+ *      no client writes there any more; the quick check alone when nothing
+ *      changed), tells the parent, detaches and serves until unmounted, then
+ *      closes the store cleanly. A take-in that fails unmounts.
  * The store is opened after the fork because SQLite's POSIX locks do not pass
  * from parent to child.
  */
@@ -225,10 +227,13 @@ static int default_store_path(const char *mountpoint, char **ret)
 }
 
 /*
- * Step 1: create the store and take in what is new or changed in the folder
- * underneath (all of it on the first mount), unless -o no_import. The folder
- * stays open for step 3: *ret_under_fd, the caller's to close (-1 with
- * no_import), set only on success.
+ * Step 1: open (or create) the store and, unless -o no_import, open the
+ * folder underneath: *ret_under_fd, the caller's to close (-1 with
+ * no_import), set only on success. A folder the store has never taken in
+ * (the first mount: minutes for a large history, with progress on the
+ * terminal) is taken in here, before anything is mounted, so that a failure
+ * leaves the folder as it was. Every later mount takes it in once, after
+ * mounting (step 3).
  */
 static int prepare_store(struct fs *fs, const char *store_path, const char *mountpoint, bool no_import,
 			 int *ret_under_fd)
@@ -269,7 +274,11 @@ static int prepare_store(struct fs *fs, const char *store_path, const char *moun
 			r = -errno;
 			log_err("cannot open the mount point '%s': %s", mountpoint, strerror(errno));
 		} else {
-			r = fs_take_in(fs, mfd, mountpoint, NULL);
+			_cleanup_free_ char *from = NULL;
+
+			r = store_meta_get(fs->store, "imported_from", &from);
+			if (r == -ENOENT)
+				r = fs_take_in(fs, mfd, mountpoint, NULL);
 		}
 	}
 	store_free(TAKE_PTR(fs->store));
@@ -283,8 +292,8 @@ static int prepare_store(struct fs *fs, const char *store_path, const char *moun
 }
 
 /*
- * Step 3: open, mount, take in again through under_fd (unless -1; closed
- * here), serve. notify_fd (or -1) gets one byte: 0 for mounted.
+ * Step 3: open, mount, take in through under_fd (unless -1; closed here),
+ * serve. notify_fd (or -1) gets one byte: 0 for mounted.
  */
 static int serve(struct fs *fs, struct fuse_args *args, const char *store_path, const char *mountpoint,
 		 int under_fd, int notify_fd, bool multithreaded)
@@ -319,18 +328,23 @@ static int serve(struct fs *fs, struct fuse_args *args, const char *store_path, 
 	if (fuse_set_signal_handlers(se) != 0)
 		log_warn("cannot install signal handlers; unmount with fusermount3 -u");
 	/*
-	 * What clients wrote into the folder between step 1's take-in and the
-	 * mount (an editor that saves while the unit restarts convfs) is hidden
-	 * now, and would stay out of the store until the next mount. No path
-	 * reaches the folder any more, so this second take-in (the quick check
-	 * alone, when nothing changed) sees the last of it. The loop has not
-	 * started: requests wait for it, and it has the store to itself.
+	 * The take-in: what clients wrote into the folder while convfs was not
+	 * mounted (an editor started first, or saving while the unit restarts
+	 * convfs). Done once the mount is up, so that no client can write
+	 * underneath after it: the folder is reached only through under_fd.
+	 * With nothing changed it is the quick check alone. The loop has not
+	 * started: requests wait for it, and it has the store to itself. If
+	 * it fails, what is underneath would be hidden: unmount, and say so.
 	 */
 	if (under_fd >= 0) {
-		if (fs_take_in(fs, under_fd, mountpoint, NULL) < 0)
-			log_warn("what was written into '%s' while it was being mounted is taken in at the next mount",
-				 mountpoint);
+		r = fs_take_in(fs, under_fd, mountpoint, NULL);
 		close(under_fd);
+		if (r < 0) {
+			log_err("unmounting '%s': its folder underneath could not be taken in", mountpoint);
+			fuse_remove_signal_handlers(se);
+			fuse_session_unmount(se);
+			goto out_session;
+		}
 	}
 	if (notify_fd >= 0) {
 		char ok = 0;

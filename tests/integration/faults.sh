@@ -23,6 +23,9 @@
 #     (ENOENT); a task's folder removed: its conversations still read (the
 #     daemon makes the folder again); the whole backing folder removed: the
 #     daemon makes it again, and conversations read and write as before;
+#   - full disk at mount: a conversation written underneath while unmounted
+#     that the store has no room to take in: the daemon unmounts and exits
+#     with an error instead of hiding it, and the next mount has it;
 #   - the store checks ok after each part, and the daemon logs nothing but
 #     the failures provoked here.
 
@@ -185,6 +188,44 @@ store_ok "backing tree removed"
 unmount_convfs "$M"
 check_log "$LOG" "No space left on device|database or disk is full|database is locked|Device or resource busy|backing folder.*was removed|missing from the backing tree"
 
+say "full disk at mount"
+# A conversation written underneath while convfs was not mounted, and too
+# little room in the store to take it in: serving that mount would hide it.
+# The daemon unmounts, exits with an error and says why; the next mount,
+# with room again, has it. (1 MB is left: the store opens, the 3 MB
+# conversation does not fit.)
+OFF=tasks/1799100000000
+mkdir "$M/$OFF"
+node -e 'process.stdout.write(JSON.stringify([{ role: "user",
+	content: [{ type: "text", text: "written offline " + "w".repeat(3000000) }] }]))' \
+	>"$M/$OFF/api_conversation_history.json"
+dd if=/dev/zero of="$SMALL/filler" bs=64k status=none 2>/dev/null || true
+truncate -s -1M "$SMALL/filler"
+# (Its status through a file: a failing command outside a condition is a test failure.)
+(if run_convfs -f -o "store=$STORE" "$M" 2>>"$LOG"; then echo 0; else echo $?; fi >"$T/rc.take-in") &
+pid=$!
+echo "$pid" >>"$T/daemons"
+for ((i = 0; i < 100 * SLOW; i++)); do
+	kill -0 "$pid" 2>/dev/null || break
+	sleep 0.1
+done
+if kill -0 "$pid" 2>/dev/null; then
+	problem "convfs still serves a mount that could not take in its folder underneath"
+	fusermount3 -u "$M" || true
+	wait_gone "$pid" $((10 * SLOW)) || fail "convfs (pid $pid) does not stop"
+fi
+wait "$pid" || true
+[[ $(cat "$T/rc.take-in") != 0 ]] || problem "convfs exited with status 0 after failing to take in its folder underneath"
+! mountpoint -q "$M" || problem "'$M' is still mounted after the take-in failed"
+log_has "$LOG" "unmounting '$M': its folder underneath could not be taken in" "the failed take-in"
+rm -f "$SMALL/filler"
+mount_convfs_log "$M" "$LOG" -o "store=$STORE"
+grep -q "written offline" "$M/$OFF/api_conversation_history.json" ||
+	problem "the conversation written underneath is not there once the disk has room"
+unmount_convfs "$M"
+store_ok "full disk at mount"
+check_log "$LOG" "No space left on device|database or disk is full|database is locked|Device or resource busy|backing folder.*was removed|missing from the backing tree|cannot take in|could not be taken in|not listed in state/taskHistory.json"
+
 say "read-only store"
 # (The daemon folded the WAL back at unmount: the store is one file.)
 mount_convfs_log "$M" "$LOG" -o "store=$STORE"
@@ -207,6 +248,6 @@ unchanged ro "read-only store"
 log_has "$LOG" "serving it read-only" "the read-only store"
 unmount_convfs "$M"
 umount "$T/ro"
-check_log "$LOG" "No space left on device|database or disk is full|database is locked|Device or resource busy|backing folder.*was removed|missing from the backing tree|serving it read-only|Read-only file system|readonly database"
+check_log "$LOG" "No space left on device|database or disk is full|database is locked|Device or resource busy|backing folder.*was removed|missing from the backing tree|serving it read-only|Read-only file system|readonly database|could not be taken in|not listed in state/taskHistory.json"
 store_ok "read-only store"
 pass
