@@ -151,7 +151,7 @@ grep -q "already the live one" "$T/out" || problem "restore of the live version 
 # Refusals.
 cv restore "$F" 99
 expect_rc 1 "restore of a version the file does not have"
-grep -q "has no version 099 (it has 001 to 006" "$T/err" || problem "restore 99 says: $(cat "$T/err")"
+grep -q "there is no version 099 (the last is 006" "$T/err" || problem "restore 99 says: $(cat "$T/err")"
 cv restore "$F" x1
 expect_rc 2 "restore with a bad number"
 echo plain >"$MNT/notes.txt"
