@@ -2,7 +2,12 @@
 #ifndef CONVFS_VIEW_VERSION_H
 #define CONVFS_VIEW_VERSION_H
 
-/* A task's saved versions in the view (view_version.c), for view.c and open.c. */
+/*
+ * A task's saved versions in the view (view_version.c), for view.c and
+ * open.c; and the docs that share their numbering, for the commands that
+ * number a file's versions as versions/ does (`convfs log`, `convfs
+ * restore`: mounts.c, and the daemon's side of restore, control.c).
+ */
 
 #include "fs/view.h"
 #include "store/store.h"
