@@ -8,7 +8,9 @@
  * ...), which shows a doc of the compat tree (view_doc_of()). The store is
  * the one the mount names (mounts.c), read read-only beside the daemon as
  * status reads it. Each version is printed with its number, which
- * `convfs restore FILE NUMBER` takes.
+ * `convfs restore FILE NUMBER` takes: for a file a task's folder shows, its
+ * number among the saves of any of the task's files, as versions/ counts
+ * them (version_docs_of()), so the numbers of one file may skip.
  */
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -130,7 +132,7 @@ int cmd_log(int argc, char **argv)
 		r = -ENOMEM;
 		goto out;
 	}
-	r = store_doc_versions(st, t.doc, one_version, &c);
+	r = store_doc_versions(st, t.doc, t.docs.paths, t.docs.n, one_version, &c);
 	if (r == -ENOENT)
 		fprintf(stderr, "convfs: log: the store has no version of '%s' ('%s')\n", file, t.doc);
 	else if (r < 0)

@@ -7,9 +7,12 @@
  * daemon owns the store while it is mounted, keeps each writer's merge base,
  * and is the one that can tell the kernel to drop what it cached. So this
  * sets FS_XATTR_RESTORE on FILE, and the daemon makes the commit (control.c):
- * one commit of kind "restore", not merged. The store is only read here,
- * read-only as `convfs log` reads it, to check the number first and to say
- * which version the restore became. A folder that is not mounted is refused:
+ * one commit of kind "restore", not merged. NUMBER is a version's number as
+ * `convfs log FILE` and the task's versions/ show it: it counts the saves of
+ * any of the task's files, and brings FILE back as it stood after that save
+ * (as versions/NUMBER shows it). The store is only read here, read-only as
+ * `convfs log` reads it, to check the number first and to say which version
+ * the restore became. A folder that is not mounted is refused:
  * mount it, then restore (nothing else may write the store behind a daemon
  * that could start meanwhile, and the mount is how it is found).
  */
@@ -23,36 +26,43 @@
 #include "fs/fs.h"
 #include "fs/mounts.h"
 #include "store/store_history.h"
+#include "store/store_view.h"
 #include "store/util.h"
 
-struct find_ctx {
-	int64_t want, newest;
-	bool found;
+/* What the store has now: the file's first and newest versions, and the last of its numbering. */
+struct found {
+	int64_t first, newest, last;
 };
 
 static int find_version(void *ctx, const struct store_version *v)
 {
-	struct find_ctx *c = ctx;
+	struct found *f = ctx;
 
-	if (v->number > c->newest)
-		c->newest = v->number;
-	if (v->number == c->want)
-		c->found = true;
+	if (v->number > f->newest)
+		f->newest = v->number;
+	if (!f->first || v->number < f->first)
+		f->first = v->number;
 	return 0;
 }
 
-/* The doc's versions as the store has them now: whether want is one, and the newest. */
-static int versions_now(const struct fs_target *t, int64_t want, struct find_ctx *ret)
+/* The versions of the target's doc as the store has them now; all 0 if it has none. */
+static int versions_now(const struct fs_target *t, struct found *ret)
 {
+	struct store_task_version *all = NULL;
 	struct store *st = NULL;
+	size_t n = 0;
 	int r;
 
-	*ret = (struct find_ctx){ .want = want };
+	*ret = (struct found){ 0 };
 	r = store_open(t->mount.store, STORE_OPEN_READONLY, &st);
-	if (r == 0) {
-		r = store_doc_versions(st, t->doc, find_version, ret);
-		store_free(st);
-	}
+	if (r == 0)
+		r = store_doc_versions(st, t->doc, t->docs.paths, t->docs.n, find_version, ret);
+	if (r == 0)
+		r = store_versions(st, t->docs.paths, t->docs.n, &all, &n);
+	if (r == 0)
+		ret->last = (int64_t)n;
+	free(all);
+	store_free(st);
 	return r;
 }
 
@@ -74,7 +84,7 @@ static int parse_number(const char *s, int64_t *ret)
 int cmd_restore(int argc, char **argv)
 {
 	struct fs_target t = { 0 };
-	struct find_ctx found;
+	struct found found;
 	char digits[24];
 	int64_t number;
 	int r, status = 1;
@@ -89,18 +99,24 @@ int cmd_restore(int argc, char **argv)
 	}
 	if (fs_target_resolve("restore", argv[2], &t) < 0)
 		return 1;
-	r = versions_now(&t, number, &found);
+	r = versions_now(&t, &found);
 	if (r < 0 && r != -ENOENT) {
 		fprintf(stderr, "convfs: restore: cannot read the versions of '%s' in '%s': %s\n", argv[2],
 			t.mount.store, strerror(-r));
 		goto out;
 	}
-	if (!found.found) {
-		if (found.newest)
-			fprintf(stderr, "convfs: restore: '%s' has no version %03" PRId64 " (it has 001 to %03" PRId64
-					"; see convfs log)\n", argv[2], number, found.newest);
-		else
-			fprintf(stderr, "convfs: restore: '%s' has no saved version\n", argv[2]);
+	if (!found.newest) {
+		fprintf(stderr, "convfs: restore: '%s' has no saved version\n", argv[2]);
+		goto out;
+	}
+	if (number > found.last) {
+		fprintf(stderr, "convfs: restore: there is no version %03" PRId64 " (the last is %03" PRId64
+				"; see convfs log)\n", number, found.last);
+		goto out;
+	}
+	if (number < found.first) {
+		fprintf(stderr, "convfs: restore: '%s' had no version yet at %03" PRId64 " (its first is %03" PRId64
+				"; see convfs log)\n", argv[2], number, found.first);
 		goto out;
 	}
 	snprintf(digits, sizeof(digits), "%" PRId64, number);
@@ -125,7 +141,7 @@ int cmd_restore(int argc, char **argv)
 		}
 		goto out;
 	}
-	if (versions_now(&t, 0, &found) == 0)
+	if (versions_now(&t, &found) == 0)
 		printf("restored version %03" PRId64 " of '%s' as version %03" PRId64 "\n", number, argv[2],
 		       found.newest);
 	else

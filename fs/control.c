@@ -5,8 +5,10 @@
  * `convfs restore FILE NUMBER` sets the extended attribute FS_XATTR_RESTORE
  * on FILE to NUMBER. The request reaches the daemon that owns the store, as
  * every write does: the route of FILE says which doc it shows (the compat
- * file itself, or the doc behind a conversation file of the view), the
- * store makes that version the live one in one commit of kind "restore",
+ * file itself, or the doc behind a conversation file of the view), NUMBER
+ * counts the saves of the docs that share its numbering (version_docs_of():
+ * a task's files, as versions/ counts them), the store makes the doc as it
+ * stood after that save the live one in one commit of kind "restore",
  * and the kernel is told to drop what it cached of the doc and the view,
  * as after any commit (fs_invalidate()). A process that wrote the store's
  * file itself would bypass all of that: the kernel would go on serving
@@ -22,6 +24,7 @@
 
 #include "fs/ops.h"
 #include "fs/ops_internal.h"
+#include "fs/view_version.h"
 #include "store/store_history.h"
 #include "store/util.h"
 
@@ -40,6 +43,7 @@ int op_setxattr(const struct route *rt, const char *name, const char *value, siz
 {
 	struct fs *fs = fs_get();
 	struct fs_proc proc;
+	struct version_docs docs;
 	struct store_who who;
 	const char *doc;
 	char digits[24];
@@ -60,8 +64,10 @@ int op_setxattr(const struct route *rt, const char *name, const char *value, siz
 			return -EINVAL;
 		number = number * 10 + (digits[i] - '0');
 	}
+	if ((r = version_docs_of(doc, &docs)) < 0)
+		return r;
 	fs_caller(&proc, &who);
-	r = store_doc_restore(fs->store, doc, number, &who, NULL);
+	r = store_doc_restore(fs->store, doc, docs.paths, docs.n, number, &who, NULL);
 	if (r == -EALREADY)
 		return r; /* nothing changed: nothing to tell */
 	if (r < 0) {

@@ -154,6 +154,13 @@ int fs_target_resolve(const char *cmd, const char *file, struct fs_target *ret)
 		return -EINVAL;
 	}
 	*ret = t;
+	r = version_docs_of(ret->doc, &ret->docs);
+	if (r < 0) {
+		fprintf(stderr, "convfs: %s: cannot name the files that share the versions of '%s': %s\n", cmd, file,
+			strerror(-r));
+		fs_target_release(ret);
+		return r;
+	}
 	return 0;
 }
 

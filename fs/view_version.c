@@ -17,6 +17,11 @@
  * is one query (store_versions()), kept for the last task asked about until
  * the next commit (store_generation()), so that resolving each of 10,000
  * folders, or each file in them, is a lookup in memory.
+ *
+ * That numbering is also the one `convfs log` and `convfs restore` give a
+ * file of the task (messages.jsonl or the compat file behind it, ...): the
+ * docs that share it are said here once, version_docs_of(), so that the
+ * number a user reads in versions/ is the one restore takes.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -39,6 +44,44 @@ static const struct {
 	{ "ui_messages.jsonl", VIEW_VERSION_UI, VIEW_UI },
 	{ "metadata.json", VIEW_VERSION_METADATA, VIEW_METADATA },
 };
+
+/* The docs behind the task's files of version_files[], into *ret. */
+static int task_version_docs(const char *task, struct version_docs *ret)
+{
+	int r;
+
+	ret->n = 0;
+	for (size_t i = 0; i < ARRAY_SIZE(version_files); i++) {
+		r = view_task_doc(task, version_files[i].task_kind, ret->doc[ret->n], sizeof(ret->doc[0]));
+		if (r == -ENOENT)
+			continue; /* that kind of conversation has no such file */
+		if (r < 0)
+			return r;
+		ret->paths[ret->n] = ret->doc[ret->n];
+		ret->n++;
+	}
+	return 0;
+}
+
+int version_docs_of(const char *doc, struct version_docs *ret)
+{
+	char task[72];
+	int r;
+
+	if (store_path_conversation(doc, task, sizeof(task)) == 0) {
+		if ((r = task_version_docs(task, ret)) < 0)
+			return r;
+		for (size_t i = 0; i < ret->n; i++)
+			if (strcmp(ret->paths[i], doc) == 0)
+				return 0;
+	}
+	if (strlen(doc) >= sizeof(ret->doc[0]))
+		return -ENAMETOOLONG;
+	memcpy(ret->doc[0], doc, strlen(doc) + 1);
+	ret->paths[0] = ret->doc[0];
+	ret->n = 1;
+	return 0;
+}
 
 static void version_name(int64_t n, int64_t time_ns, char *buf, size_t size)
 {
@@ -65,10 +108,9 @@ static struct {
 /* Makes the cache hold the task's versions at this generation (one query if it does not). */
 static int cache_load(struct fs *fs, const char *task, uint64_t gen)
 {
-	char docs[ARRAY_SIZE(version_files)][96];
-	const char *paths[ARRAY_SIZE(version_files)];
 	struct store_task_version *v = NULL;
-	size_t n = 0, np = 0;
+	struct version_docs docs;
+	size_t n = 0;
 	bool hit;
 	int r;
 
@@ -77,10 +119,9 @@ static int cache_load(struct fs *fs, const char *task, uint64_t gen)
 	pthread_mutex_unlock(&cache_lock);
 	if (hit)
 		return 0;
-	for (size_t i = 0; i < ARRAY_SIZE(version_files); i++)
-		if (view_task_doc(task, version_files[i].task_kind, docs[np], sizeof(docs[np])) == 0)
-			paths[np] = docs[np], np++;
-	r = store_versions(fs->store, paths, np, &v, &n);
+	r = task_version_docs(task, &docs);
+	if (r == 0)
+		r = store_versions(fs->store, docs.paths, docs.n, &v, &n);
 	if (r < 0)
 		return r;
 	if (!v && !(v = malloc(sizeof(*v))))

@@ -5,11 +5,14 @@
  *
  * Everything here reads the revision log, `revisions`, which already holds
  * who made each commit (pid and name), when, of what kind, and the merge's
- * counts in `detail`. A doc's versions are found by index (`revisions_doc`,
- * schema 6), so listing a file with 10,000 versions does not read the log of
- * the whole store. The tools open the store read-only while the daemon
- * serves it (WAL: a reader never blocks the writer); a restore is made by
- * the daemon that serves the store, through its ordinary commit.
+ * counts in `detail`. A doc's versions carry their numbers in the numbering
+ * it shares with the other files of its task (STORE_NUMBERED_VERSIONS, the
+ * one versions/ uses): the caller names those docs, the store knows no task.
+ * They are found by index (`revisions_doc`, schema 6), so listing a file
+ * with 10,000 versions does not read the log of the whole store. The tools
+ * open the store read-only while the daemon serves it (WAL: a reader never
+ * blocks the writer); a restore is made by the daemon that serves the
+ * store, through its ordinary commit.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -19,8 +22,6 @@
 #include "store/doc_internal.h"
 #include "store/store_history.h"
 #include "store/util.h"
-
-#define NOT_A_VERSION STORE_NOT_A_VERSION /* store_internal.h */
 
 static char *dup_or_null(sqlite3_stmt *stmt, int col)
 {
@@ -128,7 +129,33 @@ static int64_t int_or(sqlite3_stmt *stmt, int col, int64_t none)
 	"CASE WHEN v.kind = 'merge' AND json_valid(v.detail) THEN json_extract(v.detail, '$.removed') END, " \
 	"h.id, h.pid, h.comm, hv.n"
 
-int store_doc_versions(struct store *st, const char *path, store_version_fn fn, void *ctx)
+int store_bind_version_docs(sqlite3_stmt *stmt, const char *const *paths, size_t npaths)
+{
+	if (npaths > STORE_VERSION_DOCS_MAX)
+		return -EINVAL;
+	for (size_t i = 0; i < npaths; i++)
+		sqlite3_bind_text(stmt, (int)i + 1, paths[i], -1, SQLITE_STATIC);
+	return 0;
+}
+
+/*
+ * The doc at path, one of paths[0..npaths) that share its numbering (a doc
+ * outside them would have no number); -ENOENT if the store never had it.
+ */
+static int numbered_doc(struct store *st, const char *path, const char *const *paths, size_t npaths,
+			struct doc_row *ret)
+{
+	size_t i;
+
+	for (i = 0; i < npaths && strcmp(paths[i], path) != 0; i++)
+		;
+	if (i == npaths)
+		return -EINVAL;
+	return doc_lookup(st, path, ret);
+}
+
+int store_doc_versions(struct store *st, const char *path, const char *const *paths, size_t npaths,
+		       store_version_fn fn, void *ctx)
 {
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
 	struct version_row *v = NULL;
@@ -137,22 +164,23 @@ int store_doc_versions(struct store *st, const char *path, store_version_fn fn, 
 	int r, rc;
 
 	pthread_mutex_lock(&st->lock);
-	r = doc_lookup(st, path, &d);
+	r = numbered_doc(st, path, paths, npaths, &d);
 	doc_row_release(&d);
 	if (r == 0)
 		r = store_prepare(st,
-			"WITH v AS (SELECT row_number() OVER (ORDER BY id) AS n, * FROM revisions "
-			"           WHERE doc_id = ?1 AND kind NOT IN " NOT_A_VERSION ") "
-			"SELECT v.n, " VERSION_COLUMNS " FROM v "
+			"WITH " STORE_NUMBERED_VERSIONS " "
+			"SELECT v.n, " VERSION_COLUMNS " FROM numbered v "
 			"LEFT JOIN revisions h ON v.kind = 'merge' AND json_valid(v.detail) "
 			"  AND h.id = json_extract(v.detail, '$.head') "
-			"LEFT JOIN v hv ON hv.id = h.id "
-			"ORDER BY v.id DESC", &stmt);
+			"LEFT JOIN numbered hv ON hv.id = h.id "
+			"WHERE v.doc_id = ?5 ORDER BY v.id DESC", &stmt);
+	if (r == 0)
+		r = store_bind_version_docs(stmt, paths, npaths);
 	if (r < 0) {
 		pthread_mutex_unlock(&st->lock);
 		return r;
 	}
-	sqlite3_bind_int64(stmt, 1, d.id);
+	sqlite3_bind_int64(stmt, 5, d.id);
 	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
 		struct version_row *row;
 
@@ -200,25 +228,31 @@ int store_doc_versions(struct store *st, const char *path, store_version_fn fn, 
 	return r;
 }
 
-/* The revision that made version number of doc doc_id; -ENOENT if none. */
-static int version_rev(struct store *st, int64_t doc_id, int64_t number, int64_t *ret_rev)
+/*
+ * The revision of the doc's version that version number of the numbering
+ * left live: the doc's last version numbered number or less. -ENOENT if the
+ * numbering has no such number, or the doc no version yet by then.
+ */
+static int version_rev(struct store *st, const char *const *paths, size_t npaths, int64_t doc_id, int64_t number,
+		       int64_t *ret_rev)
 {
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
 	int r, rc;
 
-	if (number < 1)
-		return -ENOENT;
-	r = store_prepare(st, "SELECT id FROM revisions WHERE doc_id = ?1 AND kind NOT IN " NOT_A_VERSION
-			      " ORDER BY id LIMIT 1 OFFSET ?2", &stmt);
+	r = store_prepare(st, "WITH " STORE_NUMBERED_VERSIONS " "
+			      "SELECT max(id) FROM numbered WHERE doc_id = ?5 AND n <= ?6 "
+			      "AND ?6 <= (SELECT max(n) FROM numbered)", &stmt);
+	if (r == 0)
+		r = store_bind_version_docs(stmt, paths, npaths);
 	if (r < 0)
 		return r;
-	sqlite3_bind_int64(stmt, 1, doc_id);
-	sqlite3_bind_int64(stmt, 2, number - 1);
+	sqlite3_bind_int64(stmt, 5, doc_id);
+	sqlite3_bind_int64(stmt, 6, number);
 	rc = sqlite3_step(stmt);
-	if (rc == SQLITE_DONE)
-		return -ENOENT;
 	if (rc != SQLITE_ROW)
 		return store_fail(st, rc, "cannot find a version");
+	if (sqlite3_column_type(stmt, 0) == SQLITE_NULL)
+		return -ENOENT;
 	*ret_rev = sqlite3_column_int64(stmt, 0);
 	return 0;
 }
@@ -322,8 +356,8 @@ static int restore_made(struct store *st, int64_t doc_id, int64_t after, const s
 	return 0;
 }
 
-int store_doc_restore(struct store *st, const char *path, int64_t number, const struct store_who *who,
-		      int64_t *ret_rev)
+int store_doc_restore(struct store *st, const char *path, const char *const *paths, size_t npaths, int64_t number,
+		      const struct store_who *who, int64_t *ret_rev)
 {
 	_cleanup_sb_ struct sb data = SB_INIT;
 	struct doc_row d = { 0 };
@@ -335,9 +369,9 @@ int store_doc_restore(struct store *st, const char *path, int64_t number, const 
 	{
 		STORE_LOCK(st);
 
-		r = doc_lookup(st, path, &d);
+		r = numbered_doc(st, path, paths, npaths, &d);
 		if (r == 0)
-			r = version_rev(st, d.id, number, &rev);
+			r = version_rev(st, paths, npaths, d.id, number, &rev);
 		if (r == 0)
 			r = version_render(st, &d, rev, &data);
 		if (r == 0)

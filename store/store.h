@@ -66,6 +66,12 @@ int store_path_conversation(const char *path, char *buf, size_t n);
 /* The folder of a conversation's files, "tasks/<id>" or "sessions/<id>", into buf; -EINVAL for no id. */
 int store_conversation_dir(const char *id, char *buf, size_t n);
 
+/*
+ * The most docs a numbering of versions may span: the files of one task,
+ * which the caller names (store_versions(), store_doc_versions()).
+ */
+#define STORE_VERSION_DOCS_MAX 4
+
 /* Cline's checkpoint hash of a workspace path: h = (h*31 + unit) >>> 0 over UTF-16 units. */
 uint32_t store_workspace_key(const char *utf8_path);
 

@@ -97,6 +97,28 @@ int store_fail(struct store *st, int rc, const char *what);
  */
 #define STORE_NOT_A_VERSION "('unlink', 'rename-out', 'create')"
 
+/*
+ * The one numbering of versions, shared by versions/ (store_versions()) and
+ * a file's log and restore (history.c): the versions of a set of docs (a
+ * task's files; the caller says which), numbered from 1 in the order of the
+ * revision log. A table for a WITH clause, "numbered": n and the columns of
+ * revisions, of the docs at the paths bound to ?1 .. ?STORE_VERSION_DOCS_MAX
+ * (store_bind_version_docs()); an unbound parameter is NULL and matches no
+ * path. The docs by their unique path, their revisions by index
+ * revisions_doc (doc_id, id): one indexed range a doc, then one sort.
+ */
+#define STORE_NUMBERED_VERSIONS \
+	"numbered AS (SELECT row_number() OVER (ORDER BY r.id) AS n, r.* FROM revisions r " \
+	"  WHERE r.doc_id IN (SELECT id FROM docs WHERE path IN (?1, ?2, ?3, ?4)) " \
+	"  AND r.kind NOT IN " STORE_NOT_A_VERSION ")"
+
+/*
+ * Binds paths[0..npaths) to the parameters of STORE_NUMBERED_VERSIONS
+ * (SQLITE_STATIC: they must outlive the statement's run); -EINVAL for more
+ * than STORE_VERSION_DOCS_MAX of them.
+ */
+int store_bind_version_docs(sqlite3_stmt *stmt, const char *const *paths, size_t npaths);
+
 /* Schema creation and migration (schema.c). */
 int store_migrate(struct store *st);
 

@@ -111,8 +111,10 @@ struct store_task_version {
 };
 
 /*
- * The versions of the docs at paths[0..npaths) (at most 4), oldest first, in
- * one query: *ret_v (free()) gets *ret_n of them; none is not an error.
+ * The versions of the docs at paths[0..npaths) (at most
+ * STORE_VERSION_DOCS_MAX), oldest first, in one query: *ret_v (free()) gets
+ * *ret_n of them, version k at index k - 1 (the numbering of
+ * store_history.h); none is not an error.
  */
 int store_versions(struct store *st, const char *const *paths, size_t npaths, struct store_task_version **ret_v,
 		   size_t *ret_n);

@@ -330,11 +330,7 @@ int store_workspace_path(struct store *st, const char *key, char **ret_path)
 	return *ret_path ? 0 : -ENOMEM;
 }
 
-/*
- * One query for a task's versions, however many: the docs by their unique
- * path, their revisions by index revisions_doc (doc_id, id). Unbound
- * parameters are NULL and match no path.
- */
+/* One query for a task's versions, however many: the one numbering (STORE_NUMBERED_VERSIONS). */
 int store_versions(struct store *st, const char *const *paths, size_t npaths, struct store_task_version **ret_v,
 		   size_t *ret_n)
 {
@@ -344,15 +340,11 @@ int store_versions(struct store *st, const char *const *paths, size_t npaths, st
 	size_t n = 0, alloc = 0;
 	int r, rc;
 
-	if (npaths > 4)
-		return -EINVAL;
-	r = store_prepare(st, "SELECT r.id, r.time_ns FROM revisions r "
-			      "WHERE r.doc_id IN (SELECT id FROM docs WHERE path IN (?1, ?2, ?3, ?4)) "
-			      "AND r.kind NOT IN " STORE_NOT_A_VERSION " ORDER BY r.id", &stmt);
+	r = store_prepare(st, "WITH " STORE_NUMBERED_VERSIONS " SELECT id, time_ns FROM numbered ORDER BY n", &stmt);
 	if (r < 0)
 		return r;
-	for (size_t i = 0; i < npaths; i++)
-		sqlite3_bind_text(stmt, (int)i + 1, paths[i], -1, SQLITE_STATIC);
+	if ((r = store_bind_version_docs(stmt, paths, npaths)) < 0)
+		return r;
 	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
 		if (ARRAY_GROW(v, n, alloc, 64) < 0) {
 			free(v);

@@ -26,6 +26,15 @@
 #     view, through either; the live version again changes nothing; a
 #     number the file does not have, a plain file, a path off the mount and
 #     a bad number are refused with a clear message and exit status;
+#   - a task's files share one numbering, the one of its versions/: its
+#     messages and ui messages saved in turn (node, temp + rename) are
+#     versions 1 to 5 in versions/, the messages' log is numbered 5, 3, 1
+#     (the view's messages.jsonl too) and the ui messages' 4, 2; a restore
+#     of the messages at 4, a save of the ui messages, makes them what
+#     versions/000004-*/messages.jsonl shows (jq -c, line by line) and is
+#     version 6, restoring 4; a restore of the ui messages at 1, before
+#     their first version, is refused (exit 1, "had no version yet") and
+#     changes nothing;
 #   - other extended attributes still answer EOPNOTSUPP;
 #   - the log is the same after a remount;
 #   - a store whose path has a comma, a percent sign, a space and a
@@ -151,7 +160,7 @@ grep -q "already the live one" "$T/out" || problem "restore of the live version 
 # Refusals.
 cv restore "$F" 99
 expect_rc 1 "restore of a version the file does not have"
-grep -q "has no version 099 (it has 001 to 006" "$T/err" || problem "restore 99 says: $(cat "$T/err")"
+grep -q "there is no version 099 (the last is 006" "$T/err" || problem "restore 99 says: $(cat "$T/err")"
 cv restore "$F" x1
 expect_rc 2 "restore with a bad number"
 echo plain >"$MNT/notes.txt"
@@ -221,6 +230,60 @@ expect_rc 0 "status of a mount whose store's path has a comma"
 [[ $(jq -r .store "$T/out") == "$ODD/s,1.db" ]] || problem "status names the store '$(jq -r .store "$T/out")'"
 unmount_convfs "$ODD/mnt"
 
+# ---- one numbering: a task's files, versions/, log and restore ------------------------------
+
+MNT2=$T/mnt2
+STORE2=$T/store2.db
+TASK2=1795306269055
+mkdir -p "$MNT2"
+mount_convfs "$MNT2" "$STORE2"
+A=$MNT2/tasks/$TASK2/api_conversation_history.json
+U=$MNT2/tasks/$TASK2/ui_messages.json
+W=$MNT2/workspaces/unknown/tasks/$TASK2
+u() { printf '{"role":"%s","content":[{"type":"text","text":"%s"}]}' "$1" "$2"; }
+mkdir -p "$MNT2/tasks/$TASK2"
+# The two streams saved in turn, as Cline saves them (temp + rename): messages 1, 3, 5; ui 2, 4.
+printf '[%s]' "$(u user one)" >"$T/a1"
+printf '[%s,%s]' "$(u user one)" "$(u assistant two)" >"$T/a3"
+printf '[%s,%s,%s]' "$(u user one)" "$(u assistant two)" "$(u user three)" >"$T/a5"
+printf '[%s]' "$(m 1 a)" >"$T/u2"
+printf '[%s,%s]' "$(m 1 a)" "$(m 2 b)" >"$T/u4"
+for f in a1 u2 a3 u4 a5; do
+	node_client write_atomic.js "$([[ $f == a* ]] && echo "$A" || echo "$U")" "$T/$f"
+done
+[[ $(ls "$W/versions" | cut -c1-6 | tr '\n' ' ') == "000001 000002 000003 000004 000005 " ]] ||
+	problem "versions/ of the two streams saved in turn: $(ls "$W/versions" | tr '\n' ' ')"
+cv log --json "$A"
+expect_rc 0 "log of the task's messages"
+[[ $(jq -c '[.[].number]' "$T/out") == "[5,3,1]" ]] ||
+	problem "the messages' log is not numbered as versions/ (5, 3, 1): $(jq -c '[.[].number]' "$T/out")"
+cv log --json "$W/messages.jsonl"
+[[ $(jq -c '[.[].number]' "$T/out") == "[5,3,1]" ]] || problem "the view's messages.jsonl has another log: $(cat "$T/out")"
+cv log --json "$U"
+[[ $(jq -c '[.[].number]' "$T/out") == "[4,2]" ]] ||
+	problem "the ui messages' log is not numbered as versions/ (4, 2): $(jq -c '[.[].number]' "$T/out")"
+# 4 saved the ui messages: the messages come back as versions/4 shows them (as 3 left them).
+jq -c . "$W"/versions/000004-*/messages.jsonl >"$T/want4"
+cv restore "$A" 4
+expect_rc 0 "restore of the messages at a save of the ui messages"
+grep -q "restored version 004 .* as version 006" "$T/out" || problem "restore 4 says: $(cat "$T/out")"
+jq -c . "$W/messages.jsonl" >"$T/got4"
+diff "$T/want4" "$T/got4" || problem "restore 4 did not bring back the messages as versions/000004 shows them"
+[[ $(jq -c . "$A") == "$(jq -c . "$T/a3")" ]] || problem "restore 4 did not bring back the messages of save 3"
+jq -e '.[0].number == 6 and .[0].kind == "restore" and .[0].restored == 4' <("$CONVFS" log --json "$A") >/dev/null ||
+	problem "the restore is not version 006, restoring 004: $("$CONVFS" log --json "$A" | jq -c '.[0]')"
+diff <(jq -c . "$W/messages.jsonl") <(jq -c . "$W"/versions/000006-*/messages.jsonl) ||
+	problem "versions/000006 is not what the restore made live"
+# Before the file's first version: refused, nothing changes.
+nv=$(ls "$W/versions" | wc -l)
+cv restore "$U" 1
+expect_rc 1 "restore of the ui messages before their first version"
+grep -q "had no version yet at 001 (its first is 002" "$T/err" || problem "restore of the ui messages at 1 says: $(cat "$T/err")"
+same "$U" "$T/u4" "the ui messages after a refused restore"
+(($(ls "$W/versions" | wc -l) == nv)) || problem "a refused restore made a version"
+unmount_convfs "$MNT2"
+
+check_log "$STORE2.log"
 check_log "$ODD/s,1.db.log"
 check_log "$STORE.log" "warning: refusing to commit 'tasks/$TASK/ui_messages.json': not a JSON array"
 pass
