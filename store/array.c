@@ -205,7 +205,7 @@ static int load_rows(struct store *st, int64_t doc_id, int64_t rev, bool closed,
 
 	r = store_prepare(st, rev == ROWS_CURRENT
 		? "SELECT id, key, ts, h, len, CASE WHEN ?3 THEN json END FROM elems "
-		  "WHERE doc_id = ?1 AND rev_to IS NULL ORDER BY off"
+		  "WHERE doc_id = ?1 AND rev_to IS NULL ORDER BY seq"
 		: closed
 		? "SELECT id, key, ts, h, len, CASE WHEN ?3 THEN json END FROM elems "
 		  "WHERE doc_id = ?1 AND rev_to = ?2 ORDER BY off"

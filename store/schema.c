@@ -123,6 +123,16 @@ static const char *const migrations[] = {
 
 	/* 5 -> 6: a doc's revisions without a scan of the log (convfs log and restore, a task's versions/) */
 	"CREATE INDEX IF NOT EXISTS revisions_doc ON revisions(doc_id, id);",
+
+	/*
+	 * 6 -> 7: a doc's current elements without a walk past its old ones.
+	 * Every commit reads them (the common prefix), closes some and finds
+	 * where the last line ends; through elems_off or elems_loff that
+	 * visited every row the doc ever had, so a save cost grew with the
+	 * number of saves before it (Cline rewrites its last message many
+	 * times a turn).
+	 */
+	"CREATE INDEX elems_cur ON elems(doc_id, seq) WHERE rev_to IS NULL;",
 };
 
 int store_schema_version(void)

@@ -308,6 +308,36 @@ static void test_new_store_schema(void **state)
 	assert_int_equal(db_int(f->path, "PRAGMA user_version"), store_schema_version());
 }
 
+/*
+ * A doc rewritten many times (Cline saves its last message again and again)
+ * keeps every old element; its current ones are found by index elems_cur,
+ * which holds them alone, so a commit does not walk past the old ones. The
+ * query plan of the commit's shape of query names that index.
+ */
+static void test_current_elements_by_index(void **state)
+{
+	struct fixture *f = *state;
+	sqlite3_stmt *stmt;
+	char json[128];
+	sqlite3 *db;
+
+	for (int i = 0; i < 200; i++) {
+		snprintf(json, sizeof(json), "[{\"ts\":1},{\"ts\":2},{\"ts\":%d}]", 3 + i);
+		assert_int_equal(commit(f->st, "tasks/1/ui_messages.json", json), 0);
+	}
+	close_store(f);
+	assert_true(db_int(f->path, "SELECT count(*) FROM elems") >= 200);
+	assert_int_equal(db_int(f->path, "SELECT count(*) FROM elems INDEXED BY elems_cur WHERE doc_id = "
+				"(SELECT id FROM docs WHERE path = 'tasks/1/ui_messages.json') AND rev_to IS NULL"), 3);
+	db = db_open(f->path);
+	assert_int_equal(sqlite3_prepare_v2(db, "EXPLAIN QUERY PLAN SELECT pre, json FROM elems "
+				"WHERE doc_id = 1 AND rev_to IS NULL ORDER BY seq", -1, &stmt, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(stmt), SQLITE_ROW);
+	assert_non_null(strstr((const char *)sqlite3_column_text(stmt, 3), "elems_cur"));
+	sqlite3_finalize(stmt);
+	sqlite3_close(db);
+}
+
 static const char v1_msg[] = "{\"ts\":1700000000000,\"type\":\"say\",\"say\":\"text\",\"text\":\"from schema v1\"}";
 static const char v1_meta[] = "{\"files_in_context\":[],\"model_usage\":[]}";
 
@@ -1359,6 +1389,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_refuse_foreign_sqlite, setup_dir, teardown),
 		cmocka_unit_test_setup_teardown(test_refuse_foreign_sqlite_untouched, setup_dir, teardown),
 		cmocka_unit_test_setup_teardown(test_refuse_newer_schema, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_current_elements_by_index, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_round_trip_arrays, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_round_trip_whole, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_offsets_and_sizes, setup_store, teardown),
