@@ -124,6 +124,13 @@ mode_t private_mode(const struct fs *fs, mode_t mode);
  * dfd, or with dfd -1 the file open as fd at r.
  */
 int give_to_caller(const struct fs *fs, const char *r, int dfd, const char *leaf, int fd, mode_t mode);
+/*
+ * Makes rt in the backing tree for mkdir, symlink and mknod: a folder, a
+ * symlink to target, or a node of mode's type, with mode's permissions;
+ * refused where the view holds only its own files. Given to the caller, or
+ * removed again if it cannot be.
+ */
+int plain_make(struct fs *fs, const struct route *rt, mode_t mode, const char *target);
 int task_restore(struct fs *fs, const char *id);
 
 #endif
