@@ -28,13 +28,8 @@ int op_unlink(const struct route *rt)
 
 	if (in_readonly_view(fs, rt))
 		return -EROFS;
-	if (rt->kind == ROUTE_DOC) {
-		struct store_who who;
-		struct fs_proc proc;
-
-		fs_caller(&proc, &who);
-		return store_doc_remove(fs->store, r, &who, "unlink");
-	}
+	if (rt->kind == ROUTE_DOC)
+		return doc_remove_by_caller(fs, r, "unlink");
 	if (rt->view_err < 0)
 		return rt->view_err;
 	/* A task's files in the view go with their folder: rm -r moves it to the trash. */
@@ -99,8 +94,6 @@ static int rename_out(struct fs *fs, const char *from, const char *to, unsigned 
 {
 	_cleanup_free_ char *buf = NULL;
 	struct store_snap *snap = NULL;
-	struct store_who who;
-	struct fs_proc proc;
 	char tmp[96];
 	const char *leaf;
 	struct stat st;
@@ -139,8 +132,7 @@ static int rename_out(struct fs *fs, const char *from, const char *to, unsigned 
 		}
 		off += n;
 	}
-	fs_caller(&proc, &who);
-	r = store_doc_remove(fs->store, from, &who, "rename-out");
+	r = doc_remove_by_caller(fs, from, "rename-out");
 	if (r < 0)
 		goto out_unlink;
 	if (renameat(dfd, tmp, dfd, leaf) < 0) {

@@ -53,6 +53,26 @@ void fs_caller(struct fs_proc *proc, struct store_who *who)
 	who->comm = proc->comm[0] ? proc->comm : NULL;
 }
 
+/* store_doc_create() of path, made by the calling process. */
+int doc_create_by_caller(struct fs *fs, const char *path)
+{
+	struct store_who who;
+	struct fs_proc proc;
+
+	fs_caller(&proc, &who);
+	return store_doc_create(fs->store, path, &who);
+}
+
+/* store_doc_remove() of path, a removal of kind ("unlink", ...) by the calling process. */
+int doc_remove_by_caller(struct fs *fs, const char *path, const char *kind)
+{
+	struct store_who who;
+	struct fs_proc proc;
+
+	fs_caller(&proc, &who);
+	return store_doc_remove(fs->store, path, &who, kind);
+}
+
 /*
  * After a commit of doc r: the kernel drops what it cached of r, and of the
  * view's folders whose times follow the conversation r belongs to.

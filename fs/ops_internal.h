@@ -85,6 +85,9 @@ static inline struct fs *fs_get(void)
 
 /* The calling process: for the revision log and for its merge bases. */
 void fs_caller(struct fs_proc *proc, struct store_who *who);
+/* store_doc_create() and store_doc_remove() of path, by the calling process. */
+int doc_create_by_caller(struct fs *fs, const char *path);
+int doc_remove_by_caller(struct fs *fs, const char *path, const char *kind);
 /*
  * After a commit of doc r: the kernel drops what it cached of r, and of the
  * view's folders whose times follow the conversation r belongs to.
