@@ -554,10 +554,7 @@ int commit_array(struct store *st, const struct store_commit *c, const struct do
 		snprintf(detail, sizeof(detail), "{\"kept\":%zu,\"superseded\":%" PRId64 ",\"added\":%zu,\"size\":%zu}",
 			 k, d.format == DOC_ARRAY && d.present ? d.nelems - (int64_t)k : 0, sv.n - k, len);
 	}
-	r = revision_detail(st, rev, d.id, detail);
-	if (r < 0)
-		goto rollback;
-	r = tx_commit(st);
+	r = revision_end(st, rev, d.id, detail);
 	if (r < 0)
 		goto rollback;
 done:
@@ -723,7 +720,7 @@ static int append_locked(struct store *st, const char *path, const struct store_
 	if ((r = append_rows(st, &d, path, lines, n, rev, now)) < 0 || (r = doc_size(st, d.id, &size)) < 0)
 		goto rollback;
 	snprintf(detail, sizeof(detail), "{\"appended\":%zu,\"size\":%" PRId64 "}", n, size);
-	if ((r = revision_detail(st, rev, d.id, detail)) < 0 || (r = tx_commit(st)) < 0)
+	if ((r = revision_end(st, rev, d.id, detail)) < 0)
 		goto rollback;
 	doc_row_release(&d);
 	return 0;

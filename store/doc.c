@@ -239,16 +239,35 @@ int revision_add(struct store *st, const char *path, const struct store_who *who
 	return 0;
 }
 
+int revision_replace(struct store *st, const char *path, const struct store_who *who, const char *kind,
+		     const struct doc_row *d, int64_t now, int64_t *ret_rev)
+{
+	int64_t rev;
+	int r = revision_add(st, path, who, kind, now, &rev);
+
+	if (r == 0 && d->format == DOC_ARRAY)
+		r = elems_close(st, d->id, 0, rev);
+	if (r == 0)
+		*ret_rev = rev;
+	return r;
+}
+
+int revision_end(struct store *st, int64_t rev, int64_t doc_id, const char *detail)
+{
+	int r = revision_detail(st, rev, doc_id, detail);
+
+	return r < 0 ? r : tx_commit(st);
+}
+
 int revision_detail(struct store *st, int64_t rev, int64_t doc_id, const char *detail)
 {
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
 	int r, rc;
 
-	r = store_prepare(st, "UPDATE revisions SET doc_id = ?2, detail = ?3 WHERE id = ?1", &stmt);
+	r = store_prepare_ints(st, "UPDATE revisions SET doc_id = ?2, detail = ?3 WHERE id = ?1", STORE_INTS(rev, doc_id),
+			       &stmt);
 	if (r < 0)
 		return r;
-	sqlite3_bind_int64(stmt, 1, rev);
-	sqlite3_bind_int64(stmt, 2, doc_id);
 	sqlite3_bind_text(stmt, 3, detail, -1, SQLITE_STATIC);
 	rc = sqlite3_step(stmt);
 	return rc == SQLITE_DONE ? 0 : store_fail(st, rc, "cannot add to the revision log");
@@ -304,17 +323,8 @@ int doc_lookup_or_insert(struct store *st, const char *path, int format, int64_t
 /* Closes every current element of a doc at revision rev, from seq on. */
 int elems_close(struct store *st, int64_t doc_id, int64_t from_seq, int64_t rev)
 {
-	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
-	int r, rc;
-
-	r = store_prepare(st, "UPDATE elems SET rev_to = ?3 WHERE doc_id = ?1 AND rev_to IS NULL AND seq >= ?2", &stmt);
-	if (r < 0)
-		return r;
-	sqlite3_bind_int64(stmt, 1, doc_id);
-	sqlite3_bind_int64(stmt, 2, from_seq);
-	sqlite3_bind_int64(stmt, 3, rev);
-	rc = sqlite3_step(stmt);
-	return rc == SQLITE_DONE ? 0 : store_fail(st, rc, "cannot close superseded elements");
+	return store_run(st, "UPDATE elems SET rev_to = ?3 WHERE doc_id = ?1 AND rev_to IS NULL AND seq >= ?2",
+			 STORE_INTS(doc_id, from_seq, rev), "cannot close superseded elements");
 }
 
 int doc_update(struct store *st, int64_t doc_id, int format, int64_t size, int64_t now, int64_t rev,
@@ -324,19 +334,13 @@ int doc_update(struct store *st, int64_t doc_id, int format, int64_t size, int64
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
 	int r, rc;
 
-	r = store_prepare(st, "UPDATE docs SET format = ?2, present = 1, size = ?3, mtime_ns = ?4, ctime_ns = ?4, "
-			      "rev = ?5, head = ?6, tail = ?7, nelems = ?8, lsize = ?9 WHERE id = ?1", &stmt);
+	r = store_prepare_ints(st, "UPDATE docs SET format = ?2, present = 1, size = ?3, mtime_ns = ?4, ctime_ns = ?4, "
+				   "rev = ?5, nelems = ?6, lsize = ?7, head = ?8, tail = ?9 WHERE id = ?1",
+			       STORE_INTS(doc_id, format, size, now, rev, nelems, lsize), &stmt);
 	if (r < 0)
 		return r;
-	sqlite3_bind_int64(stmt, 1, doc_id);
-	sqlite3_bind_int(stmt, 2, format);
-	sqlite3_bind_int64(stmt, 3, size);
-	sqlite3_bind_int64(stmt, 4, now);
-	sqlite3_bind_int64(stmt, 5, rev);
-	sqlite3_bind_text(stmt, 6, head, (int)head_len, SQLITE_STATIC);
-	sqlite3_bind_text(stmt, 7, tail, (int)tail_len, SQLITE_STATIC);
-	sqlite3_bind_int64(stmt, 8, nelems);
-	sqlite3_bind_int64(stmt, 9, lsize);
+	sqlite3_bind_text(stmt, 8, head, (int)head_len, SQLITE_STATIC);
+	sqlite3_bind_text(stmt, 9, tail, (int)tail_len, SQLITE_STATIC);
 	rc = sqlite3_step(stmt);
 	return rc == SQLITE_DONE ? 0 : store_fail(st, rc, "cannot update a doc");
 }
@@ -344,40 +348,43 @@ int doc_update(struct store *st, int64_t doc_id, int format, int64_t size, int64
 /* Marks doc id present or not as of revision rev (its rows are the caller's business). */
 int doc_set_present(struct store *st, int64_t id, bool present, int64_t rev, int64_t now)
 {
-	_cleanup_stmt_ sqlite3_stmt *upd = NULL;
-	int r, rc;
-
-	r = store_prepare(st, "UPDATE docs SET present = ?4, rev = ?2, ctime_ns = ?3 WHERE id = ?1", &upd);
-	if (r < 0)
-		return r;
-	sqlite3_bind_int64(upd, 1, id);
-	sqlite3_bind_int64(upd, 2, rev);
-	sqlite3_bind_int64(upd, 3, now);
-	sqlite3_bind_int(upd, 4, present);
 	placement_moved(st);
-	rc = sqlite3_step(upd);
-	return rc == SQLITE_DONE ? 0 : store_fail(st, rc, present ? "cannot bring a doc back" : "cannot remove a doc");
+	return store_run(st, "UPDATE docs SET present = ?4, rev = ?2, ctime_ns = ?3 WHERE id = ?1",
+			 STORE_INTS(id, rev, now, present), present ? "cannot bring a doc back" : "cannot remove a doc");
 }
 
 /* ---- whole docs ------------------------------------------------------- */
 
+/*
+ * Steps *ret to the row of a whole doc's version at rev, its bytes in column
+ * 0: 0, -ENOENT if the doc has none, or -errno (logged as what). The caller
+ * releases *ret.
+ */
+static int blob_row(struct store *st, int64_t doc_id, int64_t rev, const char *what, sqlite3_stmt **ret)
+{
+	int r, rc;
+
+	r = store_prepare_ints(st, "SELECT data FROM blobs WHERE doc_id = ?1 AND rev <= ?2 ORDER BY rev DESC LIMIT 1",
+			       STORE_INTS(doc_id, rev), ret);
+	if (r < 0)
+		return r;
+	rc = sqlite3_step(*ret);
+	if (rc != SQLITE_ROW)
+		return rc == SQLITE_DONE ? -ENOENT : store_fail(st, rc, what);
+	return 0;
+}
+
 static int blob_equal(struct store *st, int64_t doc_id, int64_t rev, const char *data, size_t len, bool *ret)
 {
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
-	int r, rc;
+	int r = blob_row(st, doc_id, rev, "cannot read a blob", &stmt);
 
-	r = store_prepare(st, "SELECT data FROM blobs WHERE doc_id = ?1 AND rev <= ?2 ORDER BY rev DESC LIMIT 1", &stmt);
-	if (r < 0)
-		return r;
-	sqlite3_bind_int64(stmt, 1, doc_id);
-	sqlite3_bind_int64(stmt, 2, rev);
-	rc = sqlite3_step(stmt);
-	if (rc == SQLITE_DONE) {
+	if (r == -ENOENT) {
 		*ret = len == 0;
 		return 0;
 	}
-	if (rc != SQLITE_ROW)
-		return store_fail(st, rc, "cannot read a blob");
+	if (r < 0)
+		return r;
 	*ret = (size_t)sqlite3_column_bytes(stmt, 0) == len &&
 	       (len == 0 || memcmp(sqlite3_column_blob(stmt, 0), data, len) == 0);
 	return 0;
@@ -387,18 +394,12 @@ static int blob_equal(struct store *st, int64_t doc_id, int64_t rev, const char 
 static int blob_load(struct store *st, int64_t doc_id, int64_t rev, char **ret, size_t *ret_len)
 {
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
-	int r, rc;
+	int r = blob_row(st, doc_id, rev, "cannot read a file version", &stmt);
 	size_t n;
 	char *p;
 
-	r = store_prepare(st, "SELECT data FROM blobs WHERE doc_id = ?1 AND rev <= ?2 ORDER BY rev DESC LIMIT 1", &stmt);
 	if (r < 0)
 		return r;
-	sqlite3_bind_int64(stmt, 1, doc_id);
-	sqlite3_bind_int64(stmt, 2, rev);
-	rc = sqlite3_step(stmt);
-	if (rc != SQLITE_ROW)
-		return rc == SQLITE_DONE ? -ENOENT : store_fail(st, rc, "cannot read a file version");
 	n = (size_t)sqlite3_column_bytes(stmt, 0);
 	p = malloc(n + 1);
 	if (!p)
@@ -455,16 +456,13 @@ static int commit_blob(struct store *st, const struct store_commit *c, const str
 			goto done;
 		}
 	}
-	r = revision_add(st, path, who, merged ? "merge" : kind, now, &rev);
+	r = revision_replace(st, path, who, merged ? "merge" : kind, &d, now, &rev);
 	if (r < 0)
 		goto rollback;
-	if (d.format == DOC_ARRAY && (r = elems_close(st, d.id, 0, rev)) < 0)
-		goto rollback;
-	r = store_prepare(st, "INSERT INTO blobs(doc_id, rev, data) VALUES (?1, ?2, ?3)", &stmt);
+	r = store_prepare_ints(st, "INSERT INTO blobs(doc_id, rev, data) VALUES (?1, ?2, ?3)", STORE_INTS(d.id, rev),
+			       &stmt);
 	if (r < 0)
 		goto rollback;
-	sqlite3_bind_int64(stmt, 1, d.id);
-	sqlite3_bind_int64(stmt, 2, rev);
 	sqlite3_bind_blob64(stmt, 3, len ? data : "", len, SQLITE_STATIC);
 	rc = sqlite3_step(stmt);
 	if (rc != SQLITE_DONE) {
@@ -476,10 +474,7 @@ static int commit_blob(struct store *st, const struct store_commit *c, const str
 		r = manifest_seen(st, lay->task_id, data, len, now);
 	if (r < 0)
 		goto rollback;
-	r = revision_detail(st, rev, d.id, format == DOC_RAW ? "{\"raw\":true}" : merged ? "{\"merged\":true}" : NULL);
-	if (r < 0)
-		goto rollback;
-	r = tx_commit(st);
+	r = revision_end(st, rev, d.id, format == DOC_RAW ? "{\"raw\":true}" : merged ? "{\"merged\":true}" : NULL);
 	if (r < 0)
 		goto rollback;
 done:
@@ -593,7 +588,7 @@ int store_doc_create(struct store *st, const char *path, const struct store_who 
 	if (r < 0)
 		goto rollback;
 	r = doc_update(st, d.id, kind == STORE_PATH_ARRAY ? DOC_ARRAY : DOC_WHOLE, 0, now, rev, "", 0, "", 0, 0, 0);
-	if (r < 0 || (r = revision_detail(st, rev, d.id, NULL)) < 0 || (r = tx_commit(st)) < 0)
+	if (r < 0 || (r = revision_end(st, rev, d.id, NULL)) < 0)
 		goto rollback;
 	goto unlock;
 rollback:
@@ -623,16 +618,14 @@ int store_doc_remove(struct store *st, const char *path, const struct store_who 
 		r = -ENOENT;
 		goto rollback;
 	}
-	r = revision_add(st, path, who, kind, now, &rev);
+	r = revision_replace(st, path, who, kind, &d, now, &rev);
 	if (r < 0)
-		goto rollback;
-	if (d.format == DOC_ARRAY && (r = elems_close(st, d.id, 0, rev)) < 0)
 		goto rollback;
 	/* size, head, tail, nelems, lsize stay: they describe the closed rows, for a revival. */
 	r = doc_set_present(st, d.id, false, rev, now);
 	if (r < 0)
 		goto rollback;
-	if ((r = revision_detail(st, rev, d.id, NULL)) < 0 || (r = tx_commit(st)) < 0)
+	if ((r = revision_end(st, rev, d.id, NULL)) < 0)
 		goto rollback;
 	goto unlock;
 rollback:

@@ -75,6 +75,17 @@ int elem_bind_identity(struct store *st, sqlite3_stmt *stmt, int key_col, int ha
 int revision_add(struct store *st, const char *path, const struct store_who *who, const char *kind,
 		 int64_t now, int64_t *ret_rev);
 int revision_detail(struct store *st, int64_t rev, int64_t doc_id, const char *detail);
+/*
+ * revision_add() for a change that replaces all of doc d's content: an array
+ * doc's current elements are closed at the new revision.
+ */
+int revision_replace(struct store *st, const char *path, const struct store_who *who, const char *kind,
+		     const struct doc_row *d, int64_t now, int64_t *ret_rev);
+/*
+ * Ends the transaction of revision rev of doc doc_id: its detail in the log,
+ * then tx_commit(). On failure the caller rolls back.
+ */
+int revision_end(struct store *st, int64_t rev, int64_t doc_id, const char *detail);
 /* Commits c to an array doc of layout lay (store_commit()). */
 int commit_array(struct store *st, const struct store_commit *c, const struct doc_layout *lay,
 		 struct store_base **ret_base, bool *ret_merged);

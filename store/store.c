@@ -140,6 +140,29 @@ void store_stmt_cache_drop(sqlite3 *db)
 	pthread_mutex_unlock(&stmt_cache_lock);
 }
 
+int store_prepare_ints(struct store *st, const char *sql, const int64_t *vals, size_t n, sqlite3_stmt **ret)
+{
+	int r = store_prepare(st, sql, ret);
+
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < n; i++)
+		sqlite3_bind_int64(*ret, (int)i + 1, vals[i]);
+	return 0;
+}
+
+int store_run(struct store *st, const char *sql, const int64_t *vals, size_t n, const char *what)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	int r, rc;
+
+	r = store_prepare_ints(st, sql, vals, n, &stmt);
+	if (r < 0)
+		return r;
+	rc = sqlite3_step(stmt);
+	return rc == SQLITE_DONE ? 0 : store_fail(st, rc, what);
+}
+
 int store_exec(struct store *st, const char *sql)
 {
 	int rc = sqlite3_exec(st->db, sql, NULL, NULL, NULL);

@@ -83,6 +83,23 @@ static inline void store_unlockp(struct store **p)
 
 /* Prepares sql; on failure logs what failed and returns -errno. */
 int store_prepare(struct store *st, const char *sql, sqlite3_stmt **ret);
+/*
+ * The integers of a statement's parameters ?1 .. ?n, written in place as
+ * STORE_INTS(doc_id, rev): the array and its length, each value converted
+ * to int64_t.
+ */
+#define STORE_INTS(...) \
+	(const int64_t[]){ __VA_ARGS__ }, sizeof((const int64_t[]){ __VA_ARGS__ }) / sizeof(int64_t)
+/*
+ * Prepares sql (store_prepare()) with ?1 .. ?n bound to vals[0, n); the
+ * caller binds any other parameter, steps and releases *ret.
+ */
+int store_prepare_ints(struct store *st, const char *sql, const int64_t *vals, size_t n, sqlite3_stmt **ret);
+/*
+ * Runs sql, one statement without results, with ?1 .. ?n bound to vals[0, n).
+ * On failure logs "store: <what>: ..." (store_fail()) and returns -errno.
+ */
+int store_run(struct store *st, const char *sql, const int64_t *vals, size_t n, const char *what);
 /* Runs a statement without results; logs and returns -errno on failure. */
 int store_exec(struct store *st, const char *sql);
 /* Logs an SQLite failure with context and returns its errno. */

@@ -337,8 +337,7 @@ static int create_locked(struct store *st, const char *task_id, const char *tpat
 
 		snprintf(path, sizeof(path), "tasks/%s/%s", task_id, names[i]);
 		r = doc_lookup_or_insert(st, path, DOC_ARRAY, now, &d);
-		if (r == 0 && (r = revision_add(st, path, who, "create", now, &rev)) == 0 &&
-		    d.format == DOC_ARRAY && (r = elems_close(st, d.id, 0, rev)) == 0)
+		if (r == 0 && (r = revision_replace(st, path, who, "create", &d, now, &rev)) == 0)
 			r = doc_update(st, d.id, DOC_ARRAY, 2, now, rev, "[", 1, "]", 1, 0, 0);
 		if (r == 0)
 			r = revision_detail(st, rev, d.id, NULL);
