@@ -156,44 +156,43 @@ static int task_set_workspace(struct store *st, const char *task_id, const char 
 	return 0;
 }
 
+/*
+ * Records task task_id, and its workspace: the first of the members `first`
+ * and `then` of the JSON object s[0, n) that is a string not empty, if any.
+ */
+static int task_seen(struct store *st, const char *task_id, const char *s, size_t n, const char *first,
+		     const char *then, int64_t now)
+{
+	_cleanup_free_ char *ws = NULL;
+	int r;
+
+	r = task_ensure(st, task_id, now);
+	if (r < 0)
+		return r;
+	ws = json_member_string(s, n, first);
+	if (!ws || !*ws) {
+		free(ws);
+		ws = json_member_string(s, n, then);
+	}
+	if (ws && *ws)
+		return task_set_workspace(st, task_id, ws, now);
+	return 0;
+}
+
 /* Learns the task and workspace from one history item (HistoryItem). */
 static int history_item_seen(struct store *st, const char *s, size_t n, int64_t now)
 {
 	_cleanup_free_ char *id = json_member_string(s, n, "id");
-	_cleanup_free_ char *cwd = NULL;
-	int r;
 
 	if (!id || !store_is_task_id(id))
 		return 0; /* not a Cline task: kept as written, nothing to learn */
-	r = task_ensure(st, id, now);
-	if (r < 0)
-		return r;
-	cwd = json_member_string(s, n, "cwdOnTaskInitialization");
-	if (!cwd || !*cwd) {
-		free(cwd);
-		cwd = json_member_string(s, n, "shadowGitConfigWorkTree");
-	}
-	if (cwd && *cwd)
-		return task_set_workspace(st, id, cwd, now);
-	return 0;
+	return task_seen(st, id, s, n, "cwdOnTaskInitialization", "shadowGitConfigWorkTree", now);
 }
 
 /* Learns a 3.x session's workspace from its manifest: "workspace_root", else "cwd". */
 static int manifest_seen(struct store *st, const char *session_id, const char *s, size_t n, int64_t now)
 {
-	_cleanup_free_ char *ws = json_member_string(s, n, "workspace_root");
-	int r;
-
-	r = task_ensure(st, session_id, now);
-	if (r < 0)
-		return r;
-	if (!ws || !*ws) {
-		free(ws);
-		ws = json_member_string(s, n, "cwd");
-	}
-	if (ws && *ws)
-		return task_set_workspace(st, session_id, ws, now);
-	return 0;
+	return task_seen(st, session_id, s, n, "workspace_root", "cwd", now);
 }
 
 /*
