@@ -59,10 +59,10 @@ static int common_prefix(struct store *st, int64_t doc_id, const char *data, con
 	size_t k = 0;
 	int r, rc;
 
-	r = store_prepare(st, "SELECT pre, json FROM elems WHERE doc_id = ?1 AND rev_to IS NULL ORDER BY seq", &stmt);
+	r = store_prepare_ints(st, "SELECT pre, json FROM elems WHERE doc_id = ?1 AND rev_to IS NULL ORDER BY seq",
+			       STORE_INTS(doc_id), &stmt);
 	if (r < 0)
 		return r;
-	sqlite3_bind_int64(stmt, 1, doc_id);
 	while (k < sv->n && (rc = sqlite3_step(stmt)) == SQLITE_ROW) {
 		const struct span *e = &sv->v[k];
 		size_t plen = (size_t)sqlite3_column_bytes(stmt, 0);
@@ -90,13 +90,12 @@ static int line_end(struct store *st, int64_t doc_id, int64_t seq_or_id, bool by
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
 	int r, rc;
 
-	r = store_prepare(st, by_seq ? "SELECT coalesce(loff, 0) + len + 1 FROM elems "
-				       "WHERE doc_id = ?1 AND seq = ?2 AND rev_to IS NULL"
-				     : "SELECT coalesce(loff, 0) + len + 1 FROM elems WHERE id = ?2", &stmt);
+	r = store_prepare_ints(st, by_seq ? "SELECT coalesce(loff, 0) + len + 1 FROM elems "
+				            "WHERE doc_id = ?1 AND seq = ?2 AND rev_to IS NULL"
+				          : "SELECT coalesce(loff, 0) + len + 1 FROM elems WHERE id = ?2",
+			       STORE_INTS(doc_id, seq_or_id), &stmt);
 	if (r < 0)
 		return r;
-	sqlite3_bind_int64(stmt, 1, doc_id);
-	sqlite3_bind_int64(stmt, 2, seq_or_id);
 	rc = sqlite3_step(stmt);
 	if (rc != SQLITE_ROW)
 		return rc == SQLITE_DONE ? -EIO : store_fail(st, rc, "cannot find an element's line");
@@ -203,19 +202,17 @@ static int load_rows(struct store *st, int64_t doc_id, int64_t rev, bool closed,
 	size_t *offsets = NULL, offsets_alloc = 0;
 	int r, rc;
 
-	r = store_prepare(st, rev == ROWS_CURRENT
+	r = store_prepare_ints(st, rev == ROWS_CURRENT
 		? "SELECT id, key, ts, h, len, CASE WHEN ?3 THEN json END FROM elems "
 		  "WHERE doc_id = ?1 AND rev_to IS NULL ORDER BY off"
 		: closed
 		? "SELECT id, key, ts, h, len, CASE WHEN ?3 THEN json END FROM elems "
 		  "WHERE doc_id = ?1 AND rev_to = ?2 ORDER BY off"
 		: "SELECT id, key, ts, h, len, CASE WHEN ?3 THEN json END FROM elems "
-		  "WHERE doc_id = ?1 AND rev_from <= ?2 AND (rev_to IS NULL OR rev_to > ?2) ORDER BY off", &stmt);
+		  "WHERE doc_id = ?1 AND rev_from <= ?2 AND (rev_to IS NULL OR rev_to > ?2) ORDER BY off",
+		STORE_INTS(doc_id, rev, bytes), &stmt);
 	if (r < 0)
 		return r;
-	sqlite3_bind_int64(stmt, 1, doc_id);
-	sqlite3_bind_int64(stmt, 2, rev);
-	sqlite3_bind_int(stmt, 3, bytes);
 	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
 		struct merge_elem e = { 0 };
 
@@ -315,10 +312,10 @@ static int write_merged(struct store *st, const struct doc_row *d, const struct 
 	/* The offset where row f starts: the end of row f-1. */
 	off = (int64_t)head_len;
 	if (f > 0) {
-		r = store_prepare(st, "SELECT off + length(CAST(pre AS BLOB)) + len FROM elems WHERE id = ?1", &pre_of);
+		r = store_prepare_ints(st, "SELECT off + length(CAST(pre AS BLOB)) + len FROM elems WHERE id = ?1",
+				       STORE_INTS(head->v[f - 1].ref), &pre_of);
 		if (r < 0)
 			return r;
-		sqlite3_bind_int64(pre_of, 1, head->v[f - 1].ref);
 		rc = sqlite3_step(pre_of);
 		if (rc != SQLITE_ROW)
 			return store_fail(st, rc, "cannot find an element's end");
@@ -684,10 +681,9 @@ static int doc_size(struct store *st, int64_t id, int64_t *ret)
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
 	int r, rc;
 
-	r = store_prepare(st, "SELECT size FROM docs WHERE id = ?1", &stmt);
+	r = store_prepare_ints(st, "SELECT size FROM docs WHERE id = ?1", STORE_INTS(id), &stmt);
 	if (r < 0)
 		return r;
-	sqlite3_bind_int64(stmt, 1, id);
 	rc = sqlite3_step(stmt);
 	if (rc != SQLITE_ROW)
 		return rc == SQLITE_DONE ? -ENOENT : store_fail(st, rc, "cannot read a doc's size");

@@ -29,12 +29,10 @@ static int elem_remove(struct store *st, const struct doc_row *d, int64_t seq, i
 	char *first_pre = NULL;
 	int r, rc;
 
-	r = store_prepare(st, "SELECT seq, off, pre, len, loff FROM elems WHERE doc_id = ?1 AND rev_to IS NULL "
-			      "AND seq = ?2", &q);
+	r = store_prepare_ints(st, "SELECT seq, off, pre, len, loff FROM elems WHERE doc_id = ?1 AND rev_to IS NULL "
+			           "AND seq = ?2", STORE_INTS(d->id, seq), &q);
 	if (r < 0)
 		return r;
-	sqlite3_bind_int64(q, 1, d->id);
-	sqlite3_bind_int64(q, 2, seq);
 	rc = sqlite3_step(q);
 	if (rc != SQLITE_ROW)
 		return rc == SQLITE_DONE ? -ENOENT : store_fail(st, rc, "cannot find an element");
@@ -70,13 +68,11 @@ static int elem_remove(struct store *st, const struct doc_row *d, int64_t seq, i
 			r = store_fail(st, rc, "cannot move an element");
 			goto out;
 		}
-		r = store_prepare(st, "SELECT length(CAST(pre AS BLOB)), len FROM elems "
-				      "WHERE doc_id = ?1 AND seq = ?2 AND rev_from = ?3", &len_q);
+		r = store_prepare_ints(st, "SELECT length(CAST(pre AS BLOB)), len FROM elems "
+				           "WHERE doc_id = ?1 AND seq = ?2 AND rev_from = ?3",
+				       STORE_INTS(d->id, i - 1, rev), &len_q);
 		if (r < 0)
 			goto out;
-		sqlite3_bind_int64(len_q, 1, d->id);
-		sqlite3_bind_int64(len_q, 2, i - 1);
-		sqlite3_bind_int64(len_q, 3, rev);
 		if ((rc = sqlite3_step(len_q)) != SQLITE_ROW) {
 			r = store_fail(st, rc, "cannot read a moved element");
 			goto out;
