@@ -455,12 +455,9 @@ int commit_array(struct store *st, const struct store_commit *c, const struct do
 		return r;
 	}
 	pthread_mutex_lock(&st->lock);
-	r = tx_begin(st);
+	r = doc_begin(st, path, DOC_ARRAY, now, &d);
 	if (r < 0)
 		goto unlock;
-	r = doc_lookup_or_insert(st, path, DOC_ARRAY, now, &d);
-	if (r < 0)
-		goto rollback;
 	if (base && base->doc_id != d.id)
 		base = NULL; /* the doc was made anew since */
 	/*
@@ -700,12 +697,9 @@ static int append_locked(struct store *st, const char *path, const struct store_
 	char detail[80];
 	int r;
 
-	r = tx_begin(st);
+	r = doc_begin(st, path, DOC_ARRAY, now, &d);
 	if (r < 0)
 		return r;
-	r = doc_lookup_or_insert(st, path, DOC_ARRAY, now, &d);
-	if (r < 0)
-		goto rollback;
 	if (d.present && d.format != DOC_ARRAY && d.size > 0) {
 		log_warn("refusing to append to '%s': it is kept as found, unparsed; rewrite it whole first", path);
 		r = -EINVAL;

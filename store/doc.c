@@ -319,6 +319,18 @@ int doc_lookup_or_insert(struct store *st, const char *path, int format, int64_t
 	return r;
 }
 
+int doc_begin(struct store *st, const char *path, int format, int64_t now, struct doc_row *ret)
+{
+	int r = tx_begin(st);
+
+	if (r < 0)
+		return r;
+	r = doc_lookup_or_insert(st, path, format, now, ret);
+	if (r < 0)
+		tx_rollback(st);
+	return r;
+}
+
 /* Closes every current element of a doc at revision rev, from seq on. */
 int elems_close(struct store *st, int64_t doc_id, int64_t from_seq, int64_t rev)
 {
@@ -426,12 +438,9 @@ static int commit_blob(struct store *st, const struct store_commit *c, const str
 	bool same = false, merged = false;
 	int r, rc;
 
-	r = tx_begin(st);
+	r = doc_begin(st, path, format, now, &d);
 	if (r < 0)
 		goto unlock;
-	r = doc_lookup_or_insert(st, path, format, now, &d);
-	if (r < 0)
-		goto rollback;
 	if (merge && base && base->doc_id == d.id && base->rev != d.rev && d.present && d.format == DOC_WHOLE &&
 	    format == DOC_WHOLE && lay->whole_merge == WHOLE_MERGE_METADATA) {
 		_cleanup_free_ char *b = NULL, *h = NULL;
@@ -573,12 +582,9 @@ int store_doc_create(struct store *st, const char *path, const struct store_who 
 	if (st->readonly)
 		return -EROFS;
 	pthread_mutex_lock(&st->lock);
-	r = tx_begin(st);
+	r = doc_begin(st, path, kind == STORE_PATH_ARRAY ? DOC_ARRAY : DOC_WHOLE, now, &d);
 	if (r < 0)
 		goto unlock;
-	r = doc_lookup_or_insert(st, path, kind == STORE_PATH_ARRAY ? DOC_ARRAY : DOC_WHOLE, now, &d);
-	if (r < 0)
-		goto rollback;
 	if (d.present) {
 		r = -EEXIST;
 		goto rollback;

@@ -58,6 +58,12 @@ char *dup_text(sqlite3_stmt *stmt, int col);
 int doc_lookup(struct store *st, const char *path, struct doc_row *ret);
 int task_ensure(struct store *st, const char *task_id, int64_t now);
 int doc_lookup_or_insert(struct store *st, const char *path, int format, int64_t now, struct doc_row *ret);
+/*
+ * Begins the transaction of a change to the doc at path (tx_begin()) and
+ * looks up its row, made if there is none (doc_lookup_or_insert()). On
+ * failure no transaction is left open.
+ */
+int doc_begin(struct store *st, const char *path, int format, int64_t now, struct doc_row *ret);
 int doc_update(struct store *st, int64_t doc_id, int format, int64_t size, int64_t now, int64_t rev,
 	       const char *head, size_t head_len, const char *tail, size_t tail_len, int64_t nelems,
 	       int64_t lsize);
