@@ -78,11 +78,10 @@ int doc_lookup(struct store *st, const char *path, struct doc_row *ret)
 	struct doc_row d = { 0 };
 	int r, rc;
 
-	r = store_prepare(st, "SELECT id, format, present, size, mtime_ns, ctime_ns, rev, nelems, head, tail, lsize "
-			      "FROM docs WHERE path = ?1", &stmt);
+	r = store_prepare_args(st, "SELECT id, format, present, size, mtime_ns, ctime_ns, rev, nelems, head, tail, lsize "
+				   "FROM docs WHERE path = ?1", STORE_TEXTS(path), NULL, 0, &stmt);
 	if (r < 0)
 		return r;
-	sqlite3_bind_text(stmt, 1, path, -1, SQLITE_STATIC);
 	rc = sqlite3_step(stmt);
 	if (rc == SQLITE_DONE)
 		return -ENOENT;
@@ -109,16 +108,10 @@ int doc_lookup(struct store *st, const char *path, struct doc_row *ret)
 
 int task_ensure(struct store *st, const char *task_id, int64_t now)
 {
-	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
-	int r, rc;
+	int r = store_run_args(st, "INSERT INTO tasks(id, first_seen_ns) VALUES (?1, ?2) ON CONFLICT(id) DO NOTHING",
+			       STORE_TEXTS(task_id), STORE_INTS(now), "cannot record a task");
 
-	r = store_prepare(st, "INSERT INTO tasks(id, first_seen_ns) VALUES (?1, ?2) ON CONFLICT(id) DO NOTHING", &stmt);
-	if (r < 0)
-		return r;
-	sqlite3_bind_text(stmt, 1, task_id, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(stmt, 2, now);
-	rc = sqlite3_step(stmt);
-	return rc == SQLITE_DONE ? 0 : store_fail(st, rc, "cannot record a task");
+	return r < 0 ? r : 0;
 }
 
 /*
@@ -127,31 +120,21 @@ int task_ensure(struct store *st, const char *task_id, int64_t now)
  */
 static int task_set_workspace(struct store *st, const char *task_id, const char *ws_path, int64_t now)
 {
-	_cleanup_stmt_ sqlite3_stmt *ins = NULL, *upd = NULL;
 	char key[16];
-	int r, rc;
+	int r;
 
 	snprintf(key, sizeof(key), "%" PRIu32, store_workspace_key(ws_path));
-	r = store_prepare(st, "INSERT INTO workspaces(key, path, first_seen_ns) VALUES (?1, ?2, ?3) "
-			      "ON CONFLICT(key) DO NOTHING", &ins);
+	r = store_run_args(st, "INSERT INTO workspaces(key, path, first_seen_ns) VALUES (?1, ?2, ?3) "
+			       "ON CONFLICT(key) DO NOTHING", STORE_TEXTS(key, ws_path), STORE_INTS(now),
+			   "cannot record a workspace");
 	if (r < 0)
 		return r;
-	sqlite3_bind_text(ins, 1, key, -1, SQLITE_STATIC);
-	sqlite3_bind_text(ins, 2, ws_path, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(ins, 3, now);
-	rc = sqlite3_step(ins);
-	if (rc != SQLITE_DONE)
-		return store_fail(st, rc, "cannot record a workspace");
-	r = store_prepare(st, "UPDATE tasks SET workspace_id = (SELECT id FROM workspaces WHERE key = ?2) "
-			      "WHERE id = ?1 AND workspace_id IS NULL", &upd);
+	r = store_run_args(st, "UPDATE tasks SET workspace_id = (SELECT id FROM workspaces WHERE key = ?2) "
+			       "WHERE id = ?1 AND workspace_id IS NULL", STORE_TEXTS(task_id, key), NULL, 0,
+			   "cannot record a task's workspace");
 	if (r < 0)
 		return r;
-	sqlite3_bind_text(upd, 1, task_id, -1, SQLITE_STATIC);
-	sqlite3_bind_text(upd, 2, key, -1, SQLITE_STATIC);
-	rc = sqlite3_step(upd);
-	if (rc != SQLITE_DONE)
-		return store_fail(st, rc, "cannot record a task's workspace");
-	if (sqlite3_changes(st->db) > 0)
+	if (r > 0)
 		placement_moved(st);
 	return 0;
 }
@@ -643,18 +626,11 @@ unlock:
 int store_doc_set_mtime(struct store *st, const char *path, int64_t mtime_ns)
 {
 	STORE_LOCK(st);
-	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
-	int r, rc;
+	int r;
 
 	if (st->readonly)
 		return -EROFS;
-	r = store_prepare(st, "UPDATE docs SET mtime_ns = ?2 WHERE path = ?1 AND present", &stmt);
-	if (r == 0) {
-		sqlite3_bind_text(stmt, 1, path, -1, SQLITE_STATIC);
-		sqlite3_bind_int64(stmt, 2, mtime_ns);
-		rc = sqlite3_step(stmt);
-		r = rc != SQLITE_DONE ? store_fail(st, rc, "cannot set a doc's mtime")
-				      : sqlite3_changes(st->db) ? 0 : -ENOENT;
-	}
-	return r;
+	r = store_run_args(st, "UPDATE docs SET mtime_ns = ?2 WHERE path = ?1 AND present", STORE_TEXTS(path),
+			   STORE_INTS(mtime_ns), "cannot set a doc's mtime");
+	return r < 0 ? r : r > 0 ? 0 : -ENOENT;
 }

@@ -35,10 +35,10 @@ int store_doc_stat(struct store *st, const char *path, struct store_stat *ret)
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
 	int r, rc;
 
-	r = store_prepare(st, "SELECT id, size, mtime_ns, ctime_ns, rev, lsize FROM docs WHERE path = ?1 AND present", &stmt);
+	r = store_prepare_args(st, "SELECT id, size, mtime_ns, ctime_ns, rev, lsize FROM docs WHERE path = ?1 AND present",
+			       STORE_TEXTS(path), NULL, 0, &stmt);
 	if (r < 0)
 		goto out;
-	sqlite3_bind_text(stmt, 1, path, -1, SQLITE_STATIC);
 	rc = sqlite3_step(stmt);
 	if (rc == SQLITE_ROW)
 		stat_from_row(stmt, 0, ret);

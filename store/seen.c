@@ -140,19 +140,13 @@ int store_seen_put(struct store *st, const struct store_seen *e)
 int store_seen_mark_gone(struct store *st, const char *path)
 {
 	STORE_LOCK(st);
-	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
-	int r, rc;
+	int r;
 
 	if (st->readonly)
 		return -EROFS;
-	r = store_prepare(st, "UPDATE underneath SET gone = 1 WHERE path = ?1", &stmt);
-	if (r < 0)
-		return r;
-	sqlite3_bind_text(stmt, 1, path, -1, SQLITE_STATIC);
-	rc = sqlite3_step(stmt);
-	if (rc != SQLITE_DONE)
-		return store_fail(st, rc, "cannot record what is missing underneath");
-	return sqlite3_changes(st->db) ? 0 : -ENOENT;
+	r = store_run_args(st, "UPDATE underneath SET gone = 1 WHERE path = ?1", STORE_TEXTS(path), NULL, 0,
+			   "cannot record what is missing underneath");
+	return r < 0 ? r : r > 0 ? 0 : -ENOENT;
 }
 
 int store_seen_legacy(struct store *st, int64_t *ret_ns)

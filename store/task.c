@@ -97,11 +97,10 @@ static int last_revision(struct store *st, const char *path, const char *kind, i
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
 	int r, rc;
 
-	r = store_prepare(st, "SELECT max(id) FROM revisions WHERE path = ?1 AND kind = ?2", &stmt);
+	r = store_prepare_args(st, "SELECT max(id) FROM revisions WHERE path = ?1 AND kind = ?2", STORE_TEXTS(path, kind),
+			       NULL, 0, &stmt);
 	if (r < 0)
 		return r;
-	sqlite3_bind_text(stmt, 1, path, -1, SQLITE_STATIC);
-	sqlite3_bind_text(stmt, 2, kind, -1, SQLITE_STATIC);
 	rc = sqlite3_step(stmt);
 	if (rc != SQLITE_ROW)
 		return store_fail(st, rc, "cannot read the revision log");
@@ -138,10 +137,10 @@ static int trash_locked(struct store *st, const char *task_id, const char *tpath
 	r = revision_add(st, tpath, who, "trash", now, &rev);
 	if (r < 0)
 		return r;
-	r = store_prepare(st, "SELECT path FROM docs WHERE task_id = ?1 AND present", &docs);
+	r = store_prepare_args(st, "SELECT path FROM docs WHERE task_id = ?1 AND present", STORE_TEXTS(task_id), NULL, 0,
+			       &docs);
 	if (r < 0)
 		return r;
-	sqlite3_bind_text(docs, 1, task_id, -1, SQLITE_STATIC);
 	while ((rc = sqlite3_step(docs)) == SQLITE_ROW) {
 		struct doc_row d = { 0 };
 
@@ -219,10 +218,10 @@ static int restore_locked(struct store *st, const char *task_id, const char *tpa
 	int64_t now = now_ns(), rev, trash_rev = 0;
 	int r, rc;
 
-	r = store_prepare(st, "SELECT 1 FROM tasks WHERE id = ?1 AND trashed_ns IS NOT NULL", &trashed);
+	r = store_prepare_args(st, "SELECT 1 FROM tasks WHERE id = ?1 AND trashed_ns IS NOT NULL", STORE_TEXTS(task_id),
+			       NULL, 0, &trashed);
 	if (r < 0)
 		return r;
-	sqlite3_bind_text(trashed, 1, task_id, -1, SQLITE_STATIC);
 	rc = sqlite3_step(trashed);
 	if (rc == SQLITE_DONE)
 		return -ENOENT; /* not in the trash */
@@ -234,10 +233,10 @@ static int restore_locked(struct store *st, const char *task_id, const char *tpa
 	r = revision_add(st, tpath, who, "restore", now, &rev);
 	if (r < 0)
 		return r;
-	r = store_prepare(st, "SELECT path FROM docs WHERE task_id = ?1 AND NOT present", &docs);
+	r = store_prepare_args(st, "SELECT path FROM docs WHERE task_id = ?1 AND NOT present", STORE_TEXTS(task_id), NULL,
+			       0, &docs);
 	if (r < 0)
 		return r;
-	sqlite3_bind_text(docs, 1, task_id, -1, SQLITE_STATIC);
 	while ((rc = sqlite3_step(docs)) == SQLITE_ROW) {
 		_cleanup_stmt_ sqlite3_stmt *copy = NULL;
 		struct doc_row d = { 0 };
@@ -301,14 +300,14 @@ static int create_locked(struct store *st, const char *task_id, const char *tpat
 			 const struct store_who *who)
 {
 	static const char *const names[] = { "api_conversation_history.json", "ui_messages.json" };
-	_cleanup_stmt_ sqlite3_stmt *ws = NULL, *live = NULL;
+	_cleanup_stmt_ sqlite3_stmt *live = NULL;
 	int64_t now = now_ns();
 	int r, rc;
 
-	r = store_prepare(st, "SELECT count(*) FROM docs WHERE task_id = ?1 AND present", &live);
+	r = store_prepare_args(st, "SELECT count(*) FROM docs WHERE task_id = ?1 AND present", STORE_TEXTS(task_id), NULL,
+			       0, &live);
 	if (r < 0)
 		return r;
-	sqlite3_bind_text(live, 1, task_id, -1, SQLITE_STATIC);
 	if ((rc = sqlite3_step(live)) != SQLITE_ROW)
 		return store_fail(st, rc, "cannot look up a task");
 	if (sqlite3_column_int64(live, 0) > 0)
@@ -316,15 +315,12 @@ static int create_locked(struct store *st, const char *task_id, const char *tpat
 	if ((r = task_ensure(st, task_id, now)) < 0)
 		return r;
 	if (ws_key) {
-		r = store_prepare(st, "UPDATE tasks SET workspace_id = (SELECT id FROM workspaces WHERE key = ?2), "
-				      "trashed_ns = NULL WHERE id = ?1", &ws);
+		placement_moved(st);
+		r = store_run_args(st, "UPDATE tasks SET workspace_id = (SELECT id FROM workspaces WHERE key = ?2), "
+					   "trashed_ns = NULL WHERE id = ?1", STORE_TEXTS(task_id, ws_key), NULL, 0,
+				   "cannot place a task in its workspace");
 		if (r < 0)
 			return r;
-		sqlite3_bind_text(ws, 1, task_id, -1, SQLITE_STATIC);
-		sqlite3_bind_text(ws, 2, ws_key, -1, SQLITE_STATIC);
-		placement_moved(st);
-		if ((rc = sqlite3_step(ws)) != SQLITE_DONE)
-			return store_fail(st, rc, "cannot place a task in its workspace");
 	}
 	for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
 		char path[96];
