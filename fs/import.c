@@ -152,6 +152,14 @@ static bool legacy_taken(const struct import_ctx *c, const struct store_seen *ro
 	return c->legacy && !row && mtime_of(st) <= c->legacy_ns;
 }
 
+/* A read-only store takes nothing in: what it would take is counted (pending), and true. */
+static bool only_counted(struct import_ctx *c)
+{
+	if (c->readonly)
+		c->rep.pending++;
+	return c->readonly;
+}
+
 /*
  * Opens the backing folder that holds rel (making it if the store has none:
  * the folder may have been removed through the mount, and something new
@@ -276,10 +284,8 @@ static int take_plain(struct import_ctx *c, int dirfd, const char *name, const c
 
 	if (legacy_taken(c, row, st))
 		return record(c, rel, st, 0);
-	if (c->readonly) {
-		c->rep.pending++;
+	if (only_counted(c))
 		return 0;
-	}
 	dfd = backing_parent(c, rel, &leaf);
 	if (dfd < 0)
 		return dfd;
@@ -336,10 +342,8 @@ static int take_doc(struct import_ctx *c, int dirfd, const char *name, const cha
 		if (mtime_of(st) <= c->legacy_ns && imp)
 			return record(c, rel, st, base_rev);
 	}
-	if (c->readonly) {
-		c->rep.pending++;
+	if (only_counted(c))
 		return 0;
-	}
 	r = read_file(dirfd, name, &data, &len, &fst);
 	if (r < 0)
 		return r;
@@ -402,10 +406,8 @@ static int take_dir(struct import_ctx *c, const char *rel, const struct stat *st
 
 	if (legacy_taken(c, row, st))
 		return record(c, rel, st, 0);
-	if (c->readonly) {
-		c->rep.pending++;
+	if (only_counted(c))
 		return 0;
-	}
 	if (store_path_kind(rel) == STORE_PATH_DOC_DIR && !row) {
 		/* A folder of conversations (tasks/<id>, sessions/<id>); not a top-level one (state). */
 		if (strchr(rel, '/'))

@@ -59,6 +59,16 @@ static const struct route *route_of(const struct sb *path, struct route *rt)
 	return rt;
 }
 
+/* The path of node ino and its route, resolved into *rt. */
+static int node_route(fuse_ino_t ino, struct sb *path, struct route *rt, bool *ret_removed)
+{
+	int r = path_of(ino, NULL, path, ret_removed);
+
+	if (r == 0)
+		route_resolve(fs_current, path->buf, rt);
+	return r;
+}
+
 static void begin(fuse_req_t req)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
@@ -319,11 +329,19 @@ static int getattr_node(fuse_ino_t ino, struct fuse_file_info *fi, struct stat *
 	bool removed;
 	int r;
 
-	r = path_of(ino, NULL, &path, &removed);
+	r = node_route(ino, &path, &rt, &removed);
 	if (r < 0)
 		return r;
-	route_resolve(fs_current, path.buf, &rt);
 	return getattr_route(ino, &rt, removed, fi, st, ret_timeout);
+}
+
+/* Replies to getattr and setattr: the error r, or the attributes st. */
+static void reply_attr(fuse_req_t req, int r, const struct stat *st, double timeout)
+{
+	if (r < 0)
+		fuse_reply_err(req, -r);
+	else
+		fuse_reply_attr(req, st, attr_timeout(st, timeout));
 }
 
 static void ll_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -334,10 +352,7 @@ static void ll_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 
 	begin(req);
 	r = getattr_node(ino, fi, &st, &timeout);
-	if (r < 0)
-		fuse_reply_err(req, -r);
-	else
-		fuse_reply_attr(req, &st, attr_timeout(&st, timeout));
+	reply_attr(req, r, &st, timeout);
 }
 
 /* Applies the attributes to_set names, from attr, to rt (or to the open file fi). */
@@ -378,9 +393,7 @@ static void ll_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	int r;
 
 	begin(req);
-	r = path_of(ino, NULL, &path, &removed);
-	if (r == 0)
-		route_resolve(fs_current, path.buf, &rt);
+	r = node_route(ino, &path, &rt, &removed);
 	if (r == 0 && removed && !fi && rt.kind != ROUTE_DOC) {
 		/*
 		 * A removed plain file (fchmod of an unlinked open file): its path
@@ -396,10 +409,7 @@ static void ll_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	}
 	if (r == 0)
 		r = getattr_route(ino, &rt, removed, fi, &st, &timeout);
-	if (r < 0)
-		fuse_reply_err(req, -r);
-	else
-		fuse_reply_attr(req, &st, attr_timeout(&st, timeout));
+	reply_attr(req, r, &st, timeout);
 }
 
 /* ---- names -------------------------------------------------------------------- */
@@ -412,9 +422,9 @@ static void ll_readlink(fuse_req_t req, fuse_ino_t ino)
 	int r;
 
 	begin(req);
-	r = path_of(ino, NULL, &path, NULL);
+	r = node_route(ino, &path, &rt, NULL);
 	if (r == 0)
-		r = op_readlink(route_of(&path, &rt), buf, sizeof(buf));
+		r = op_readlink(&rt, buf, sizeof(buf));
 	if (r < 0)
 		fuse_reply_err(req, -r);
 	else
@@ -570,9 +580,7 @@ static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	int r;
 
 	begin(req);
-	r = path_of(ino, NULL, &path, &removed);
-	if (r == 0)
-		route_resolve(fs_current, path.buf, &rt);
+	r = node_route(ino, &path, &rt, &removed);
 	/* A replaced doc opens as the doc now at its path; a replaced plain file is gone. */
 	if (r == 0 && removed && rt.kind != ROUTE_DOC)
 		r = -ESTALE;
@@ -675,9 +683,9 @@ static void ll_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	int r;
 
 	begin(req);
-	r = path_of(ino, NULL, &path, NULL);
+	r = node_route(ino, &path, &rt, NULL);
 	if (r == 0)
-		r = dir_open(route_of(&path, &rt), &d);
+		r = dir_open(&rt, &d);
 	if (r < 0) {
 		fuse_reply_err(req, -r);
 		return;
@@ -710,9 +718,9 @@ static void ll_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
 
 	(void)flags;
 	begin(req);
-	r = path_of(ino, NULL, &path, NULL);
+	r = node_route(ino, &path, &rt, NULL);
 	if (r == 0)
-		r = op_setxattr(route_of(&path, &rt), name, value, size);
+		r = op_setxattr(&rt, name, value, size);
 	fuse_reply_err(req, -r);
 }
 

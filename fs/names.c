@@ -28,13 +28,8 @@ int op_unlink(const struct route *rt)
 
 	if (in_readonly_view(fs, rt))
 		return -EROFS;
-	if (rt->kind == ROUTE_DOC) {
-		struct store_who who;
-		struct fs_proc proc;
-
-		fs_caller(&proc, &who);
-		return store_doc_remove(fs->store, r, &who, "unlink");
-	}
+	if (rt->kind == ROUTE_DOC)
+		return doc_remove_by_caller(fs, r, "unlink");
 	if (rt->view_err < 0)
 		return rt->view_err;
 	/* A task's files in the view go with their folder: rm -r moves it to the trash. */
@@ -99,8 +94,6 @@ static int rename_out(struct fs *fs, const char *from, const char *to, unsigned 
 {
 	_cleanup_free_ char *buf = NULL;
 	struct store_snap *snap = NULL;
-	struct store_who who;
-	struct fs_proc proc;
 	char tmp[96];
 	const char *leaf;
 	struct stat st;
@@ -139,8 +132,7 @@ static int rename_out(struct fs *fs, const char *from, const char *to, unsigned 
 		}
 		off += n;
 	}
-	fs_caller(&proc, &who);
-	r = store_doc_remove(fs->store, from, &who, "rename-out");
+	r = doc_remove_by_caller(fs, from, "rename-out");
 	if (r < 0)
 		goto out_unlink;
 	if (renameat(dfd, tmp, dfd, leaf) < 0) {
@@ -242,28 +234,16 @@ int op_link(const struct route *rf, const struct route *rt)
 int op_symlink(const char *target, const struct route *rt)
 {
 	struct fs *fs = fs_get();
-	const char *r = rt->rel, *leaf;
-	int dfd, res;
 
 	backing_check(fs);
 	if (in_readonly_view(fs, rt))
 		return -EROFS;
 	if (rt->store != STORE_PATH_PLAIN) {
 		/* tasks, sessions, state and their conversation folders are folders, never links */
-		log_warn("refusing to create the symlink '%s': that name holds conversations", r);
+		log_warn("refusing to create the symlink '%s': that name holds conversations", rt->rel);
 		return -EPERM;
 	}
-	res = view_refuses_create(fs, rt, "symlink");
-	if (res < 0)
-		return res;
-	dfd = plain_open_parent(fs, r, &leaf);
-	if (dfd < 0)
-		return dfd;
-	res = symlinkat(target, dfd, leaf) < 0 ? plain_fail("create symlink", r, errno) : 0;
-	if (res == 0 && (res = give_to_caller(fs, r, dfd, leaf, -1, 0)) < 0)
-		unlinkat(dfd, leaf, 0);
-	close(dfd);
-	return res;
+	return plain_make(fs, rt, S_IFLNK, target);
 }
 
 int op_readlink(const struct route *rt, char *buf, size_t size)
@@ -292,8 +272,6 @@ int op_readlink(const struct route *rt, char *buf, size_t size)
 int op_mknod(const struct route *rt, mode_t mode, dev_t rdev)
 {
 	struct fs *fs = fs_get();
-	const char *r = rt->rel, *leaf;
-	int dfd, res;
 
 	backing_check(fs);
 	if (in_readonly_view(fs, rt))
@@ -302,15 +280,5 @@ int op_mknod(const struct route *rt, mode_t mode, dev_t rdev)
 		return -EPERM;
 	if (!S_ISREG(mode) && !S_ISFIFO(mode) && !S_ISSOCK(mode))
 		return -EPERM; /* no device nodes in a history folder */
-	res = view_refuses_create(fs, rt, "special file");
-	if (res < 0)
-		return res;
-	dfd = plain_open_parent(fs, r, &leaf);
-	if (dfd < 0)
-		return dfd;
-	res = mknodat(dfd, leaf, (mode & S_IFMT) | private_mode(fs, mode & 07777), 0) < 0 ? plain_fail("create", r, errno) : 0;
-	if (res == 0 && (res = give_to_caller(fs, r, dfd, leaf, -1, 0)) < 0)
-		unlinkat(dfd, leaf, 0);
-	close(dfd);
-	return res;
+	return plain_make(fs, rt, mode, NULL);
 }

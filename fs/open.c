@@ -330,11 +330,7 @@ int op_create(const struct route *rt, mode_t mode, struct fuse_file_info *fi)
 	if (in_readonly_view(fs, rt))
 		return -EROFS;
 	if (rt->kind == ROUTE_DOC) {
-		struct store_who who;
-		struct fs_proc proc;
-
-		fs_caller(&proc, &who);
-		res = store_doc_create(fs->store, r, &who);
+		res = doc_create_by_caller(fs, r);
 		if (res == -EEXIST && !(fi->flags & O_EXCL))
 			return doc_open(fs, r, fi, false);
 		if (res < 0)
@@ -343,13 +339,9 @@ int op_create(const struct route *rt, mode_t mode, struct fuse_file_info *fi)
 	}
 	if (rt->view_err == 0 && rt->kind == ROUTE_VIEW) {
 		/* A file of the view that exists only once its doc does. */
-		struct store_who who;
-		struct fs_proc proc;
-
 		if ((vp->kind != VIEW_MESSAGES && vp->kind != VIEW_UI && vp->kind != VIEW_METADATA) || !*vp->doc)
 			return -EACCES;
-		fs_caller(&proc, &who);
-		res = store_doc_create(fs->store, vp->doc, &who);
+		res = doc_create_by_caller(fs, vp->doc);
 		if (res < 0 && res != -EEXIST)
 			return res;
 		if (res == -EEXIST && (fi->flags & O_EXCL))

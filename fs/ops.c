@@ -53,6 +53,26 @@ void fs_caller(struct fs_proc *proc, struct store_who *who)
 	who->comm = proc->comm[0] ? proc->comm : NULL;
 }
 
+/* store_doc_create() of path, made by the calling process. */
+int doc_create_by_caller(struct fs *fs, const char *path)
+{
+	struct store_who who;
+	struct fs_proc proc;
+
+	fs_caller(&proc, &who);
+	return store_doc_create(fs->store, path, &who);
+}
+
+/* store_doc_remove() of path, a removal of kind ("unlink", ...) by the calling process. */
+int doc_remove_by_caller(struct fs *fs, const char *path, const char *kind)
+{
+	struct store_who who;
+	struct fs_proc proc;
+
+	fs_caller(&proc, &who);
+	return store_doc_remove(fs->store, path, &who, kind);
+}
+
 /*
  * After a commit of doc r: the kernel drops what it cached of r, and of the
  * view's folders whose times follow the conversation r belongs to.
@@ -271,6 +291,37 @@ bool in_readonly_view(struct fs *fs, const struct route *rt)
 	return parent.view_err == 0 && view_readonly(&parent.vp);
 }
 
+/*
+ * Makes rt in the backing tree for mkdir, symlink and mknod: a folder, a
+ * symlink to target, or a node of mode's type, with mode's permissions (as
+ * private_mode() leaves them); refused where the view holds only its own
+ * files. The new entry is given to the caller, or removed again if it
+ * cannot be.
+ */
+int plain_make(struct fs *fs, const struct route *rt, mode_t mode, const char *target)
+{
+	const char *r = rt->rel, *leaf;
+	mode_t perm = private_mode(fs, mode & 07777);
+	int dfd, res;
+
+	res = view_refuses_create(fs, rt, S_ISDIR(mode) ? "folder" : S_ISLNK(mode) ? "symlink" : "special file");
+	if (res < 0)
+		return res;
+	dfd = plain_open_parent(fs, r, &leaf);
+	if (dfd < 0)
+		return dfd;
+	if (S_ISDIR(mode))
+		res = mkdirat(dfd, leaf, perm) < 0 ? plain_fail("create directory", r, errno) : 0;
+	else if (S_ISLNK(mode))
+		res = symlinkat(target, dfd, leaf) < 0 ? plain_fail("create symlink", r, errno) : 0;
+	else
+		res = mknodat(dfd, leaf, (mode & S_IFMT) | perm, 0) < 0 ? plain_fail("create", r, errno) : 0;
+	if (res == 0 && (res = give_to_caller(fs, r, dfd, leaf, -1, 0)) < 0)
+		unlinkat(dfd, leaf, S_ISDIR(mode) ? AT_REMOVEDIR : 0);
+	close(dfd);
+	return res;
+}
+
 /* ---- attributes ----------------------------------------------------------- */
 
 int op_getattr(const struct route *rt, struct stat *st, struct fuse_file_info *fi)
@@ -394,84 +445,102 @@ static int attr_target(const struct route *rt, const struct fs_file *f)
 	return rt->kind == ROUTE_DOC ? 0 : 1;
 }
 
-int op_chmod(const struct route *rt, mode_t mode, struct fuse_file_info *fi)
+/* One of chmod, chown and utimens, with what it sets. */
+struct attr_change {
+	enum { ATTR_MODE, ATTR_OWNER, ATTR_TIMES } what;
+	mode_t mode;
+	uid_t uid;
+	gid_t gid;
+	const struct timespec *tv;
+};
+
+/* The change on an open plain file. */
+static int change_fd(int fd, const struct attr_change *c)
 {
-	struct fs *fs = fs_get();
-	struct fs_file *f = fi ? (struct fs_file *)(uintptr_t)fi->fh : NULL;
-	const char *path = rt->rel, *leaf;
+	switch (c->what) {
+	case ATTR_MODE:
+		return fchmod(fd, c->mode) < 0 ? -errno : 0;
+	case ATTR_OWNER:
+		return fchown(fd, c->uid, c->gid) < 0 ? -errno : 0;
+	default:
+		return futimens(fd, c->tv) < 0 ? -errno : 0;
+	}
+}
+
+/* chmod of leaf in dfd: fchmodat cannot refuse to follow a link; open the leaf itself. */
+static int chmod_leaf(int dfd, const char *leaf, mode_t mode)
+{
+	int fd = openat(dfd, leaf, O_PATH | O_NOFOLLOW | O_CLOEXEC), r;
+	char proc[64];
+	struct stat st;
+
+	r = fd < 0 ? -errno : 0;
+	if (!r && fstat(fd, &st) == 0 && S_ISLNK(st.st_mode))
+		r = -EOPNOTSUPP;
+	if (!r) {
+		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+		r = chmod(proc, mode) < 0 ? -errno : 0;
+	}
+	if (fd >= 0)
+		close(fd);
+	return r;
+}
+
+/*
+ * The change on the plain file at path, by name in its parent folder and
+ * never through a link; path "" is the backing folder itself.
+ */
+static int change_named(struct fs *fs, const char *path, const struct attr_change *c)
+{
+	const char *leaf;
 	int dfd, r;
 
-	r = attr_target(rt, f);
-	if (r <= 0)
-		return r;
-	mode = private_mode(fs, mode);
-	if (f)
-		return fchmod(f->fd, mode) < 0 ? -errno : 0;
-	if (!*path)
-		return fchmodat(AT_FDCWD, fs->backing_path, mode, 0) < 0 ? -errno : 0;
+	if (!*path && c->what == ATTR_MODE)
+		return fchmodat(AT_FDCWD, fs->backing_path, c->mode, 0) < 0 ? -errno : 0;
+	if (!*path && c->what == ATTR_TIMES)
+		return utimensat(AT_FDCWD, fs->backing_path, c->tv, 0) < 0 ? -errno : 0;
 	dfd = plain_open_parent(fs, path, &leaf);
 	if (dfd < 0)
 		return dfd;
-	/* fchmodat cannot refuse to follow a link; open the leaf itself. */
-	{
-		int fd = openat(dfd, leaf, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-		char proc[64];
-		struct stat st;
-
-		r = fd < 0 ? -errno : 0;
-		if (!r && fstat(fd, &st) == 0 && S_ISLNK(st.st_mode))
-			r = -EOPNOTSUPP;
-		if (!r) {
-			snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-			r = chmod(proc, mode) < 0 ? -errno : 0;
-		}
-		if (fd >= 0)
-			close(fd);
+	switch (c->what) {
+	case ATTR_MODE:
+		r = chmod_leaf(dfd, leaf, c->mode);
+		break;
+	case ATTR_OWNER:
+		r = fchownat(dfd, *path ? leaf : "", c->uid, c->gid,
+			     AT_SYMLINK_NOFOLLOW | (*path ? 0 : AT_EMPTY_PATH)) < 0 ? -errno : 0;
+		break;
+	default:
+		r = utimensat(dfd, leaf, c->tv, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
 	}
 	close(dfd);
 	return r;
 }
 
-int op_chown(const struct route *rt, uid_t uid, gid_t gid, struct fuse_file_info *fi)
+/* chmod, chown or utimens of rt, or of the open file fi: what attr_target() allows. */
+static int change_attr(const struct route *rt, struct fuse_file_info *fi, const struct attr_change *c)
 {
-	struct fs *fs = fs_get();
 	struct fs_file *f = fi ? (struct fs_file *)(uintptr_t)fi->fh : NULL;
-	const char *path = rt->rel, *leaf;
-	int dfd, r;
+	int r = attr_target(rt, f);
 
-	r = attr_target(rt, f);
 	if (r <= 0)
 		return r;
-	if (f)
-		return fchown(f->fd, uid, gid) < 0 ? -errno : 0;
-	dfd = plain_open_parent(fs, path, &leaf);
-	if (dfd < 0)
-		return dfd;
-	r = fchownat(dfd, *path ? leaf : "", uid, gid, AT_SYMLINK_NOFOLLOW | (*path ? 0 : AT_EMPTY_PATH)) < 0 ? -errno : 0;
-	close(dfd);
-	return r;
+	return f ? change_fd(f->fd, c) : change_named(fs_get(), rt->rel, c);
+}
+
+int op_chmod(const struct route *rt, mode_t mode, struct fuse_file_info *fi)
+{
+	return change_attr(rt, fi, &(struct attr_change){ .what = ATTR_MODE, .mode = private_mode(fs_get(), mode) });
+}
+
+int op_chown(const struct route *rt, uid_t uid, gid_t gid, struct fuse_file_info *fi)
+{
+	return change_attr(rt, fi, &(struct attr_change){ .what = ATTR_OWNER, .uid = uid, .gid = gid });
 }
 
 int op_utimens(const struct route *rt, const struct timespec tv[2], struct fuse_file_info *fi)
 {
-	struct fs *fs = fs_get();
-	struct fs_file *f = fi ? (struct fs_file *)(uintptr_t)fi->fh : NULL;
-	const char *path = rt->rel, *leaf;
-	int dfd, r;
-
-	r = attr_target(rt, f);
-	if (r <= 0)
-		return r;
-	if (f)
-		return futimens(f->fd, tv) < 0 ? -errno : 0;
-	if (!*path)
-		return utimensat(AT_FDCWD, fs->backing_path, tv, 0) < 0 ? -errno : 0;
-	dfd = plain_open_parent(fs, path, &leaf);
-	if (dfd < 0)
-		return dfd;
-	r = utimensat(dfd, leaf, tv, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
-	close(dfd);
-	return r;
+	return change_attr(rt, fi, &(struct attr_change){ .what = ATTR_TIMES, .tv = tv });
 }
 
 /* ---- directories ------------------------------------------------------------ */
@@ -551,8 +620,7 @@ int op_mkdir(const struct route *rt, mode_t mode)
 {
 	struct fs *fs = fs_get();
 	const struct view_path *vp = &rt->vp;
-	const char *r = rt->rel, *leaf;
-	int dfd, res;
+	int res;
 
 	backing_check(fs);
 	if (in_readonly_view(fs, rt))
@@ -579,17 +647,7 @@ int op_mkdir(const struct route *rt, mode_t mode)
 	}
 	if (res < 0 && vp->kind != VIEW_NONE)
 		return vp->kind == VIEW_TASK ? -EEXIST : -EPERM; /* only tasks are made in the view */
-	res = view_refuses_create(fs, rt, "folder");
-	if (res < 0)
-		return res;
-	dfd = plain_open_parent(fs, r, &leaf);
-	if (dfd < 0)
-		return dfd;
-	res = mkdirat(dfd, leaf, private_mode(fs, mode)) < 0 ? plain_fail("create directory", r, errno) : 0;
-	if (res == 0 && (res = give_to_caller(fs, r, dfd, leaf, -1, 0)) < 0)
-		unlinkat(dfd, leaf, AT_REMOVEDIR);
-	close(dfd);
-	return res;
+	return plain_make(fs, rt, S_IFDIR | (mode & 07777), NULL);
 }
 
 /*

@@ -85,6 +85,9 @@ static inline struct fs *fs_get(void)
 
 /* The calling process: for the revision log and for its merge bases. */
 void fs_caller(struct fs_proc *proc, struct store_who *who);
+/* store_doc_create() and store_doc_remove() of path, by the calling process. */
+int doc_create_by_caller(struct fs *fs, const char *path);
+int doc_remove_by_caller(struct fs *fs, const char *path, const char *kind);
 /*
  * After a commit of doc r: the kernel drops what it cached of r, and of the
  * view's folders whose times follow the conversation r belongs to.
@@ -124,6 +127,13 @@ mode_t private_mode(const struct fs *fs, mode_t mode);
  * dfd, or with dfd -1 the file open as fd at r.
  */
 int give_to_caller(const struct fs *fs, const char *r, int dfd, const char *leaf, int fd, mode_t mode);
+/*
+ * Makes rt in the backing tree for mkdir, symlink and mknod: a folder, a
+ * symlink to target, or a node of mode's type, with mode's permissions;
+ * refused where the view holds only its own files. Given to the caller, or
+ * removed again if it cannot be.
+ */
+int plain_make(struct fs *fs, const struct route *rt, mode_t mode, const char *target);
 int task_restore(struct fs *fs, const char *id);
 
 #endif

@@ -386,7 +386,6 @@ int shadow_commit_json(const char *git_dir, const char *hash, char **ret, size_t
 	git_repository *repo;
 	git_commit *c = NULL;
 	cJSON *o = NULL;
-	char *compact = NULL, *pretty = NULL;
 	char id[GIT_OID_HEXSZ + 1];
 	int r;
 
@@ -411,20 +410,12 @@ int shadow_commit_json(const char *git_dir, const char *hash, char **ret, size_t
 			ok = cJSON_AddNullToObject(o, "parent");
 		}
 		*ret_time_ns = (int64_t)git_commit_time(c) * 1000000000;
-		if (!ok || !(compact = cJSON_PrintUnformatted(o)) || !(pretty = json_pretty(compact)))
-			r = -ENOMEM;
+		r = ok ? json_print_pretty(o, ret, ret_len) : -ENOMEM;
 	}
 	git_commit_free(c);
 	pthread_mutex_unlock(&shadow_lock);
 	cJSON_Delete(o);
-	free(compact);
-	if (r < 0) {
-		free(pretty);
-		return r;
-	}
-	*ret_len = strlen(pretty);
-	*ret = pretty;
-	return 0;
+	return r;
 }
 
 /*

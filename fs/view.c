@@ -870,7 +870,6 @@ int view_render(struct fs *fs, const struct view_path *vp, char **ret, size_t *r
 	if (vp->kind == VIEW_WS_JSON) {
 		cJSON *o = cJSON_CreateObject();
 		struct last_ctx lc = { 0 };
-		char *compact = NULL, *pretty = NULL;
 		int r;
 
 		if (!o)
@@ -878,18 +877,12 @@ int view_render(struct fs *fs, const struct view_path *vp, char **ret, size_t *r
 		r = store_workspace_get(fs->store, vp->key, render_ws, o);
 		if (r == 0)
 			r = store_workspace_get(fs->store, vp->key, ws_last, &lc);
-		if (r == 0 && (!(compact = cJSON_PrintUnformatted(o)) || !(pretty = json_pretty(compact))))
-			r = -ENOMEM;
+		if (r == 0)
+			r = json_print_pretty(o, ret, ret_len);
 		cJSON_Delete(o);
-		free(compact);
-		if (r < 0) {
-			free(pretty);
-			return r;
-		}
-		*ret_len = strlen(pretty);
-		*ret = pretty;
-		*ret_mtime_ns = lc.last;
-		return 0;
+		if (r == 0)
+			*ret_mtime_ns = lc.last;
+		return r;
 	}
 	return -EINVAL;
 }

@@ -59,10 +59,10 @@ static int common_prefix(struct store *st, int64_t doc_id, const char *data, con
 	size_t k = 0;
 	int r, rc;
 
-	r = store_prepare(st, "SELECT pre, json FROM elems WHERE doc_id = ?1 AND rev_to IS NULL ORDER BY seq", &stmt);
+	r = store_prepare_ints(st, "SELECT pre, json FROM elems WHERE doc_id = ?1 AND rev_to IS NULL ORDER BY seq",
+			       STORE_INTS(doc_id), &stmt);
 	if (r < 0)
 		return r;
-	sqlite3_bind_int64(stmt, 1, doc_id);
 	while (k < sv->n && (rc = sqlite3_step(stmt)) == SQLITE_ROW) {
 		const struct span *e = &sv->v[k];
 		size_t plen = (size_t)sqlite3_column_bytes(stmt, 0);
@@ -90,13 +90,12 @@ static int line_end(struct store *st, int64_t doc_id, int64_t seq_or_id, bool by
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
 	int r, rc;
 
-	r = store_prepare(st, by_seq ? "SELECT coalesce(loff, 0) + len + 1 FROM elems "
-				       "WHERE doc_id = ?1 AND seq = ?2 AND rev_to IS NULL"
-				     : "SELECT coalesce(loff, 0) + len + 1 FROM elems WHERE id = ?2", &stmt);
+	r = store_prepare_ints(st, by_seq ? "SELECT coalesce(loff, 0) + len + 1 FROM elems "
+				            "WHERE doc_id = ?1 AND seq = ?2 AND rev_to IS NULL"
+				          : "SELECT coalesce(loff, 0) + len + 1 FROM elems WHERE id = ?2",
+			       STORE_INTS(doc_id, seq_or_id), &stmt);
 	if (r < 0)
 		return r;
-	sqlite3_bind_int64(stmt, 1, doc_id);
-	sqlite3_bind_int64(stmt, 2, seq_or_id);
 	rc = sqlite3_step(stmt);
 	if (rc != SQLITE_ROW)
 		return rc == SQLITE_DONE ? -EIO : store_fail(st, rc, "cannot find an element's line");
@@ -104,38 +103,62 @@ static int line_end(struct store *st, int64_t doc_id, int64_t seq_or_id, bool by
 	return 0;
 }
 
+/* A new row of elems: element json[0, len) of doc doc_id, after pre[0, pre_len). */
+struct elem_new {
+	int64_t doc_id, seq, off, rev, loff; /* rev: its rev_from; loff: where its JSONL line starts */
+	const char *pre, *json;
+	size_t pre_len, len;
+};
+
+/* The statement elem_insert() runs. */
+static const char elem_insert_sql[] = "INSERT INTO elems(doc_id, seq, off, pre, len, json, key, ts, rev_from, h, loff) "
+				      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)";
+
+/*
+ * Inserts e with stmt, prepared from elem_insert_sql (and reset here), its
+ * identity bound and learnt from by elem_bind_identity(); what names a
+ * failure to store it.
+ */
+static int elem_insert(struct store *st, sqlite3_stmt *stmt, const struct elem_new *e, const struct doc_layout *lay,
+		       int64_t now, const char *what)
+{
+	int r, rc;
+
+	sqlite3_reset(stmt);
+	sqlite3_clear_bindings(stmt);
+	sqlite3_bind_int64(stmt, 1, e->doc_id);
+	sqlite3_bind_int64(stmt, 2, e->seq);
+	sqlite3_bind_int64(stmt, 3, e->off);
+	sqlite3_bind_text(stmt, 4, e->pre, (int)e->pre_len, SQLITE_STATIC);
+	sqlite3_bind_int64(stmt, 5, (int64_t)e->len);
+	sqlite3_bind_text64(stmt, 6, e->json, e->len, SQLITE_STATIC, SQLITE_UTF8);
+	if ((r = elem_bind_identity(st, stmt, 7, 10, lay, e->json, e->len, now)) < 0)
+		return r;
+	sqlite3_bind_int64(stmt, 9, e->rev);
+	sqlite3_bind_int64(stmt, 11, e->loff);
+	rc = sqlite3_step(stmt);
+	return rc == SQLITE_DONE ? 0 : store_fail(st, rc, what);
+}
+
 /* Inserts elements from..n-1 of sv; *loff is where the first one's line starts, and is moved on. */
 static int elems_insert(struct store *st, int64_t doc_id, const char *data, const struct span_vec *sv, size_t from,
 			int64_t rev, const struct doc_layout *lay, int64_t now, int64_t *loff)
 {
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
-	int r, rc;
+	int r;
 
-	r = store_prepare(st, "INSERT INTO elems(doc_id, seq, off, pre, len, json, key, ts, rev_from, h, loff) "
-			      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)", &stmt);
+	r = store_prepare(st, elem_insert_sql, &stmt);
 	if (r < 0)
 		return r;
 	for (size_t i = from; i < sv->n; i++) {
 		const struct span *e = &sv->v[i];
-		const char *j = data + e->start;
-		size_t jlen = e->end - e->start;
+		struct elem_new row = { .doc_id = doc_id, .seq = (int64_t)i, .off = (int64_t)e->pre, .rev = rev,
+					.loff = *loff, .pre = data + e->pre, .pre_len = e->start - e->pre,
+					.json = data + e->start, .len = e->end - e->start };
 
-		sqlite3_reset(stmt);
-		sqlite3_clear_bindings(stmt);
-		sqlite3_bind_int64(stmt, 1, doc_id);
-		sqlite3_bind_int64(stmt, 2, (int64_t)i);
-		sqlite3_bind_int64(stmt, 3, (int64_t)e->pre);
-		sqlite3_bind_text(stmt, 4, data + e->pre, (int)(e->start - e->pre), SQLITE_STATIC);
-		sqlite3_bind_int64(stmt, 5, (int64_t)jlen);
-		sqlite3_bind_text64(stmt, 6, j, jlen, SQLITE_STATIC, SQLITE_UTF8);
-		if ((r = elem_bind_identity(st, stmt, 7, 10, lay, j, jlen, now)) < 0)
+		if ((r = elem_insert(st, stmt, &row, lay, now, "cannot store an element")) < 0)
 			return r;
-		sqlite3_bind_int64(stmt, 9, rev);
-		sqlite3_bind_int64(stmt, 11, *loff);
-		rc = sqlite3_step(stmt);
-		if (rc != SQLITE_DONE)
-			return store_fail(st, rc, "cannot store an element");
-		*loff += (int64_t)jlen + 1;
+		*loff += (int64_t)row.len + 1;
 	}
 	return 0;
 }
@@ -203,19 +226,17 @@ static int load_rows(struct store *st, int64_t doc_id, int64_t rev, bool closed,
 	size_t *offsets = NULL, offsets_alloc = 0;
 	int r, rc;
 
-	r = store_prepare(st, rev == ROWS_CURRENT
+	r = store_prepare_ints(st, rev == ROWS_CURRENT
 		? "SELECT id, key, ts, h, len, CASE WHEN ?3 THEN json END FROM elems "
 		  "WHERE doc_id = ?1 AND rev_to IS NULL ORDER BY seq"
 		: closed
 		? "SELECT id, key, ts, h, len, CASE WHEN ?3 THEN json END FROM elems "
 		  "WHERE doc_id = ?1 AND rev_to = ?2 ORDER BY off"
 		: "SELECT id, key, ts, h, len, CASE WHEN ?3 THEN json END FROM elems "
-		  "WHERE doc_id = ?1 AND rev_from <= ?2 AND (rev_to IS NULL OR rev_to > ?2) ORDER BY off", &stmt);
+		  "WHERE doc_id = ?1 AND rev_from <= ?2 AND (rev_to IS NULL OR rev_to > ?2) ORDER BY off",
+		STORE_INTS(doc_id, rev, bytes), &stmt);
 	if (r < 0)
 		return r;
-	sqlite3_bind_int64(stmt, 1, doc_id);
-	sqlite3_bind_int64(stmt, 2, rev);
-	sqlite3_bind_int(stmt, 3, bytes);
 	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
 		struct merge_elem e = { 0 };
 
@@ -315,10 +336,10 @@ static int write_merged(struct store *st, const struct doc_row *d, const struct 
 	/* The offset where row f starts: the end of row f-1. */
 	off = (int64_t)head_len;
 	if (f > 0) {
-		r = store_prepare(st, "SELECT off + length(CAST(pre AS BLOB)) + len FROM elems WHERE id = ?1", &pre_of);
+		r = store_prepare_ints(st, "SELECT off + length(CAST(pre AS BLOB)) + len FROM elems WHERE id = ?1",
+				       STORE_INTS(head->v[f - 1].ref), &pre_of);
 		if (r < 0)
 			return r;
-		sqlite3_bind_int64(pre_of, 1, head->v[f - 1].ref);
 		rc = sqlite3_step(pre_of);
 		if (rc != SQLITE_ROW)
 			return store_fail(st, rc, "cannot find an element's end");
@@ -330,40 +351,33 @@ static int write_merged(struct store *st, const struct doc_row *d, const struct 
 			      "SELECT doc_id, ?2, ?3, ?4, len, json, key, ts, h, ?5, ?6 FROM elems WHERE id = ?1", &copy);
 	if (r < 0)
 		return r;
-	r = store_prepare(st, "INSERT INTO elems(doc_id, seq, off, pre, len, json, key, ts, h, rev_from, loff) "
-			      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)", &ins);
+	r = store_prepare(st, elem_insert_sql, &ins);
 	if (r < 0)
 		return r;
 	for (size_t i = f; i < m->n; i++) {
 		const struct merge_elem *e = &m->v[i];
 		const char *pre = i == 0 ? first_pre : sep;
 		size_t pre_len = i == 0 ? first_pre_len : sep_len;
-		sqlite3_stmt *stmt = e->origin == MERGE_FROM_HEAD ? copy : ins;
 
-		sqlite3_reset(stmt);
-		sqlite3_clear_bindings(stmt);
 		if (e->origin == MERGE_FROM_HEAD) {
+			sqlite3_reset(copy);
+			sqlite3_clear_bindings(copy);
 			sqlite3_bind_int64(copy, 1, e->ref);
 			sqlite3_bind_int64(copy, 2, (int64_t)i);
 			sqlite3_bind_int64(copy, 3, off);
 			sqlite3_bind_text(copy, 4, pre, (int)pre_len, SQLITE_STATIC);
 			sqlite3_bind_int64(copy, 5, rev);
 			sqlite3_bind_int64(copy, 6, loff);
+			rc = sqlite3_step(copy);
+			if (rc != SQLITE_DONE)
+				return store_fail(st, rc, "cannot store a merged element");
 		} else {
-			sqlite3_bind_int64(ins, 1, d->id);
-			sqlite3_bind_int64(ins, 2, (int64_t)i);
-			sqlite3_bind_int64(ins, 3, off);
-			sqlite3_bind_text(ins, 4, pre, (int)pre_len, SQLITE_STATIC);
-			sqlite3_bind_int64(ins, 5, (int64_t)e->len);
-			sqlite3_bind_text64(ins, 6, e->json, e->len, SQLITE_STATIC, SQLITE_UTF8);
-			if ((r = elem_bind_identity(st, ins, 7, 9, lay, e->json, e->len, now)) < 0)
+			struct elem_new row = { .doc_id = d->id, .seq = (int64_t)i, .off = off, .rev = rev, .loff = loff,
+						.pre = pre, .pre_len = pre_len, .json = e->json, .len = e->len };
+
+			if ((r = elem_insert(st, ins, &row, lay, now, "cannot store a merged element")) < 0)
 				return r;
-			sqlite3_bind_int64(ins, 10, rev);
-			sqlite3_bind_int64(ins, 11, loff);
 		}
-		rc = sqlite3_step(stmt);
-		if (rc != SQLITE_DONE)
-			return store_fail(st, rc, "cannot store a merged element");
 		off += (int64_t)(pre_len + e->len);
 		loff += (int64_t)e->len + 1;
 	}
@@ -458,12 +472,9 @@ int commit_array(struct store *st, const struct store_commit *c, const struct do
 		return r;
 	}
 	pthread_mutex_lock(&st->lock);
-	r = tx_begin(st);
+	r = doc_begin(st, path, DOC_ARRAY, now, &d);
 	if (r < 0)
 		goto unlock;
-	r = doc_lookup_or_insert(st, path, DOC_ARRAY, now, &d);
-	if (r < 0)
-		goto rollback;
 	if (base && base->doc_id != d.id)
 		base = NULL; /* the doc was made anew since */
 	/*
@@ -554,10 +565,7 @@ int commit_array(struct store *st, const struct store_commit *c, const struct do
 		snprintf(detail, sizeof(detail), "{\"kept\":%zu,\"superseded\":%" PRId64 ",\"added\":%zu,\"size\":%zu}",
 			 k, d.format == DOC_ARRAY && d.present ? d.nelems - (int64_t)k : 0, sv.n - k, len);
 	}
-	r = revision_detail(st, rev, d.id, detail);
-	if (r < 0)
-		goto rollback;
-	r = tx_commit(st);
+	r = revision_end(st, rev, d.id, detail);
 	if (r < 0)
 		goto rollback;
 done:
@@ -633,7 +641,7 @@ int append_rows(struct store *st, const struct doc_row *dr, const char *path, co
 	struct doc_layout lay;
 	const char *head = "[", *tail = "]";
 	int64_t off, loff, seq;
-	int r, rc;
+	int r;
 
 	if (doc_layout_of(path, &lay) < 0 || lay.kind != STORE_PATH_ARRAY)
 		return -EINVAL;
@@ -651,29 +659,17 @@ int append_rows(struct store *st, const struct doc_row *dr, const char *path, co
 		loff = 0;
 		seq = 0;
 	}
-	r = store_prepare(st, "INSERT INTO elems(doc_id, seq, off, pre, len, json, key, ts, rev_from, h, loff) "
-			      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)", &stmt);
+	r = store_prepare(st, elem_insert_sql, &stmt);
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < n; i++, seq++) {
 		const struct store_line *l = &lines[i];
 		const char *pre = seq == 0 ? "" : ",";
+		struct elem_new row = { .doc_id = d.id, .seq = seq, .off = off, .rev = rev, .loff = loff, .pre = pre,
+					.pre_len = strlen(pre), .json = l->data, .len = l->len };
 
-		sqlite3_reset(stmt);
-		sqlite3_clear_bindings(stmt);
-		sqlite3_bind_int64(stmt, 1, d.id);
-		sqlite3_bind_int64(stmt, 2, seq);
-		sqlite3_bind_int64(stmt, 3, off);
-		sqlite3_bind_text(stmt, 4, pre, -1, SQLITE_STATIC);
-		sqlite3_bind_int64(stmt, 5, (int64_t)l->len);
-		sqlite3_bind_text64(stmt, 6, l->data, l->len, SQLITE_STATIC, SQLITE_UTF8);
-		if ((r = elem_bind_identity(st, stmt, 7, 10, &lay, l->data, l->len, now)) < 0)
+		if ((r = elem_insert(st, stmt, &row, &lay, now, "cannot append an element")) < 0)
 			return r;
-		sqlite3_bind_int64(stmt, 9, rev);
-		sqlite3_bind_int64(stmt, 11, loff);
-		rc = sqlite3_step(stmt);
-		if (rc != SQLITE_DONE)
-			return store_fail(st, rc, "cannot append an element");
 		off += (int64_t)(strlen(pre) + l->len);
 		loff += (int64_t)l->len + 1;
 	}
@@ -687,10 +683,9 @@ static int doc_size(struct store *st, int64_t id, int64_t *ret)
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
 	int r, rc;
 
-	r = store_prepare(st, "SELECT size FROM docs WHERE id = ?1", &stmt);
+	r = store_prepare_ints(st, "SELECT size FROM docs WHERE id = ?1", STORE_INTS(id), &stmt);
 	if (r < 0)
 		return r;
-	sqlite3_bind_int64(stmt, 1, id);
 	rc = sqlite3_step(stmt);
 	if (rc != SQLITE_ROW)
 		return rc == SQLITE_DONE ? -ENOENT : store_fail(st, rc, "cannot read a doc's size");
@@ -707,12 +702,9 @@ static int append_locked(struct store *st, const char *path, const struct store_
 	char detail[80];
 	int r;
 
-	r = tx_begin(st);
+	r = doc_begin(st, path, DOC_ARRAY, now, &d);
 	if (r < 0)
 		return r;
-	r = doc_lookup_or_insert(st, path, DOC_ARRAY, now, &d);
-	if (r < 0)
-		goto rollback;
 	if (d.present && d.format != DOC_ARRAY && d.size > 0) {
 		log_warn("refusing to append to '%s': it is kept as found, unparsed; rewrite it whole first", path);
 		r = -EINVAL;
@@ -723,7 +715,7 @@ static int append_locked(struct store *st, const char *path, const struct store_
 	if ((r = append_rows(st, &d, path, lines, n, rev, now)) < 0 || (r = doc_size(st, d.id, &size)) < 0)
 		goto rollback;
 	snprintf(detail, sizeof(detail), "{\"appended\":%zu,\"size\":%" PRId64 "}", n, size);
-	if ((r = revision_detail(st, rev, d.id, detail)) < 0 || (r = tx_commit(st)) < 0)
+	if ((r = revision_end(st, rev, d.id, detail)) < 0)
 		goto rollback;
 	doc_row_release(&d);
 	return 0;

@@ -78,11 +78,10 @@ int doc_lookup(struct store *st, const char *path, struct doc_row *ret)
 	struct doc_row d = { 0 };
 	int r, rc;
 
-	r = store_prepare(st, "SELECT id, format, present, size, mtime_ns, ctime_ns, rev, nelems, head, tail, lsize "
-			      "FROM docs WHERE path = ?1", &stmt);
+	r = store_prepare_args(st, "SELECT id, format, present, size, mtime_ns, ctime_ns, rev, nelems, head, tail, lsize "
+				   "FROM docs WHERE path = ?1", STORE_TEXTS(path), NULL, 0, &stmt);
 	if (r < 0)
 		return r;
-	sqlite3_bind_text(stmt, 1, path, -1, SQLITE_STATIC);
 	rc = sqlite3_step(stmt);
 	if (rc == SQLITE_DONE)
 		return -ENOENT;
@@ -109,16 +108,10 @@ int doc_lookup(struct store *st, const char *path, struct doc_row *ret)
 
 int task_ensure(struct store *st, const char *task_id, int64_t now)
 {
-	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
-	int r, rc;
+	int r = store_run_args(st, "INSERT INTO tasks(id, first_seen_ns) VALUES (?1, ?2) ON CONFLICT(id) DO NOTHING",
+			       STORE_TEXTS(task_id), STORE_INTS(now), "cannot record a task");
 
-	r = store_prepare(st, "INSERT INTO tasks(id, first_seen_ns) VALUES (?1, ?2) ON CONFLICT(id) DO NOTHING", &stmt);
-	if (r < 0)
-		return r;
-	sqlite3_bind_text(stmt, 1, task_id, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(stmt, 2, now);
-	rc = sqlite3_step(stmt);
-	return rc == SQLITE_DONE ? 0 : store_fail(st, rc, "cannot record a task");
+	return r < 0 ? r : 0;
 }
 
 /*
@@ -127,32 +120,45 @@ int task_ensure(struct store *st, const char *task_id, int64_t now)
  */
 static int task_set_workspace(struct store *st, const char *task_id, const char *ws_path, int64_t now)
 {
-	_cleanup_stmt_ sqlite3_stmt *ins = NULL, *upd = NULL;
 	char key[16];
-	int r, rc;
+	int r;
 
 	snprintf(key, sizeof(key), "%" PRIu32, store_workspace_key(ws_path));
-	r = store_prepare(st, "INSERT INTO workspaces(key, path, first_seen_ns) VALUES (?1, ?2, ?3) "
-			      "ON CONFLICT(key) DO NOTHING", &ins);
+	r = store_run_args(st, "INSERT INTO workspaces(key, path, first_seen_ns) VALUES (?1, ?2, ?3) "
+			       "ON CONFLICT(key) DO NOTHING", STORE_TEXTS(key, ws_path), STORE_INTS(now),
+			   "cannot record a workspace");
 	if (r < 0)
 		return r;
-	sqlite3_bind_text(ins, 1, key, -1, SQLITE_STATIC);
-	sqlite3_bind_text(ins, 2, ws_path, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(ins, 3, now);
-	rc = sqlite3_step(ins);
-	if (rc != SQLITE_DONE)
-		return store_fail(st, rc, "cannot record a workspace");
-	r = store_prepare(st, "UPDATE tasks SET workspace_id = (SELECT id FROM workspaces WHERE key = ?2) "
-			      "WHERE id = ?1 AND workspace_id IS NULL", &upd);
+	r = store_run_args(st, "UPDATE tasks SET workspace_id = (SELECT id FROM workspaces WHERE key = ?2) "
+			       "WHERE id = ?1 AND workspace_id IS NULL", STORE_TEXTS(task_id, key), NULL, 0,
+			   "cannot record a task's workspace");
 	if (r < 0)
 		return r;
-	sqlite3_bind_text(upd, 1, task_id, -1, SQLITE_STATIC);
-	sqlite3_bind_text(upd, 2, key, -1, SQLITE_STATIC);
-	rc = sqlite3_step(upd);
-	if (rc != SQLITE_DONE)
-		return store_fail(st, rc, "cannot record a task's workspace");
-	if (sqlite3_changes(st->db) > 0)
+	if (r > 0)
 		placement_moved(st);
+	return 0;
+}
+
+/*
+ * Records task task_id, and its workspace: the first of the members `first`
+ * and `then` of the JSON object s[0, n) that is a string not empty, if any.
+ */
+static int task_seen(struct store *st, const char *task_id, const char *s, size_t n, const char *first,
+		     const char *then, int64_t now)
+{
+	_cleanup_free_ char *ws = NULL;
+	int r;
+
+	r = task_ensure(st, task_id, now);
+	if (r < 0)
+		return r;
+	ws = json_member_string(s, n, first);
+	if (!ws || !*ws) {
+		free(ws);
+		ws = json_member_string(s, n, then);
+	}
+	if (ws && *ws)
+		return task_set_workspace(st, task_id, ws, now);
 	return 0;
 }
 
@@ -160,40 +166,16 @@ static int task_set_workspace(struct store *st, const char *task_id, const char 
 static int history_item_seen(struct store *st, const char *s, size_t n, int64_t now)
 {
 	_cleanup_free_ char *id = json_member_string(s, n, "id");
-	_cleanup_free_ char *cwd = NULL;
-	int r;
 
 	if (!id || !store_is_task_id(id))
 		return 0; /* not a Cline task: kept as written, nothing to learn */
-	r = task_ensure(st, id, now);
-	if (r < 0)
-		return r;
-	cwd = json_member_string(s, n, "cwdOnTaskInitialization");
-	if (!cwd || !*cwd) {
-		free(cwd);
-		cwd = json_member_string(s, n, "shadowGitConfigWorkTree");
-	}
-	if (cwd && *cwd)
-		return task_set_workspace(st, id, cwd, now);
-	return 0;
+	return task_seen(st, id, s, n, "cwdOnTaskInitialization", "shadowGitConfigWorkTree", now);
 }
 
 /* Learns a 3.x session's workspace from its manifest: "workspace_root", else "cwd". */
 static int manifest_seen(struct store *st, const char *session_id, const char *s, size_t n, int64_t now)
 {
-	_cleanup_free_ char *ws = json_member_string(s, n, "workspace_root");
-	int r;
-
-	r = task_ensure(st, session_id, now);
-	if (r < 0)
-		return r;
-	if (!ws || !*ws) {
-		free(ws);
-		ws = json_member_string(s, n, "cwd");
-	}
-	if (ws && *ws)
-		return task_set_workspace(st, session_id, ws, now);
-	return 0;
+	return task_seen(st, session_id, s, n, "workspace_root", "cwd", now);
 }
 
 /*
@@ -239,16 +221,35 @@ int revision_add(struct store *st, const char *path, const struct store_who *who
 	return 0;
 }
 
+int revision_replace(struct store *st, const char *path, const struct store_who *who, const char *kind,
+		     const struct doc_row *d, int64_t now, int64_t *ret_rev)
+{
+	int64_t rev;
+	int r = revision_add(st, path, who, kind, now, &rev);
+
+	if (r == 0 && d->format == DOC_ARRAY)
+		r = elems_close(st, d->id, 0, rev);
+	if (r == 0)
+		*ret_rev = rev;
+	return r;
+}
+
+int revision_end(struct store *st, int64_t rev, int64_t doc_id, const char *detail)
+{
+	int r = revision_detail(st, rev, doc_id, detail);
+
+	return r < 0 ? r : tx_commit(st);
+}
+
 int revision_detail(struct store *st, int64_t rev, int64_t doc_id, const char *detail)
 {
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
 	int r, rc;
 
-	r = store_prepare(st, "UPDATE revisions SET doc_id = ?2, detail = ?3 WHERE id = ?1", &stmt);
+	r = store_prepare_ints(st, "UPDATE revisions SET doc_id = ?2, detail = ?3 WHERE id = ?1", STORE_INTS(rev, doc_id),
+			       &stmt);
 	if (r < 0)
 		return r;
-	sqlite3_bind_int64(stmt, 1, rev);
-	sqlite3_bind_int64(stmt, 2, doc_id);
 	sqlite3_bind_text(stmt, 3, detail, -1, SQLITE_STATIC);
 	rc = sqlite3_step(stmt);
 	return rc == SQLITE_DONE ? 0 : store_fail(st, rc, "cannot add to the revision log");
@@ -301,20 +302,23 @@ int doc_lookup_or_insert(struct store *st, const char *path, int format, int64_t
 	return r;
 }
 
+int doc_begin(struct store *st, const char *path, int format, int64_t now, struct doc_row *ret)
+{
+	int r = tx_begin(st);
+
+	if (r < 0)
+		return r;
+	r = doc_lookup_or_insert(st, path, format, now, ret);
+	if (r < 0)
+		tx_rollback(st);
+	return r;
+}
+
 /* Closes every current element of a doc at revision rev, from seq on. */
 int elems_close(struct store *st, int64_t doc_id, int64_t from_seq, int64_t rev)
 {
-	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
-	int r, rc;
-
-	r = store_prepare(st, "UPDATE elems SET rev_to = ?3 WHERE doc_id = ?1 AND rev_to IS NULL AND seq >= ?2", &stmt);
-	if (r < 0)
-		return r;
-	sqlite3_bind_int64(stmt, 1, doc_id);
-	sqlite3_bind_int64(stmt, 2, from_seq);
-	sqlite3_bind_int64(stmt, 3, rev);
-	rc = sqlite3_step(stmt);
-	return rc == SQLITE_DONE ? 0 : store_fail(st, rc, "cannot close superseded elements");
+	return store_run(st, "UPDATE elems SET rev_to = ?3 WHERE doc_id = ?1 AND rev_to IS NULL AND seq >= ?2",
+			 STORE_INTS(doc_id, from_seq, rev), "cannot close superseded elements");
 }
 
 int doc_update(struct store *st, int64_t doc_id, int format, int64_t size, int64_t now, int64_t rev,
@@ -324,19 +328,13 @@ int doc_update(struct store *st, int64_t doc_id, int format, int64_t size, int64
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
 	int r, rc;
 
-	r = store_prepare(st, "UPDATE docs SET format = ?2, present = 1, size = ?3, mtime_ns = ?4, ctime_ns = ?4, "
-			      "rev = ?5, head = ?6, tail = ?7, nelems = ?8, lsize = ?9 WHERE id = ?1", &stmt);
+	r = store_prepare_ints(st, "UPDATE docs SET format = ?2, present = 1, size = ?3, mtime_ns = ?4, ctime_ns = ?4, "
+				   "rev = ?5, nelems = ?6, lsize = ?7, head = ?8, tail = ?9 WHERE id = ?1",
+			       STORE_INTS(doc_id, format, size, now, rev, nelems, lsize), &stmt);
 	if (r < 0)
 		return r;
-	sqlite3_bind_int64(stmt, 1, doc_id);
-	sqlite3_bind_int(stmt, 2, format);
-	sqlite3_bind_int64(stmt, 3, size);
-	sqlite3_bind_int64(stmt, 4, now);
-	sqlite3_bind_int64(stmt, 5, rev);
-	sqlite3_bind_text(stmt, 6, head, (int)head_len, SQLITE_STATIC);
-	sqlite3_bind_text(stmt, 7, tail, (int)tail_len, SQLITE_STATIC);
-	sqlite3_bind_int64(stmt, 8, nelems);
-	sqlite3_bind_int64(stmt, 9, lsize);
+	sqlite3_bind_text(stmt, 8, head, (int)head_len, SQLITE_STATIC);
+	sqlite3_bind_text(stmt, 9, tail, (int)tail_len, SQLITE_STATIC);
 	rc = sqlite3_step(stmt);
 	return rc == SQLITE_DONE ? 0 : store_fail(st, rc, "cannot update a doc");
 }
@@ -344,40 +342,43 @@ int doc_update(struct store *st, int64_t doc_id, int format, int64_t size, int64
 /* Marks doc id present or not as of revision rev (its rows are the caller's business). */
 int doc_set_present(struct store *st, int64_t id, bool present, int64_t rev, int64_t now)
 {
-	_cleanup_stmt_ sqlite3_stmt *upd = NULL;
-	int r, rc;
-
-	r = store_prepare(st, "UPDATE docs SET present = ?4, rev = ?2, ctime_ns = ?3 WHERE id = ?1", &upd);
-	if (r < 0)
-		return r;
-	sqlite3_bind_int64(upd, 1, id);
-	sqlite3_bind_int64(upd, 2, rev);
-	sqlite3_bind_int64(upd, 3, now);
-	sqlite3_bind_int(upd, 4, present);
 	placement_moved(st);
-	rc = sqlite3_step(upd);
-	return rc == SQLITE_DONE ? 0 : store_fail(st, rc, present ? "cannot bring a doc back" : "cannot remove a doc");
+	return store_run(st, "UPDATE docs SET present = ?4, rev = ?2, ctime_ns = ?3 WHERE id = ?1",
+			 STORE_INTS(id, rev, now, present), present ? "cannot bring a doc back" : "cannot remove a doc");
 }
 
 /* ---- whole docs ------------------------------------------------------- */
 
+/*
+ * Steps *ret to the row of a whole doc's version at rev, its bytes in column
+ * 0: 0, -ENOENT if the doc has none, or -errno (logged as what). The caller
+ * releases *ret.
+ */
+static int blob_row(struct store *st, int64_t doc_id, int64_t rev, const char *what, sqlite3_stmt **ret)
+{
+	int r, rc;
+
+	r = store_prepare_ints(st, "SELECT data FROM blobs WHERE doc_id = ?1 AND rev <= ?2 ORDER BY rev DESC LIMIT 1",
+			       STORE_INTS(doc_id, rev), ret);
+	if (r < 0)
+		return r;
+	rc = sqlite3_step(*ret);
+	if (rc != SQLITE_ROW)
+		return rc == SQLITE_DONE ? -ENOENT : store_fail(st, rc, what);
+	return 0;
+}
+
 static int blob_equal(struct store *st, int64_t doc_id, int64_t rev, const char *data, size_t len, bool *ret)
 {
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
-	int r, rc;
+	int r = blob_row(st, doc_id, rev, "cannot read a blob", &stmt);
 
-	r = store_prepare(st, "SELECT data FROM blobs WHERE doc_id = ?1 AND rev <= ?2 ORDER BY rev DESC LIMIT 1", &stmt);
-	if (r < 0)
-		return r;
-	sqlite3_bind_int64(stmt, 1, doc_id);
-	sqlite3_bind_int64(stmt, 2, rev);
-	rc = sqlite3_step(stmt);
-	if (rc == SQLITE_DONE) {
+	if (r == -ENOENT) {
 		*ret = len == 0;
 		return 0;
 	}
-	if (rc != SQLITE_ROW)
-		return store_fail(st, rc, "cannot read a blob");
+	if (r < 0)
+		return r;
 	*ret = (size_t)sqlite3_column_bytes(stmt, 0) == len &&
 	       (len == 0 || memcmp(sqlite3_column_blob(stmt, 0), data, len) == 0);
 	return 0;
@@ -387,18 +388,12 @@ static int blob_equal(struct store *st, int64_t doc_id, int64_t rev, const char 
 static int blob_load(struct store *st, int64_t doc_id, int64_t rev, char **ret, size_t *ret_len)
 {
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
-	int r, rc;
+	int r = blob_row(st, doc_id, rev, "cannot read a file version", &stmt);
 	size_t n;
 	char *p;
 
-	r = store_prepare(st, "SELECT data FROM blobs WHERE doc_id = ?1 AND rev <= ?2 ORDER BY rev DESC LIMIT 1", &stmt);
 	if (r < 0)
 		return r;
-	sqlite3_bind_int64(stmt, 1, doc_id);
-	sqlite3_bind_int64(stmt, 2, rev);
-	rc = sqlite3_step(stmt);
-	if (rc != SQLITE_ROW)
-		return rc == SQLITE_DONE ? -ENOENT : store_fail(st, rc, "cannot read a file version");
 	n = (size_t)sqlite3_column_bytes(stmt, 0);
 	p = malloc(n + 1);
 	if (!p)
@@ -426,12 +421,9 @@ static int commit_blob(struct store *st, const struct store_commit *c, const str
 	bool same = false, merged = false;
 	int r, rc;
 
-	r = tx_begin(st);
+	r = doc_begin(st, path, format, now, &d);
 	if (r < 0)
 		goto unlock;
-	r = doc_lookup_or_insert(st, path, format, now, &d);
-	if (r < 0)
-		goto rollback;
 	if (merge && base && base->doc_id == d.id && base->rev != d.rev && d.present && d.format == DOC_WHOLE &&
 	    format == DOC_WHOLE && lay->whole_merge == WHOLE_MERGE_METADATA) {
 		_cleanup_free_ char *b = NULL, *h = NULL;
@@ -455,16 +447,13 @@ static int commit_blob(struct store *st, const struct store_commit *c, const str
 			goto done;
 		}
 	}
-	r = revision_add(st, path, who, merged ? "merge" : kind, now, &rev);
+	r = revision_replace(st, path, who, merged ? "merge" : kind, &d, now, &rev);
 	if (r < 0)
 		goto rollback;
-	if (d.format == DOC_ARRAY && (r = elems_close(st, d.id, 0, rev)) < 0)
-		goto rollback;
-	r = store_prepare(st, "INSERT INTO blobs(doc_id, rev, data) VALUES (?1, ?2, ?3)", &stmt);
+	r = store_prepare_ints(st, "INSERT INTO blobs(doc_id, rev, data) VALUES (?1, ?2, ?3)", STORE_INTS(d.id, rev),
+			       &stmt);
 	if (r < 0)
 		goto rollback;
-	sqlite3_bind_int64(stmt, 1, d.id);
-	sqlite3_bind_int64(stmt, 2, rev);
 	sqlite3_bind_blob64(stmt, 3, len ? data : "", len, SQLITE_STATIC);
 	rc = sqlite3_step(stmt);
 	if (rc != SQLITE_DONE) {
@@ -476,10 +465,7 @@ static int commit_blob(struct store *st, const struct store_commit *c, const str
 		r = manifest_seen(st, lay->task_id, data, len, now);
 	if (r < 0)
 		goto rollback;
-	r = revision_detail(st, rev, d.id, format == DOC_RAW ? "{\"raw\":true}" : merged ? "{\"merged\":true}" : NULL);
-	if (r < 0)
-		goto rollback;
-	r = tx_commit(st);
+	r = revision_end(st, rev, d.id, format == DOC_RAW ? "{\"raw\":true}" : merged ? "{\"merged\":true}" : NULL);
 	if (r < 0)
 		goto rollback;
 done:
@@ -579,12 +565,9 @@ int store_doc_create(struct store *st, const char *path, const struct store_who 
 	if (st->readonly)
 		return -EROFS;
 	pthread_mutex_lock(&st->lock);
-	r = tx_begin(st);
+	r = doc_begin(st, path, kind == STORE_PATH_ARRAY ? DOC_ARRAY : DOC_WHOLE, now, &d);
 	if (r < 0)
 		goto unlock;
-	r = doc_lookup_or_insert(st, path, kind == STORE_PATH_ARRAY ? DOC_ARRAY : DOC_WHOLE, now, &d);
-	if (r < 0)
-		goto rollback;
 	if (d.present) {
 		r = -EEXIST;
 		goto rollback;
@@ -593,7 +576,7 @@ int store_doc_create(struct store *st, const char *path, const struct store_who 
 	if (r < 0)
 		goto rollback;
 	r = doc_update(st, d.id, kind == STORE_PATH_ARRAY ? DOC_ARRAY : DOC_WHOLE, 0, now, rev, "", 0, "", 0, 0, 0);
-	if (r < 0 || (r = revision_detail(st, rev, d.id, NULL)) < 0 || (r = tx_commit(st)) < 0)
+	if (r < 0 || (r = revision_end(st, rev, d.id, NULL)) < 0)
 		goto rollback;
 	goto unlock;
 rollback:
@@ -623,16 +606,14 @@ int store_doc_remove(struct store *st, const char *path, const struct store_who 
 		r = -ENOENT;
 		goto rollback;
 	}
-	r = revision_add(st, path, who, kind, now, &rev);
+	r = revision_replace(st, path, who, kind, &d, now, &rev);
 	if (r < 0)
-		goto rollback;
-	if (d.format == DOC_ARRAY && (r = elems_close(st, d.id, 0, rev)) < 0)
 		goto rollback;
 	/* size, head, tail, nelems, lsize stay: they describe the closed rows, for a revival. */
 	r = doc_set_present(st, d.id, false, rev, now);
 	if (r < 0)
 		goto rollback;
-	if ((r = revision_detail(st, rev, d.id, NULL)) < 0 || (r = tx_commit(st)) < 0)
+	if ((r = revision_end(st, rev, d.id, NULL)) < 0)
 		goto rollback;
 	goto unlock;
 rollback:
@@ -645,18 +626,11 @@ unlock:
 int store_doc_set_mtime(struct store *st, const char *path, int64_t mtime_ns)
 {
 	STORE_LOCK(st);
-	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
-	int r, rc;
+	int r;
 
 	if (st->readonly)
 		return -EROFS;
-	r = store_prepare(st, "UPDATE docs SET mtime_ns = ?2 WHERE path = ?1 AND present", &stmt);
-	if (r == 0) {
-		sqlite3_bind_text(stmt, 1, path, -1, SQLITE_STATIC);
-		sqlite3_bind_int64(stmt, 2, mtime_ns);
-		rc = sqlite3_step(stmt);
-		r = rc != SQLITE_DONE ? store_fail(st, rc, "cannot set a doc's mtime")
-				      : sqlite3_changes(st->db) ? 0 : -ENOENT;
-	}
-	return r;
+	r = store_run_args(st, "UPDATE docs SET mtime_ns = ?2 WHERE path = ?1 AND present", STORE_TEXTS(path),
+			   STORE_INTS(mtime_ns), "cannot set a doc's mtime");
+	return r < 0 ? r : r > 0 ? 0 : -ENOENT;
 }

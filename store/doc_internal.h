@@ -58,6 +58,12 @@ char *dup_text(sqlite3_stmt *stmt, int col);
 int doc_lookup(struct store *st, const char *path, struct doc_row *ret);
 int task_ensure(struct store *st, const char *task_id, int64_t now);
 int doc_lookup_or_insert(struct store *st, const char *path, int format, int64_t now, struct doc_row *ret);
+/*
+ * Begins the transaction of a change to the doc at path (tx_begin()) and
+ * looks up its row, made if there is none (doc_lookup_or_insert()). On
+ * failure no transaction is left open.
+ */
+int doc_begin(struct store *st, const char *path, int format, int64_t now, struct doc_row *ret);
 int doc_update(struct store *st, int64_t doc_id, int format, int64_t size, int64_t now, int64_t rev,
 	       const char *head, size_t head_len, const char *tail, size_t tail_len, int64_t nelems,
 	       int64_t lsize);
@@ -75,6 +81,17 @@ int elem_bind_identity(struct store *st, sqlite3_stmt *stmt, int key_col, int ha
 int revision_add(struct store *st, const char *path, const struct store_who *who, const char *kind,
 		 int64_t now, int64_t *ret_rev);
 int revision_detail(struct store *st, int64_t rev, int64_t doc_id, const char *detail);
+/*
+ * revision_add() for a change that replaces all of doc d's content: an array
+ * doc's current elements are closed at the new revision.
+ */
+int revision_replace(struct store *st, const char *path, const struct store_who *who, const char *kind,
+		     const struct doc_row *d, int64_t now, int64_t *ret_rev);
+/*
+ * Ends the transaction of revision rev of doc doc_id: its detail in the log,
+ * then tx_commit(). On failure the caller rolls back.
+ */
+int revision_end(struct store *st, int64_t rev, int64_t doc_id, const char *detail);
 /* Commits c to an array doc of layout lay (store_commit()). */
 int commit_array(struct store *st, const struct store_commit *c, const struct doc_layout *lay,
 		 struct store_base **ret_base, bool *ret_merged);

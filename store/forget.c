@@ -151,10 +151,9 @@ static int doc_without(struct store *st, int64_t id, const struct store_forget *
 	bool any = false;
 	int r, rc;
 
-	r = store_prepare(st, "SELECT head, tail FROM docs WHERE id = ?1", &doc);
+	r = store_prepare_ints(st, "SELECT head, tail FROM docs WHERE id = ?1", STORE_INTS(id), &doc);
 	if (r < 0)
 		return r;
-	sqlite3_bind_int64(doc, 1, id);
 	if ((rc = sqlite3_step(doc)) != SQLITE_ROW)
 		return store_fail(st, rc, "cannot read a conversation");
 	if ((r = sb_adds(out, (const char *)sqlite3_column_text(doc, 0))) < 0)

@@ -471,3 +471,15 @@ char *json_pretty(const char *s)
 	}
 	return r == 0 ? sb_detach(&out, NULL) : NULL;
 }
+
+int json_print_pretty(const cJSON *o, char **ret, size_t *ret_len)
+{
+	_cleanup_free_ char *compact = cJSON_PrintUnformatted(o);
+	char *pretty = compact ? json_pretty(compact) : NULL;
+
+	if (!pretty)
+		return -ENOMEM;
+	*ret_len = strlen(pretty);
+	*ret = pretty;
+	return 0;
+}

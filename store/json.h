@@ -72,4 +72,12 @@ int json_to_int64(const char *s, size_t n, long long *ret);
 /* Pretty-prints compact JSON as JSON.stringify(x, null, 2) would. free() the result; NULL if out of memory. */
 char *json_pretty(const char *compact);
 
+struct cJSON;
+
+/*
+ * Prints the cJSON value o as JSON.stringify(o, null, 2) would: *ret, to
+ * free(), and its length. Returns 0, or -ENOMEM with *ret untouched.
+ */
+int json_print_pretty(const struct cJSON *o, char **ret, size_t *ret_len);
+
 #endif

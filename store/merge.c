@@ -556,9 +556,7 @@ int merge_metadata(const char *base, size_t base_len, const char *head, size_t h
 	_cleanup_cjson_ cJSON *bj = base ? parse_exact(base, base_len) : NULL;
 	_cleanup_cjson_ cJSON *hj = parse_exact(head, head_len);
 	_cleanup_cjson_ cJSON *nj = parse_exact(new, new_len);
-	_cleanup_free_ char *compact = NULL;
 	const cJSON *m;
-	char *pretty;
 
 	if (!cJSON_IsObject(hj) || !cJSON_IsObject(nj) || (base && !cJSON_IsObject(bj)))
 		return -EINVAL;
@@ -593,13 +591,5 @@ int merge_metadata(const char *base, size_t base_len, const char *head, size_t h
 		cJSON_ArrayForEach(m, bj)
 			if (!is_log(m->string) && !cJSON_GetObjectItemCaseSensitive(nj, m->string))
 				cJSON_DeleteItemFromObjectCaseSensitive(hj, m->string);
-	compact = cJSON_PrintUnformatted(hj);
-	if (!compact)
-		return -ENOMEM;
-	pretty = json_pretty(compact);
-	if (!pretty)
-		return -ENOMEM;
-	*ret_json = pretty;
-	*ret_len = strlen(pretty);
-	return 0;
+	return json_print_pretty(hj, ret_json, ret_len);
 }

@@ -35,10 +35,10 @@ int store_doc_stat(struct store *st, const char *path, struct store_stat *ret)
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
 	int r, rc;
 
-	r = store_prepare(st, "SELECT id, size, mtime_ns, ctime_ns, rev, lsize FROM docs WHERE path = ?1 AND present", &stmt);
+	r = store_prepare_args(st, "SELECT id, size, mtime_ns, ctime_ns, rev, lsize FROM docs WHERE path = ?1 AND present",
+			       STORE_TEXTS(path), NULL, 0, &stmt);
 	if (r < 0)
 		goto out;
-	sqlite3_bind_text(stmt, 1, path, -1, SQLITE_STATIC);
 	rc = sqlite3_step(stmt);
 	if (rc == SQLITE_ROW)
 		stat_from_row(stmt, 0, ret);
@@ -269,18 +269,14 @@ static ssize_t read_array(struct store *st, struct store_snap *s, char *buf, off
 
 	copy_part(buf, off, s->head, 0, s->head_len, end);
 	if (off < tail_at && end > (off_t)s->head_len) {
-		r = store_prepare(st,
+		r = store_prepare_ints(st,
 			"SELECT id, off, pre, len, CASE WHEN len <= " "65536" " THEN json END FROM elems "
 			"WHERE doc_id = ?1 AND rev_from <= ?3 AND (rev_to IS NULL OR rev_to > ?3) AND off < ?4 AND off >= "
 			"  coalesce((SELECT max(off) FROM elems WHERE doc_id = ?1 AND off <= ?2 AND rev_from <= ?3 "
 			"           AND (rev_to IS NULL OR rev_to > ?3)), 0) "
-			"ORDER BY off", &stmt);
+			"ORDER BY off", STORE_INTS(s->doc_id, off, s->rev, end), &stmt);
 		if (r < 0)
 			return r;
-		sqlite3_bind_int64(stmt, 1, s->doc_id);
-		sqlite3_bind_int64(stmt, 2, off);
-		sqlite3_bind_int64(stmt, 3, s->rev);
-		sqlite3_bind_int64(stmt, 4, end);
 		while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
 			int64_t id = sqlite3_column_int64(stmt, 0);
 			off_t at = sqlite3_column_int64(stmt, 1);
@@ -313,18 +309,14 @@ static ssize_t read_jsonl(struct store *st, struct store_snap *s, char *buf, off
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
 	int r, rc;
 
-	r = store_prepare(st,
+	r = store_prepare_ints(st,
 		"SELECT id, loff, len, CASE WHEN len <= 65536 THEN json END FROM elems "
 		"WHERE doc_id = ?1 AND rev_from <= ?3 AND (rev_to IS NULL OR rev_to > ?3) AND loff < ?4 AND loff >= "
 		"  coalesce((SELECT max(loff) FROM elems WHERE doc_id = ?1 AND loff <= ?2 AND rev_from <= ?3 "
 		"           AND (rev_to IS NULL OR rev_to > ?3)), 0) "
-		"ORDER BY loff", &stmt);
+		"ORDER BY loff", STORE_INTS(s->doc_id, off, s->rev, end), &stmt);
 	if (r < 0)
 		return r;
-	sqlite3_bind_int64(stmt, 1, s->doc_id);
-	sqlite3_bind_int64(stmt, 2, off);
-	sqlite3_bind_int64(stmt, 3, s->rev);
-	sqlite3_bind_int64(stmt, 4, end);
 	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
 		int64_t id = sqlite3_column_int64(stmt, 0);
 		off_t at = sqlite3_column_int64(stmt, 1);
@@ -380,13 +372,11 @@ int store_snap_limit(struct store *st, struct store_snap *s, int64_t n)
 		s->size = s->jsonl ? 0 : (int64_t)s->head_len; /* the compat rendering keeps its '[' */
 		return 0;
 	}
-	r = store_prepare(st, "SELECT off + length(CAST(pre AS BLOB)) + len, coalesce(loff, 0) + len + 1 FROM elems "
-			      "WHERE doc_id = ?1 AND seq = ?2 AND rev_from <= ?3 AND (rev_to IS NULL OR rev_to > ?3)", &stmt);
+	r = store_prepare_ints(st, "SELECT off + length(CAST(pre AS BLOB)) + len, coalesce(loff, 0) + len + 1 FROM elems "
+			           "WHERE doc_id = ?1 AND seq = ?2 AND rev_from <= ?3 AND (rev_to IS NULL OR rev_to > ?3)",
+			       STORE_INTS(s->doc_id, n - 1, s->rev), &stmt);
 	if (r < 0)
 		return r;
-	sqlite3_bind_int64(stmt, 1, s->doc_id);
-	sqlite3_bind_int64(stmt, 2, n - 1);
-	sqlite3_bind_int64(stmt, 3, s->rev);
 	rc = sqlite3_step(stmt);
 	if (rc == SQLITE_DONE)
 		return 0; /* fewer elements than n: the whole snapshot */
@@ -419,11 +409,10 @@ int store_snap_open_at(struct store *st, const char *path, int64_t rev, bool jso
 		r = -EINVAL;
 		goto out;
 	}
-	r = store_prepare(st, "SELECT max(id), max(time_ns) FROM revisions WHERE doc_id = ?1 AND id <= ?2", &last);
+	r = store_prepare_ints(st, "SELECT max(id), max(time_ns) FROM revisions WHERE doc_id = ?1 AND id <= ?2",
+			       STORE_INTS(d.id, rev), &last);
 	if (r < 0)
 		goto out;
-	sqlite3_bind_int64(last, 1, d.id);
-	sqlite3_bind_int64(last, 2, rev);
 	rc = sqlite3_step(last);
 	if (rc != SQLITE_ROW) {
 		r = store_fail(st, rc, "cannot read the revision log");
@@ -444,15 +433,13 @@ int store_snap_open_at(struct store *st, const char *path, int64_t rev, bool jso
 	s->format = d.format;
 	s->mtime_ns = s->ctime_ns = sqlite3_column_int64(last, 1);
 	if (jsonl)
-		r = store_prepare(st, "SELECT NULL, coalesce(sum(len + 1), 0) FROM elems WHERE doc_id = ?1 AND "
-				      "rev_from <= ?2 AND (rev_to IS NULL OR rev_to > ?2)", &size);
+		r = store_prepare_ints(st, "SELECT NULL, coalesce(sum(len + 1), 0) FROM elems WHERE doc_id = ?1 AND "
+				           "rev_from <= ?2 AND (rev_to IS NULL OR rev_to > ?2)", STORE_INTS(d.id, rev), &size);
 	else
-		r = store_prepare(st, "SELECT id, length(data) FROM blobs WHERE doc_id = ?1 AND rev <= ?2 "
-				      "ORDER BY rev DESC LIMIT 1", &size);
+		r = store_prepare_ints(st, "SELECT id, length(data) FROM blobs WHERE doc_id = ?1 AND rev <= ?2 "
+				           "ORDER BY rev DESC LIMIT 1", STORE_INTS(d.id, rev), &size);
 	if (r < 0)
 		goto out;
-	sqlite3_bind_int64(size, 1, d.id);
-	sqlite3_bind_int64(size, 2, rev);
 	rc = sqlite3_step(size);
 	if (rc == SQLITE_ROW) {
 		s->blob_rowid = sqlite3_column_int64(size, 0);

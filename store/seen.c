@@ -43,30 +43,26 @@ static int seen_push(struct store_seen_set *set, size_t *alloc, const struct sto
 	return 0;
 }
 
-int store_seen_load(struct store *st, struct store_seen_set *ret)
+/*
+ * The rows of the query sql, each made an entry by from_row (its path
+ * strdup()ed, NULL if out of memory), into *ret; what names a failure to
+ * read them. Called with the store's lock held.
+ */
+static int seen_read(struct store *st, const char *sql, void (*from_row)(sqlite3_stmt *stmt, struct store_seen *e),
+		     const char *what, struct store_seen_set *ret)
 {
-	STORE_LOCK(st);
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
 	struct store_seen_set set = { 0 };
 	size_t alloc = 0;
 	int r, rc;
 
-	/* WITHOUT ROWID: the primary key's order is the table's, BINARY collation is memcmp. */
-	r = store_prepare(st, "SELECT path, type, size, mtime_ns, ino, rev, gone FROM underneath ORDER BY path",
-			  &stmt);
+	r = store_prepare(st, sql, &stmt);
 	if (r < 0)
 		return r;
 	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
-		struct store_seen e = {
-			.path = strdup((const char *)sqlite3_column_text(stmt, 0)),
-			.type = (uint32_t)sqlite3_column_int64(stmt, 1),
-			.size = sqlite3_column_int64(stmt, 2),
-			.mtime_ns = sqlite3_column_int64(stmt, 3),
-			.ino = (uint64_t)sqlite3_column_int64(stmt, 4),
-			.rev = sqlite3_column_int64(stmt, 5), /* NULL reads as 0 */
-			.gone = sqlite3_column_int(stmt, 6) != 0,
-		};
+		struct store_seen e = { 0 };
 
+		from_row(stmt, &e);
 		if ((r = seen_push(&set, &alloc, &e)) < 0) {
 			free(e.path);
 			store_seen_set_release(&set);
@@ -75,10 +71,32 @@ int store_seen_load(struct store *st, struct store_seen_set *ret)
 	}
 	if (rc != SQLITE_DONE) {
 		store_seen_set_release(&set);
-		return store_fail(st, rc, "cannot read what was seen underneath");
+		return store_fail(st, rc, what);
 	}
 	*ret = set;
 	return 0;
+}
+
+static void seen_from_row(sqlite3_stmt *stmt, struct store_seen *e)
+{
+	*e = (struct store_seen){
+		.path = strdup((const char *)sqlite3_column_text(stmt, 0)),
+		.type = (uint32_t)sqlite3_column_int64(stmt, 1),
+		.size = sqlite3_column_int64(stmt, 2),
+		.mtime_ns = sqlite3_column_int64(stmt, 3),
+		.ino = (uint64_t)sqlite3_column_int64(stmt, 4),
+		.rev = sqlite3_column_int64(stmt, 5), /* NULL reads as 0 */
+		.gone = sqlite3_column_int(stmt, 6) != 0,
+	};
+}
+
+int store_seen_load(struct store *st, struct store_seen_set *ret)
+{
+	STORE_LOCK(st);
+
+	/* WITHOUT ROWID: the primary key's order is the table's, BINARY collation is memcmp. */
+	return seen_read(st, "SELECT path, type, size, mtime_ns, ino, rev, gone FROM underneath ORDER BY path",
+			 seen_from_row, "cannot read what was seen underneath", ret);
 }
 
 static int seen_cmp(const void *key, const void *elem)
@@ -122,19 +140,13 @@ int store_seen_put(struct store *st, const struct store_seen *e)
 int store_seen_mark_gone(struct store *st, const char *path)
 {
 	STORE_LOCK(st);
-	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
-	int r, rc;
+	int r;
 
 	if (st->readonly)
 		return -EROFS;
-	r = store_prepare(st, "UPDATE underneath SET gone = 1 WHERE path = ?1", &stmt);
-	if (r < 0)
-		return r;
-	sqlite3_bind_text(stmt, 1, path, -1, SQLITE_STATIC);
-	rc = sqlite3_step(stmt);
-	if (rc != SQLITE_DONE)
-		return store_fail(st, rc, "cannot record what is missing underneath");
-	return sqlite3_changes(st->db) ? 0 : -ENOENT;
+	r = store_run_args(st, "UPDATE underneath SET gone = 1 WHERE path = ?1", STORE_TEXTS(path), NULL, 0,
+			   "cannot record what is missing underneath");
+	return r < 0 ? r : r > 0 ? 0 : -ENOENT;
 }
 
 int store_seen_legacy(struct store *st, int64_t *ret_ns)
@@ -162,35 +174,19 @@ int store_seen_legacy_done(struct store *st)
 	return store_exec(st, "DELETE FROM meta WHERE key = 'underneath_before'");
 }
 
+static void import_from_row(sqlite3_stmt *stmt, struct store_seen *e)
+{
+	*e = (struct store_seen){ .path = strdup((const char *)sqlite3_column_text(stmt, 0)),
+				  .rev = sqlite3_column_int64(stmt, 1) };
+}
+
 int store_seen_load_imports(struct store *st, struct store_seen_set *ret)
 {
 	STORE_LOCK(st);
-	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
-	struct store_seen_set set = { 0 };
-	size_t alloc = 0;
-	int r, rc;
 
 	/* One scan of the revision log (it has no index on path), once per store. */
-	r = store_prepare(st, "SELECT path, max(id) FROM revisions WHERE kind IN ('import', 'import-damaged') "
-			      "GROUP BY path ORDER BY path", &stmt);
-	if (r < 0)
-		return r;
-	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
-		struct store_seen e = { .path = strdup((const char *)sqlite3_column_text(stmt, 0)),
-					.rev = sqlite3_column_int64(stmt, 1) };
-
-		if ((r = seen_push(&set, &alloc, &e)) < 0) {
-			free(e.path);
-			store_seen_set_release(&set);
-			return r;
-		}
-	}
-	if (rc != SQLITE_DONE) {
-		store_seen_set_release(&set);
-		return store_fail(st, rc, "cannot read the first import");
-	}
-	*ret = set;
-	return 0;
+	return seen_read(st, "SELECT path, max(id) FROM revisions WHERE kind IN ('import', 'import-damaged') "
+			     "GROUP BY path ORDER BY path", import_from_row, "cannot read the first import", ret);
 }
 
 bool store_is_readonly(const struct store *st)

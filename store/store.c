@@ -140,6 +140,45 @@ void store_stmt_cache_drop(sqlite3 *db)
 	pthread_mutex_unlock(&stmt_cache_lock);
 }
 
+int store_prepare_args(struct store *st, const char *sql, const char *const *texts, size_t nt, const int64_t *ints,
+		       size_t ni, sqlite3_stmt **ret)
+{
+	int r = store_prepare(st, sql, ret);
+
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < nt; i++)
+		sqlite3_bind_text(*ret, (int)i + 1, texts[i], -1, SQLITE_STATIC);
+	for (size_t i = 0; i < ni; i++)
+		sqlite3_bind_int64(*ret, (int)(nt + i) + 1, ints[i]);
+	return 0;
+}
+
+int store_prepare_ints(struct store *st, const char *sql, const int64_t *vals, size_t n, sqlite3_stmt **ret)
+{
+	return store_prepare_args(st, sql, NULL, 0, vals, n, ret);
+}
+
+int store_run_args(struct store *st, const char *sql, const char *const *texts, size_t nt, const int64_t *ints,
+		   size_t ni, const char *what)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	int r, rc;
+
+	r = store_prepare_args(st, sql, texts, nt, ints, ni, &stmt);
+	if (r < 0)
+		return r;
+	rc = sqlite3_step(stmt);
+	return rc == SQLITE_DONE ? sqlite3_changes(st->db) : store_fail(st, rc, what);
+}
+
+int store_run(struct store *st, const char *sql, const int64_t *vals, size_t n, const char *what)
+{
+	int r = store_run_args(st, sql, NULL, 0, vals, n, what);
+
+	return r < 0 ? r : 0;
+}
+
 int store_exec(struct store *st, const char *sql)
 {
 	int rc = sqlite3_exec(st->db, sql, NULL, NULL, NULL);
@@ -306,10 +345,9 @@ int store_meta_get(struct store *st, const char *key, char **ret_value)
 	char *v;
 	int r, rc;
 
-	r = store_prepare(st, "SELECT value FROM meta WHERE key = ?1", &stmt);
+	r = store_prepare_args(st, "SELECT value FROM meta WHERE key = ?1", STORE_TEXTS(key), NULL, 0, &stmt);
 	if (r < 0)
 		goto out;
-	sqlite3_bind_text(stmt, 1, key, -1, SQLITE_STATIC);
 	rc = sqlite3_step(stmt);
 	if (rc == SQLITE_DONE) {
 		r = -ENOENT;
@@ -333,19 +371,11 @@ out:
 int store_meta_set(struct store *st, const char *key, const char *value)
 {
 	STORE_LOCK(st);
-	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
-	int r, rc;
+	int r = store_run_args(st, "INSERT INTO meta(key, value) VALUES (?1, ?2) "
+				   "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+			       STORE_TEXTS(key, value), NULL, 0, "cannot write a setting");
 
-	r = store_prepare(st, "INSERT INTO meta(key, value) VALUES (?1, ?2) "
-			      "ON CONFLICT(key) DO UPDATE SET value = excluded.value", &stmt);
-	if (r < 0)
-		goto out;
-	sqlite3_bind_text(stmt, 1, key, -1, SQLITE_STATIC);
-	sqlite3_bind_text(stmt, 2, value, -1, SQLITE_STATIC);
-	rc = sqlite3_step(stmt);
-	r = rc == SQLITE_DONE ? 0 : store_fail(st, rc, "cannot write a setting");
-out:
-	return r;
+	return r < 0 ? r : 0;
 }
 
 void store_blob_drop(struct store *st)

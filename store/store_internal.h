@@ -83,6 +83,35 @@ static inline void store_unlockp(struct store **p)
 
 /* Prepares sql; on failure logs what failed and returns -errno. */
 int store_prepare(struct store *st, const char *sql, sqlite3_stmt **ret);
+/*
+ * The integers of a statement's parameters ?1 .. ?n, written in place as
+ * STORE_INTS(doc_id, rev): the array and its length, each value converted
+ * to int64_t.
+ */
+#define STORE_INTS(...) \
+	(const int64_t[]){ __VA_ARGS__ }, sizeof((const int64_t[]){ __VA_ARGS__ }) / sizeof(int64_t)
+/* Likewise for text parameters: STORE_TEXTS(path, kind); a NULL text binds NULL. */
+#define STORE_TEXTS(...) \
+	(const char *const[]){ __VA_ARGS__ }, sizeof((const char *const[]){ __VA_ARGS__ }) / sizeof(const char *)
+/*
+ * Prepares sql (store_prepare()) with ?1 .. ?nt bound to texts[0, nt)
+ * (SQLITE_STATIC: they must outlive the statement's use) and the next ni
+ * parameters to ints[0, ni); the caller binds any other parameter, steps
+ * and releases *ret.
+ */
+int store_prepare_args(struct store *st, const char *sql, const char *const *texts, size_t nt, const int64_t *ints,
+		       size_t ni, sqlite3_stmt **ret);
+/* store_prepare_args() of integers only: ?1 .. ?n bound to vals[0, n). */
+int store_prepare_ints(struct store *st, const char *sql, const int64_t *vals, size_t n, sqlite3_stmt **ret);
+/*
+ * Runs sql, one statement without results, its parameters bound as
+ * store_prepare_args() binds them. Returns the number of rows it changed,
+ * or -errno, logged as "store: <what>: ..." (store_fail()).
+ */
+int store_run_args(struct store *st, const char *sql, const char *const *texts, size_t nt, const int64_t *ints,
+		   size_t ni, const char *what);
+/* store_run_args() of integers only; 0 or -errno. */
+int store_run(struct store *st, const char *sql, const int64_t *vals, size_t n, const char *what);
 /* Runs a statement without results; logs and returns -errno on failure. */
 int store_exec(struct store *st, const char *sql);
 /* Logs an SQLite failure with context and returns its errno. */

@@ -29,12 +29,10 @@ static int elem_remove(struct store *st, const struct doc_row *d, int64_t seq, i
 	char *first_pre = NULL;
 	int r, rc;
 
-	r = store_prepare(st, "SELECT seq, off, pre, len, loff FROM elems WHERE doc_id = ?1 AND rev_to IS NULL "
-			      "AND seq = ?2", &q);
+	r = store_prepare_ints(st, "SELECT seq, off, pre, len, loff FROM elems WHERE doc_id = ?1 AND rev_to IS NULL "
+			           "AND seq = ?2", STORE_INTS(d->id, seq), &q);
 	if (r < 0)
 		return r;
-	sqlite3_bind_int64(q, 1, d->id);
-	sqlite3_bind_int64(q, 2, seq);
 	rc = sqlite3_step(q);
 	if (rc != SQLITE_ROW)
 		return rc == SQLITE_DONE ? -ENOENT : store_fail(st, rc, "cannot find an element");
@@ -70,13 +68,11 @@ static int elem_remove(struct store *st, const struct doc_row *d, int64_t seq, i
 			r = store_fail(st, rc, "cannot move an element");
 			goto out;
 		}
-		r = store_prepare(st, "SELECT length(CAST(pre AS BLOB)), len FROM elems "
-				      "WHERE doc_id = ?1 AND seq = ?2 AND rev_from = ?3", &len_q);
+		r = store_prepare_ints(st, "SELECT length(CAST(pre AS BLOB)), len FROM elems "
+				           "WHERE doc_id = ?1 AND seq = ?2 AND rev_from = ?3",
+				       STORE_INTS(d->id, i - 1, rev), &len_q);
 		if (r < 0)
 			goto out;
-		sqlite3_bind_int64(len_q, 1, d->id);
-		sqlite3_bind_int64(len_q, 2, i - 1);
-		sqlite3_bind_int64(len_q, 3, rev);
 		if ((rc = sqlite3_step(len_q)) != SQLITE_ROW) {
 			r = store_fail(st, rc, "cannot read a moved element");
 			goto out;
@@ -101,11 +97,10 @@ static int last_revision(struct store *st, const char *path, const char *kind, i
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
 	int r, rc;
 
-	r = store_prepare(st, "SELECT max(id) FROM revisions WHERE path = ?1 AND kind = ?2", &stmt);
+	r = store_prepare_args(st, "SELECT max(id) FROM revisions WHERE path = ?1 AND kind = ?2", STORE_TEXTS(path, kind),
+			       NULL, 0, &stmt);
 	if (r < 0)
 		return r;
-	sqlite3_bind_text(stmt, 1, path, -1, SQLITE_STATIC);
-	sqlite3_bind_text(stmt, 2, kind, -1, SQLITE_STATIC);
 	rc = sqlite3_step(stmt);
 	if (rc != SQLITE_ROW)
 		return store_fail(st, rc, "cannot read the revision log");
@@ -142,10 +137,10 @@ static int trash_locked(struct store *st, const char *task_id, const char *tpath
 	r = revision_add(st, tpath, who, "trash", now, &rev);
 	if (r < 0)
 		return r;
-	r = store_prepare(st, "SELECT path FROM docs WHERE task_id = ?1 AND present", &docs);
+	r = store_prepare_args(st, "SELECT path FROM docs WHERE task_id = ?1 AND present", STORE_TEXTS(task_id), NULL, 0,
+			       &docs);
 	if (r < 0)
 		return r;
-	sqlite3_bind_text(docs, 1, task_id, -1, SQLITE_STATIC);
 	while ((rc = sqlite3_step(docs)) == SQLITE_ROW) {
 		struct doc_row d = { 0 };
 
@@ -223,10 +218,10 @@ static int restore_locked(struct store *st, const char *task_id, const char *tpa
 	int64_t now = now_ns(), rev, trash_rev = 0;
 	int r, rc;
 
-	r = store_prepare(st, "SELECT 1 FROM tasks WHERE id = ?1 AND trashed_ns IS NOT NULL", &trashed);
+	r = store_prepare_args(st, "SELECT 1 FROM tasks WHERE id = ?1 AND trashed_ns IS NOT NULL", STORE_TEXTS(task_id),
+			       NULL, 0, &trashed);
 	if (r < 0)
 		return r;
-	sqlite3_bind_text(trashed, 1, task_id, -1, SQLITE_STATIC);
 	rc = sqlite3_step(trashed);
 	if (rc == SQLITE_DONE)
 		return -ENOENT; /* not in the trash */
@@ -238,10 +233,10 @@ static int restore_locked(struct store *st, const char *task_id, const char *tpa
 	r = revision_add(st, tpath, who, "restore", now, &rev);
 	if (r < 0)
 		return r;
-	r = store_prepare(st, "SELECT path FROM docs WHERE task_id = ?1 AND NOT present", &docs);
+	r = store_prepare_args(st, "SELECT path FROM docs WHERE task_id = ?1 AND NOT present", STORE_TEXTS(task_id), NULL,
+			       0, &docs);
 	if (r < 0)
 		return r;
-	sqlite3_bind_text(docs, 1, task_id, -1, SQLITE_STATIC);
 	while ((rc = sqlite3_step(docs)) == SQLITE_ROW) {
 		_cleanup_stmt_ sqlite3_stmt *copy = NULL;
 		struct doc_row d = { 0 };
@@ -305,14 +300,14 @@ static int create_locked(struct store *st, const char *task_id, const char *tpat
 			 const struct store_who *who)
 {
 	static const char *const names[] = { "api_conversation_history.json", "ui_messages.json" };
-	_cleanup_stmt_ sqlite3_stmt *ws = NULL, *live = NULL;
+	_cleanup_stmt_ sqlite3_stmt *live = NULL;
 	int64_t now = now_ns();
 	int r, rc;
 
-	r = store_prepare(st, "SELECT count(*) FROM docs WHERE task_id = ?1 AND present", &live);
+	r = store_prepare_args(st, "SELECT count(*) FROM docs WHERE task_id = ?1 AND present", STORE_TEXTS(task_id), NULL,
+			       0, &live);
 	if (r < 0)
 		return r;
-	sqlite3_bind_text(live, 1, task_id, -1, SQLITE_STATIC);
 	if ((rc = sqlite3_step(live)) != SQLITE_ROW)
 		return store_fail(st, rc, "cannot look up a task");
 	if (sqlite3_column_int64(live, 0) > 0)
@@ -320,15 +315,12 @@ static int create_locked(struct store *st, const char *task_id, const char *tpat
 	if ((r = task_ensure(st, task_id, now)) < 0)
 		return r;
 	if (ws_key) {
-		r = store_prepare(st, "UPDATE tasks SET workspace_id = (SELECT id FROM workspaces WHERE key = ?2), "
-				      "trashed_ns = NULL WHERE id = ?1", &ws);
+		placement_moved(st);
+		r = store_run_args(st, "UPDATE tasks SET workspace_id = (SELECT id FROM workspaces WHERE key = ?2), "
+					   "trashed_ns = NULL WHERE id = ?1", STORE_TEXTS(task_id, ws_key), NULL, 0,
+				   "cannot place a task in its workspace");
 		if (r < 0)
 			return r;
-		sqlite3_bind_text(ws, 1, task_id, -1, SQLITE_STATIC);
-		sqlite3_bind_text(ws, 2, ws_key, -1, SQLITE_STATIC);
-		placement_moved(st);
-		if ((rc = sqlite3_step(ws)) != SQLITE_DONE)
-			return store_fail(st, rc, "cannot place a task in its workspace");
 	}
 	for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
 		char path[96];
@@ -337,8 +329,7 @@ static int create_locked(struct store *st, const char *task_id, const char *tpat
 
 		snprintf(path, sizeof(path), "tasks/%s/%s", task_id, names[i]);
 		r = doc_lookup_or_insert(st, path, DOC_ARRAY, now, &d);
-		if (r == 0 && (r = revision_add(st, path, who, "create", now, &rev)) == 0 &&
-		    d.format == DOC_ARRAY && (r = elems_close(st, d.id, 0, rev)) == 0)
+		if (r == 0 && (r = revision_replace(st, path, who, "create", &d, now, &rev)) == 0)
 			r = doc_update(st, d.id, DOC_ARRAY, 2, now, rev, "[", 1, "]", 1, 0, 0);
 		if (r == 0)
 			r = revision_detail(st, rev, d.id, NULL);

@@ -884,6 +884,22 @@ static void test_pretty(void **state)
 	}
 }
 
+/* json_print_pretty(): a cJSON value printed as json_pretty() lays out its compact text. */
+static void test_print_pretty(void **state)
+{
+	cJSON *o = cJSON_Parse("{\"a\":[1,{\"b\":\"c\"}],\"d\":{}}");
+	char *out = NULL;
+	size_t len = 0;
+
+	(void)state;
+	assert_non_null(o);
+	assert_int_equal(json_print_pretty(o, &out, &len), 0);
+	assert_string_equal(out, "{\n  \"a\": [\n    1,\n    {\n      \"b\": \"c\"\n    }\n  ],\n  \"d\": {}\n}");
+	assert_int_equal(len, strlen(out));
+	free(out);
+	cJSON_Delete(o);
+}
+
 /* merge_metadata()'s return code; any output freed (so a failing check leaks nothing). */
 static int meta_rc(const char *b, size_t blen, const char *h, size_t hlen, const char *n, size_t nlen)
 {
@@ -1011,6 +1027,7 @@ int main(void)
 		cmocka_unit_test(test_metadata_no_base),
 		cmocka_unit_test(test_metadata_case_sensitive_remove),
 		cmocka_unit_test(test_pretty),
+		cmocka_unit_test(test_print_pretty),
 		cmocka_unit_test(test_metadata_invalid),
 		cmocka_unit_test(test_metadata_trailing_garbage),
 		cmocka_unit_test(test_metadata_number_out_of_range),
