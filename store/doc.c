@@ -76,17 +76,12 @@ int doc_lookup(struct store *st, const char *path, struct doc_row *ret)
 {
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
 	struct doc_row d = { 0 };
-	int r, rc;
+	int r;
 
-	r = store_prepare_args(st, "SELECT id, format, present, size, mtime_ns, ctime_ns, rev, nelems, head, tail, lsize "
-				   "FROM docs WHERE path = ?1", STORE_TEXTS(path), NULL, 0, &stmt);
+	r = store_row_args(st, "SELECT id, format, present, size, mtime_ns, ctime_ns, rev, nelems, head, tail, lsize "
+			       "FROM docs WHERE path = ?1", STORE_TEXTS(path), NULL, 0, "cannot look up a doc", &stmt);
 	if (r < 0)
 		return r;
-	rc = sqlite3_step(stmt);
-	if (rc == SQLITE_DONE)
-		return -ENOENT;
-	if (rc != SQLITE_ROW)
-		return store_fail(st, rc, "cannot look up a doc");
 	d.id = sqlite3_column_int64(stmt, 0);
 	d.format = sqlite3_column_int(stmt, 1);
 	d.present = sqlite3_column_int(stmt, 2);
@@ -389,20 +384,8 @@ static int blob_load(struct store *st, int64_t doc_id, int64_t rev, char **ret, 
 {
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
 	int r = blob_row(st, doc_id, rev, "cannot read a file version", &stmt);
-	size_t n;
-	char *p;
 
-	if (r < 0)
-		return r;
-	n = (size_t)sqlite3_column_bytes(stmt, 0);
-	p = malloc(n + 1);
-	if (!p)
-		return -ENOMEM;
-	memcpy(p, sqlite3_column_blob(stmt, 0), n);
-	p[n] = '\0';
-	*ret = p;
-	*ret_len = n;
-	return 0;
+	return r < 0 ? r : dup_bytes(stmt, 0, ret, ret_len);
 }
 
 static int commit_blob(struct store *st, const struct store_commit *c, const struct doc_layout *lay, int format,

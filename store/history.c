@@ -301,17 +301,9 @@ static int version_render(struct store *st, const struct doc_row *d, int64_t rev
 static int note_restored(struct store *st, int64_t rev, int64_t number)
 {
 	STORE_LOCK(st);
-	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
-	int r, rc;
 
-	r = store_prepare(st, "UPDATE revisions SET detail = json_set(coalesce(detail, '{}'), '$.restored', ?2) "
-			      "WHERE id = ?1", &stmt);
-	if (r < 0)
-		return r;
-	sqlite3_bind_int64(stmt, 1, rev);
-	sqlite3_bind_int64(stmt, 2, number);
-	rc = sqlite3_step(stmt);
-	return rc == SQLITE_DONE ? 0 : store_fail(st, rc, "cannot add to the revision log");
+	return store_run(st, "UPDATE revisions SET detail = json_set(coalesce(detail, '{}'), '$.restored', ?2) "
+			     "WHERE id = ?1", STORE_INTS(rev, number), "cannot add to the revision log");
 }
 
 /* The last revision of the log, 0 if none. */

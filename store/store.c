@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -159,8 +160,24 @@ int store_prepare_ints(struct store *st, const char *sql, const int64_t *vals, s
 	return store_prepare_args(st, sql, NULL, 0, vals, n, ret);
 }
 
-int store_run_args(struct store *st, const char *sql, const char *const *texts, size_t nt, const int64_t *ints,
-		   size_t ni, const char *what)
+int dup_bytes(sqlite3_stmt *stmt, int col, char **ret, size_t *ret_len)
+{
+	size_t n = (size_t)sqlite3_column_bytes(stmt, col);
+	char *p = malloc(n + 1);
+
+	if (!p)
+		return -ENOMEM;
+	if (n)
+		memcpy(p, sqlite3_column_blob(stmt, col), n);
+	p[n] = '\0';
+	*ret = p;
+	*ret_len = n;
+	return 0;
+}
+
+/* store_row_args() and store_run_args(): 0 for a row (*ret holds it), 1 for none, or -errno. */
+static int step_args(struct store *st, const char *sql, const char *const *texts, size_t nt, const int64_t *ints,
+		     size_t ni, const char *what, sqlite3_stmt **ret)
 {
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
 	int r, rc;
@@ -169,7 +186,31 @@ int store_run_args(struct store *st, const char *sql, const char *const *texts, 
 	if (r < 0)
 		return r;
 	rc = sqlite3_step(stmt);
-	return rc == SQLITE_DONE ? sqlite3_changes(st->db) : store_fail(st, rc, what);
+	if (rc == SQLITE_DONE)
+		return 1;
+	if (rc != SQLITE_ROW)
+		return store_fail(st, rc, what);
+	*ret = TAKE_PTR(stmt);
+	return 0;
+}
+
+int store_run_args(struct store *st, const char *sql, const char *const *texts, size_t nt, const int64_t *ints,
+		   size_t ni, const char *what)
+{
+	_cleanup_stmt_ sqlite3_stmt *row = NULL;
+	int r = step_args(st, sql, texts, nt, ints, ni, what, &row);
+
+	if (r == 0)
+		return store_fail(st, SQLITE_MISUSE, what); /* a statement without results gave one */
+	return r < 0 ? r : sqlite3_changes(st->db);
+}
+
+int store_row_args(struct store *st, const char *sql, const char *const *texts, size_t nt, const int64_t *ints,
+		   size_t ni, const char *what, sqlite3_stmt **ret)
+{
+	int r = step_args(st, sql, texts, nt, ints, ni, what, ret);
+
+	return r == 1 ? -ENOENT : r;
 }
 
 int store_run(struct store *st, const char *sql, const int64_t *vals, size_t n, const char *what)

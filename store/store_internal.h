@@ -110,6 +110,15 @@ int store_prepare_ints(struct store *st, const char *sql, const int64_t *vals, s
  */
 int store_run_args(struct store *st, const char *sql, const char *const *texts, size_t nt, const int64_t *ints,
 		   size_t ni, const char *what);
+/*
+ * Prepares sql as store_prepare_args() does and steps it once: 0 with *ret
+ * on its first row (the caller reads it and releases *ret), -ENOENT if it
+ * has none, or -errno, logged as "store: <what>: ...".
+ */
+int store_row_args(struct store *st, const char *sql, const char *const *texts, size_t nt, const int64_t *ints,
+		   size_t ni, const char *what, sqlite3_stmt **ret);
+/* A copy of column col's bytes, NUL-terminated (free()), and their length. */
+int dup_bytes(sqlite3_stmt *stmt, int col, char **ret, size_t *ret_len);
 /* store_run_args() of integers only; 0 or -errno. */
 int store_run(struct store *st, const char *sql, const int64_t *vals, size_t n, const char *what);
 /* Runs a statement without results; logs and returns -errno on failure. */

@@ -148,19 +148,14 @@ int store_task_workspace(struct store *st, const char *task_id, char **ret_key, 
 	STORE_LOCK(st);
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
 	char *key = NULL;
-	int r, rc;
+	int r;
 
-	r = store_prepare(st, "SELECT w.key, t.trashed_ns IS NOT NULL FROM tasks t "
-			      "LEFT JOIN workspaces w ON w.id = t.workspace_id "
-			      "WHERE t.id = ?1 AND (" LIVE_TASK " OR t.trashed_ns IS NOT NULL)", &stmt);
+	r = store_row_args(st, "SELECT w.key, t.trashed_ns IS NOT NULL FROM tasks t "
+			       "LEFT JOIN workspaces w ON w.id = t.workspace_id "
+			       "WHERE t.id = ?1 AND (" LIVE_TASK " OR t.trashed_ns IS NOT NULL)",
+			   STORE_TEXTS(task_id), NULL, 0, "cannot look up a task", &stmt);
 	if (r < 0)
 		return r;
-	sqlite3_bind_text(stmt, 1, task_id, -1, SQLITE_STATIC);
-	rc = sqlite3_step(stmt);
-	if (rc == SQLITE_DONE)
-		return -ENOENT;
-	if (rc != SQLITE_ROW)
-		return store_fail(st, rc, "cannot look up a task");
 	if (sqlite3_column_type(stmt, 0) != SQLITE_NULL && !(key = strdup((const char *)sqlite3_column_text(stmt, 0))))
 		return -ENOMEM;
 	*ret_key = key;
@@ -174,29 +169,14 @@ int store_history_item(struct store *st, const char *task_id, char **ret_json, s
 {
 	STORE_LOCK(st);
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
-	size_t n;
-	char *p;
-	int r, rc;
+	int r;
 
-	r = store_prepare(st, "SELECT e.json, d.mtime_ns FROM elems e JOIN docs d ON d.id = e.doc_id "
-			      "WHERE d.path = 'state/taskHistory.json' AND e.key = ?1 AND e.rev_to IS NULL "
-			      "ORDER BY e.seq LIMIT 1", &stmt);
-	if (r < 0)
+	r = store_row_args(st, "SELECT e.json, d.mtime_ns FROM elems e JOIN docs d ON d.id = e.doc_id "
+			       "WHERE d.path = 'state/taskHistory.json' AND e.key = ?1 AND e.rev_to IS NULL "
+			       "ORDER BY e.seq LIMIT 1",
+			   STORE_TEXTS(task_id), NULL, 0, "cannot read a history item", &stmt);
+	if (r < 0 || (r = dup_bytes(stmt, 0, ret_json, ret_len)) < 0)
 		return r;
-	sqlite3_bind_text(stmt, 1, task_id, -1, SQLITE_STATIC);
-	rc = sqlite3_step(stmt);
-	if (rc == SQLITE_DONE)
-		return -ENOENT;
-	if (rc != SQLITE_ROW)
-		return store_fail(st, rc, "cannot read a history item");
-	n = (size_t)sqlite3_column_bytes(stmt, 0);
-	p = malloc(n + 1);
-	if (!p)
-		return -ENOMEM;
-	memcpy(p, sqlite3_column_text(stmt, 0), n);
-	p[n] = '\0';
-	*ret_json = p;
-	*ret_len = n;
 	if (ret_mtime_ns)
 		*ret_mtime_ns = sqlite3_column_int64(stmt, 1);
 	return 0;
@@ -315,17 +295,12 @@ int store_workspace_path(struct store *st, const char *key, char **ret_path)
 {
 	STORE_LOCK(st);
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
-	int r, rc;
+	int r;
 
-	r = store_prepare(st, "SELECT path FROM workspaces WHERE key = ?1", &stmt);
+	r = store_row_args(st, "SELECT path FROM workspaces WHERE key = ?1", STORE_TEXTS(key), NULL, 0,
+			   "cannot look up a workspace", &stmt);
 	if (r < 0)
 		return r;
-	sqlite3_bind_text(stmt, 1, key, -1, SQLITE_STATIC);
-	rc = sqlite3_step(stmt);
-	if (rc == SQLITE_DONE)
-		return -ENOENT;
-	if (rc != SQLITE_ROW)
-		return store_fail(st, rc, "cannot look up a workspace");
 	*ret_path = strdup((const char *)sqlite3_column_text(stmt, 0));
 	return *ret_path ? 0 : -ENOMEM;
 }
