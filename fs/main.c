@@ -373,6 +373,18 @@ static int serve(struct fs *fs, struct fuse_args *args, const char *store_path, 
 	} else {
 		r = fuse_session_loop(se);
 	}
+	/*
+	 * A read of /dev/fuse that races the kernel's teardown at an unmount
+	 * gets ECONNABORTED instead of ENODEV: the connection ended as it
+	 * should, and the mount point shows the folder underneath again. Only
+	 * a mount still in place (answering ENOTCONN) was really aborted.
+	 */
+	if (r == -ECONNABORTED) {
+		struct stat st;
+
+		if (stat(mountpoint, &st) == 0)
+			r = 0;
+	}
 	/* A positive result is the signal that ended the loop (SIGTERM, SIGINT): a clean stop. */
 	if (r < 0)
 		log_err("the FUSE loop ended with an error: %s", strerror(-r));
