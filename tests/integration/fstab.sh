@@ -62,18 +62,21 @@ umount_and_wait()
 {
 	local pid
 	pid=$(daemon_of "$M")
+	[[ -n $pid ]] || fail "no convfs serves '$M'"
 	umount "$M" || fail "umount '$M' failed"
 	! mountpoint -q "$M" || fail "'$M' is still mounted after umount"
-	[[ -z $pid ]] || wait_gone "$pid" 10 || fail "convfs (pid $pid) still runs 10 s after umount"
+	wait_gone "$pid" $((10 * SLOW)) || fail "convfs (pid $pid) still runs $((10 * SLOW)) s after umount"
 }
 
-# daemon_of DIR: the pid of the convfs whose last argument is DIR, if any.
+# daemon_of DIR: the pid of the convfs that has DIR among its arguments, if
+# any. (mount.fuse3 runs `convfs SOURCE MOUNTPOINT -o OPTIONS`: the options
+# come last.)
 daemon_of()
 {
 	local p args
 	for p in /proc/[0-9]*; do
 		args=$({ tr '\0' '\n' <"$p/cmdline"; } 2>/dev/null) || continue
-		[[ $(head -n 1 <<<"$args") == convfs && $(tail -n 1 <<<"$args") == "$1" ]] || continue
+		[[ $(head -n 1 <<<"$args") == convfs ]] && grep -q -x -F -e "$1" <<<"$args" || continue
 		echo "${p#/proc/}"
 		echo "${p#/proc/}" >>"$T/daemons"
 		return 0
