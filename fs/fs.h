@@ -140,6 +140,11 @@ struct import_report {
  * progress on stderr when it is a terminal and the walk takes a while.
  */
 int fs_take_in(struct fs *fs, int src_fd, const char *src_name, struct import_report *ret);
+/*
+ * 1 if the store has taken a folder in before (the next take-in is a check
+ * of what changed), 0 if never (the next one takes in all of it), or -errno.
+ */
+int fs_took_in_before(struct fs *fs);
 
 /* Writes a plain globalStorage folder out of the store at store_path into dir. */
 int fs_export(const char *store_path, const char *dir);

@@ -737,6 +737,14 @@ static bool quick_unchanged(struct import_ctx *c, int src_fd)
 	return !differs;
 }
 
+int fs_took_in_before(struct fs *fs)
+{
+	_cleanup_free_ char *from = NULL;
+	int r = store_meta_get(fs->store, "imported_from", &from);
+
+	return r == -ENOENT ? 0 : r < 0 ? r : 1;
+}
+
 int fs_take_in(struct fs *fs, int src_fd, const char *src_name, struct import_report *ret)
 {
 	struct import_ctx c = { .fs = fs, .src_name = src_name, .start_ns = now_ns(),

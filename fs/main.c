@@ -274,10 +274,8 @@ static int prepare_store(struct fs *fs, const char *store_path, const char *moun
 			r = -errno;
 			log_err("cannot open the mount point '%s': %s", mountpoint, strerror(errno));
 		} else {
-			_cleanup_free_ char *from = NULL;
-
-			r = store_meta_get(fs->store, "imported_from", &from);
-			if (r == -ENOENT)
+			r = fs_took_in_before(fs);
+			if (r == 0)
 				r = fs_take_in(fs, mfd, mountpoint, NULL);
 		}
 	}
