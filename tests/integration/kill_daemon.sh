@@ -33,12 +33,10 @@ for round in 1 2; do
 	node "$CLIENTS/burst.js" "$M" "$TASK" "$round" "$record" >"$T/burst.out" 2>"$T/burst.err" &
 	burst=$!
 	# Kill once the burst is well under way: 40 saves of ui_messages.json.
-	for ((i = 0; i < 300; i++)); do
-		(($(grep -c '^ui ' "$record" || true) >= 40)) && break
-		kill -0 "$burst" 2>/dev/null || fail "the burst ended before the kill: $(cat "$T/burst.err")"
-		sleep 0.1
-	done
-	(($(grep -c '^ui ' "$record" || true) >= 40)) || fail "the burst made fewer than 40 saves in 30 s"
+	rc=0
+	wait_records "$record" 'ui ' 40 "$burst" 30 || rc=$?
+	((rc != 1)) || fail "the burst ended before the kill: $(cat "$T/burst.err")"
+	((rc == 0)) || fail "the burst made fewer than 40 saves in 30 s"
 	kill_daemon "$M"
 
 	# The dead mount stops the burst (ENOTCONN, or ECONNABORTED for a call in

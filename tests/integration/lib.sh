@@ -316,6 +316,21 @@ wait_for()
 	return 1
 }
 
+# wait_records FILE PREFIX N PID SECONDS: waits until FILE has N lines that
+# start with PREFIX, written by process PID. 0 once they are there; 1 if PID
+# ended first; 2 after SECONDS.
+wait_records()
+{
+	local i
+	for ((i = 0; i < $5 * 20; i++)); do
+		(($(grep -c "^$2" "$1" || true) >= $3)) && return 0
+		kill -0 "$4" 2>/dev/null || return 1
+		sleep 0.05
+	done
+	(($(grep -c "^$2" "$1" || true) >= $3)) && return 0
+	return 2
+}
+
 # ---- fixtures ----------------------------------------------------------------
 
 # fixture_tarball NAME: NAME is 2.18.0, 1.0.10 or damaged.

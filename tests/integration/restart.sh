@@ -141,12 +141,10 @@ RECORD=$T/record
 say "a client saves every 100 ms; kill -9 of the daemon (pid $pid) after 20 saves"
 node "$CLIENTS/saver.js" save "$M" "$TASK" "$RECORD" "$T/stop" >"$T/saver.out" 2>"$T/saver.err" &
 saver=$!
-for ((i = 0; i < 200; i++)); do
-	(($(grep -c '^ok ' "$RECORD" || true) >= 20)) && break
-	kill -0 "$saver" 2>/dev/null || fail "the client stopped: $(cat "$T/saver.err")"
-	sleep 0.05
-done
-(($(grep -c '^ok ' "$RECORD" || true) >= 20)) || fail "the client made fewer than 20 saves in 10 s:\n$(tail -n 5 "$RECORD")"
+rc=0
+wait_records "$RECORD" 'ok ' 20 "$saver" 10 || rc=$?
+((rc != 1)) || fail "the client stopped: $(cat "$T/saver.err")"
+((rc == 0)) || fail "the client made fewer than 20 saves in 10 s:\n$(tail -n 5 "$RECORD")"
 killed=$(now_ms)
 kill -9 "$pid"
 
