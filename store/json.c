@@ -3,48 +3,121 @@
  * json.c: a validating JSON scanner that builds no tree.
  *
  * Every commit of a conversation file passes through here, so it must be
- * cheap and must not allocate: files of 20 MB and more are scanned in one
- * pass over a mapping of the written bytes, and each element of the top-level
- * array is handed to a callback as a byte range. Values are parsed (with
- * cJSON) only where a field is needed, and only for the elements that changed.
+ * cheap: text in memory is scanned in one pass without allocating, and text
+ * too big to hold (a file of any size) is read through a window of
+ * JSON_WINDOW bytes that moves forward with the scan (struct json_reader).
+ * Each element of the top-level array is handed to a callback as a byte
+ * range. Values are parsed (with cJSON) only where a field is needed, and
+ * only for the elements that changed.
  *
  * Recursion depth is bounded by JSON_MAX_DEPTH, so hostile nesting cannot
  * exhaust a FUSE worker's stack.
  */
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "store/json.h"
 #include "store/util.h"
 
+/*
+ * The scan sees the text's bytes [lo, hi) at w: all of it for text in
+ * memory; for text read through rd, a window that fill() moves forward.
+ */
 struct scan {
-	const char *s;
-	size_t n;
+	const char *w;
+	size_t lo, hi;
+	size_t n; /* the text's length: the scan stops there */
 	size_t i;
 	struct json_error *err;
+	const struct json_reader *rd;
+	char *buf;
+	size_t bufsize;
+	int rd_err; /* the reader's error: the scan stops, and returns it */
 };
+
+static void scan_mem(struct scan *sc, const char *s, size_t n, struct json_error *err)
+{
+	*sc = (struct scan){ .w = s, .lo = 0, .hi = n, .n = n, .err = err };
+}
+
+static int scan_read(struct scan *sc, const struct json_reader *rd, size_t end, struct json_error *err)
+{
+	size_t size = rd->window ? rd->window : JSON_WINDOW;
+
+	/* At least a member name that is looked for, with its quotes (name_is()). */
+	*sc = (struct scan){ .n = end, .err = err, .rd = rd, .bufsize = size < 64 ? 64 : size };
+	sc->buf = malloc(sc->bufsize);
+	if (!sc->buf)
+		return -ENOMEM;
+	sc->w = sc->buf;
+	return 0;
+}
+
+/* What a scan through a reader returns: the reader's error before the scan's own. */
+static int scan_done(struct scan *sc, int r)
+{
+	free(sc->buf);
+	sc->buf = NULL;
+	return sc->rd_err ? sc->rd_err : r;
+}
+
+/*
+ * Makes bytes [i, i + k) visible at AT(sc) (k at most the window's size);
+ * false if the text ends before (or the reader failed). The window only
+ * moves forward: a scan that goes back sets lo = hi = i first.
+ */
+static bool fill(struct scan *sc, size_t k)
+{
+	size_t want;
+	int r;
+
+	if (sc->i + k <= sc->hi)
+		return true;
+	if (!sc->rd || sc->rd_err || sc->i + k > sc->n)
+		return false;
+	want = sc->n - sc->i < sc->bufsize ? sc->n - sc->i : sc->bufsize;
+	r = sc->rd->read(sc->rd->ctx, sc->i, sc->buf, want);
+	if (r < 0) {
+		sc->rd_err = r;
+		sc->lo = sc->hi = sc->i;
+		return false;
+	}
+	sc->lo = sc->i;
+	sc->hi = sc->i + want;
+	return true;
+}
+
+#define AT(sc) ((sc)->w[(sc)->i - (sc)->lo])
+
+/* True if there is a byte at i (and makes it visible at AT(sc)). */
+static inline bool more(struct scan *sc)
+{
+	return sc->i < sc->hi || (sc->i < sc->n && fill(sc, 1));
+}
 
 static int fail(struct scan *sc, const char *what)
 {
 	if (sc->err) {
 		sc->err->offset = sc->i;
-		if (sc->i >= sc->n)
+		if (!more(sc))
 			snprintf(sc->err->msg, sizeof(sc->err->msg), "%s at end of input", what);
-		else if ((unsigned char)sc->s[sc->i] >= 0x20 && (unsigned char)sc->s[sc->i] < 0x7f)
-			snprintf(sc->err->msg, sizeof(sc->err->msg), "%s: unexpected '%c'", what, sc->s[sc->i]);
+		else if ((unsigned char)AT(sc) >= 0x20 && (unsigned char)AT(sc) < 0x7f)
+			snprintf(sc->err->msg, sizeof(sc->err->msg), "%s: unexpected '%c'", what, AT(sc));
 		else
 			snprintf(sc->err->msg, sizeof(sc->err->msg), "%s: unexpected byte 0x%02x", what,
-				 (unsigned char)sc->s[sc->i]);
+				 (unsigned char)AT(sc));
 	}
 	return -EINVAL;
 }
 
 static void skip_ws(struct scan *sc)
 {
-	while (sc->i < sc->n) {
-		char c = sc->s[sc->i];
+	while (more(sc)) {
+		char c = AT(sc);
 
 		if (c != ' ' && c != '\t' && c != '\n' && c != '\r')
 			break;
@@ -94,8 +167,8 @@ static int hexval(char c)
 static int scan_string(struct scan *sc)
 {
 	sc->i++; /* opening quote */
-	while (sc->i < sc->n) {
-		unsigned char c = (unsigned char)sc->s[sc->i];
+	while (more(sc)) {
+		unsigned char c = (unsigned char)AT(sc);
 
 		if (c == '"') {
 			sc->i++;
@@ -103,17 +176,17 @@ static int scan_string(struct scan *sc)
 		}
 		if (c == '\\') {
 			sc->i++;
-			if (sc->i >= sc->n)
+			if (!more(sc))
 				return fail(sc, "unterminated string");
-			switch (sc->s[sc->i]) {
+			switch (AT(sc)) {
 			case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':
 				sc->i++;
 				break;
 			case 'u':
-				if (sc->n - sc->i < 5)
+				if (!fill(sc, 5))
 					return fail(sc, "truncated \\u escape");
 				for (int k = 1; k <= 4; k++)
-					if (hexval(sc->s[sc->i + k]) < 0) {
+					if (hexval((&AT(sc))[k]) < 0) {
 						sc->i += k;
 						return fail(sc, "bad \\u escape");
 					}
@@ -130,7 +203,9 @@ static int scan_string(struct scan *sc)
 			sc->i++;
 			continue;
 		}
-		size_t len = json_utf8_len((const unsigned char *)sc->s + sc->i, sc->n - sc->i);
+		if (!fill(sc, sc->n - sc->i < 4 ? sc->n - sc->i : 4))
+			return fail(sc, "invalid utf-8");
+		size_t len = json_utf8_len((const unsigned char *)&AT(sc), sc->hi - sc->i);
 		if (!len)
 			return fail(sc, "invalid utf-8");
 		sc->i += len;
@@ -138,31 +213,41 @@ static int scan_string(struct scan *sc)
 	return fail(sc, "unterminated string");
 }
 
+static bool at_digit(struct scan *sc)
+{
+	return more(sc) && AT(sc) >= '0' && AT(sc) <= '9';
+}
+
+static bool at_char(struct scan *sc, char c)
+{
+	return more(sc) && AT(sc) == c;
+}
+
 static int scan_digits(struct scan *sc)
 {
 	size_t start = sc->i;
 
-	while (sc->i < sc->n && sc->s[sc->i] >= '0' && sc->s[sc->i] <= '9')
+	while (at_digit(sc))
 		sc->i++;
 	return sc->i > start ? 0 : fail(sc, "bad number");
 }
 
 static int scan_number(struct scan *sc)
 {
-	if (sc->s[sc->i] == '-')
+	if (at_char(sc, '-'))
 		sc->i++;
-	if (sc->i < sc->n && sc->s[sc->i] == '0')
+	if (at_char(sc, '0'))
 		sc->i++;
 	else if (scan_digits(sc) < 0)
 		return -EINVAL;
-	if (sc->i < sc->n && sc->s[sc->i] == '.') {
+	if (at_char(sc, '.')) {
 		sc->i++;
 		if (scan_digits(sc) < 0)
 			return -EINVAL;
 	}
-	if (sc->i < sc->n && (sc->s[sc->i] == 'e' || sc->s[sc->i] == 'E')) {
+	if (at_char(sc, 'e') || at_char(sc, 'E')) {
 		sc->i++;
-		if (sc->i < sc->n && (sc->s[sc->i] == '+' || sc->s[sc->i] == '-'))
+		if (at_char(sc, '+') || at_char(sc, '-'))
 			sc->i++;
 		if (scan_digits(sc) < 0)
 			return -EINVAL;
@@ -174,7 +259,7 @@ static int scan_literal(struct scan *sc, const char *word)
 {
 	size_t len = strlen(word);
 
-	if (sc->n - sc->i < len || memcmp(sc->s + sc->i, word, len) != 0)
+	if (!fill(sc, len) || memcmp(&AT(sc), word, len) != 0)
 		return fail(sc, "bad literal");
 	sc->i += len;
 	return 0;
@@ -185,7 +270,7 @@ static int scan_value(struct scan *sc, int depth);
 /* Scans an array or object whose opening bracket is at sc->i. */
 static int scan_container(struct scan *sc, int depth, json_elem_fn fn, void *ctx, size_t *ret_last_end)
 {
-	char close = sc->s[sc->i] == '[' ? ']' : '}';
+	char close = AT(sc) == '[' ? ']' : '}';
 	size_t pre;
 	int r;
 
@@ -196,18 +281,18 @@ static int scan_container(struct scan *sc, int depth, json_elem_fn fn, void *ctx
 	if (ret_last_end)
 		*ret_last_end = pre;
 	skip_ws(sc);
-	if (sc->i < sc->n && sc->s[sc->i] == close) {
+	if (at_char(sc, close)) {
 		sc->i++;
 		return 0;
 	}
 	for (;;) {
 		if (close == '}') {
-			if (sc->i >= sc->n || sc->s[sc->i] != '"')
+			if (!at_char(sc, '"'))
 				return fail(sc, "expected member name");
 			if ((r = scan_string(sc)) < 0)
 				return r;
 			skip_ws(sc);
-			if (sc->i >= sc->n || sc->s[sc->i] != ':')
+			if (!at_char(sc, ':'))
 				return fail(sc, "expected ':'");
 			sc->i++;
 			skip_ws(sc);
@@ -221,14 +306,14 @@ static int scan_container(struct scan *sc, int depth, json_elem_fn fn, void *ctx
 		if (ret_last_end)
 			*ret_last_end = pre;
 		skip_ws(sc);
-		if (sc->i >= sc->n)
+		if (!more(sc))
 			return fail(sc, close == ']' ? "unterminated array" : "unterminated object");
-		if (sc->s[sc->i] == ',') {
+		if (AT(sc) == ',') {
 			sc->i++;
 			skip_ws(sc);
 			continue;
 		}
-		if (sc->s[sc->i] == close) {
+		if (AT(sc) == close) {
 			sc->i++;
 			return 0;
 		}
@@ -238,9 +323,9 @@ static int scan_container(struct scan *sc, int depth, json_elem_fn fn, void *ctx
 
 static int scan_value(struct scan *sc, int depth)
 {
-	if (sc->i >= sc->n)
+	if (!more(sc))
 		return fail(sc, "expected a value");
-	switch (sc->s[sc->i]) {
+	switch (AT(sc)) {
 	case '{':
 	case '[':
 		return scan_container(sc, depth, NULL, NULL, NULL);
@@ -253,7 +338,7 @@ static int scan_value(struct scan *sc, int depth)
 	case 'n':
 		return scan_literal(sc, "null");
 	default:
-		if (sc->s[sc->i] == '-' || (sc->s[sc->i] >= '0' && sc->s[sc->i] <= '9'))
+		if (AT(sc) == '-' || (AT(sc) >= '0' && AT(sc) <= '9'))
 			return scan_number(sc);
 		return fail(sc, "expected a value");
 	}
@@ -265,27 +350,96 @@ static int scan_end(struct scan *sc)
 	return sc->i == sc->n ? 0 : fail(sc, "trailing data after the value");
 }
 
-int json_scan_array(const char *s, size_t n, json_elem_fn fn, void *ctx,
-		    size_t *ret_head, size_t *ret_tail, struct json_error *err)
+/* True if the member name at i (its opening quote) is exactly key, with no escapes. */
+static bool name_is(struct scan *sc, const char *key, size_t keylen)
 {
-	struct scan sc = { s, n, 0, err };
-	size_t head, tail = 0;
+	return fill(sc, keylen + 2) && (&AT(sc))[keylen + 1] == '"' && memcmp(&AT(sc) + 1, key, keylen) == 0;
+}
+
+/*
+ * The array of the whole text, or of member `member` of its top-level object
+ * (member NULL: the top-level array itself): json_scan_array_at().
+ */
+static int scan_array(struct scan *sc, const char *member, json_elem_fn fn, void *ctx, size_t *ret_head,
+		      size_t *ret_tail)
+{
+	size_t head = 0, tail = 0, mlen = member ? strlen(member) : 0, at = 0;
+	bool found = false;
 	int r;
 
-	skip_ws(&sc);
-	if (sc.i >= n || s[sc.i] != '[') {
-		if (sc.i < n && scan_value(&sc, 0) == 0 && scan_end(&sc) == 0) {
-			sc.i = 0;
-			return fail(&sc, "top-level value is not an array");
+	skip_ws(sc);
+	if (!member) {
+		if (!at_char(sc, '[')) {
+			if (more(sc) && scan_value(sc, 0) == 0 && scan_end(sc) == 0) {
+				sc->i = 0;
+				if (sc->rd)
+					sc->lo = sc->hi = 0; /* back to the start: the window starts there again */
+				return fail(sc, "top-level value is not an array");
+			}
+			return sc->i >= sc->n ? fail(sc, "expected '['") : -EINVAL;
 		}
-		return sc.i >= n ? fail(&sc, "expected '['") : -EINVAL;
+		head = sc->i + 1;
+		if ((r = scan_container(sc, 0, fn, ctx, &tail)) < 0)
+			return r;
+		found = true;
+	} else if (!at_char(sc, '{')) {
+		if ((r = scan_value(sc, 0)) < 0)
+			return r;
+	} else {
+		/* The object, member by member: the first `member` that is an array is scanned element by element. */
+		sc->i++;
+		skip_ws(sc);
+		if (at_char(sc, '}'))
+			sc->i++;
+		else
+			for (;;) {
+				bool mine;
+
+				if (!at_char(sc, '"'))
+					return fail(sc, "expected member name");
+				mine = !at && name_is(sc, member, mlen);
+				if ((r = scan_string(sc)) < 0)
+					return r;
+				skip_ws(sc);
+				if (!at_char(sc, ':'))
+					return fail(sc, "expected ':'");
+				sc->i++;
+				skip_ws(sc);
+				if (mine) {
+					at = sc->i + 1;
+					found = at_char(sc, '[');
+				}
+				if (mine && found) {
+					head = sc->i + 1;
+					r = scan_container(sc, 1, fn, ctx, &tail);
+				} else {
+					r = scan_value(sc, 1);
+				}
+				if (r < 0)
+					return r;
+				skip_ws(sc);
+				if (at_char(sc, ',')) {
+					sc->i++;
+					skip_ws(sc);
+					continue;
+				}
+				if (at_char(sc, '}')) {
+					sc->i++;
+					break;
+				}
+				return fail(sc, "expected ',' or '}'");
+			}
 	}
-	head = sc.i + 1;
-	r = scan_container(&sc, 0, fn, ctx, &tail);
-	if (r < 0)
+	if ((r = scan_end(sc)) < 0)
 		return r;
-	if ((r = scan_end(&sc)) < 0)
-		return r;
+	if (!found) {
+		if (sc->err) {
+			snprintf(sc->err->msg, sizeof(sc->err->msg), at ? "member \"%s\" is not an array"
+									: "no member \"%s\" in a top-level object", member);
+			sc->err->offset = at ? at - 1 : 0;
+		}
+		return -EINVAL;
+	}
 	if (ret_head)
 		*ret_head = head;
 	if (ret_tail)
@@ -293,90 +447,114 @@ int json_scan_array(const char *s, size_t n, json_elem_fn fn, void *ctx,
 	return 0;
 }
 
+int json_scan_array(const char *s, size_t n, json_elem_fn fn, void *ctx,
+		    size_t *ret_head, size_t *ret_tail, struct json_error *err)
+{
+	return json_scan_array_at(s, n, NULL, fn, ctx, ret_head, ret_tail, err);
+}
+
 int json_scan_array_at(const char *s, size_t n, const char *member, json_elem_fn fn, void *ctx,
 		       size_t *ret_head, size_t *ret_tail, struct json_error *err)
 {
-	struct scan sc = { s, n, 0, err };
-	size_t a, b, tail = 0;
+	struct scan sc;
+
+	scan_mem(&sc, s, n, err);
+	return scan_array(&sc, member, fn, ctx, ret_head, ret_tail);
+}
+
+int json_scan_array_read(const struct json_reader *rd, const char *member, json_elem_fn fn, void *ctx,
+			 size_t *ret_head, size_t *ret_tail, struct json_error *err)
+{
+	struct scan sc;
+	int r = scan_read(&sc, rd, rd->len, err);
+
+	return r < 0 ? r : scan_done(&sc, scan_array(&sc, member, fn, ctx, ret_head, ret_tail));
+}
+
+static int validate(struct scan *sc)
+{
 	int r;
 
-	if (!member)
-		return json_scan_array(s, n, fn, ctx, ret_head, ret_tail, err);
-	if ((r = json_validate(s, n, err)) < 0)
+	skip_ws(sc);
+	if ((r = scan_value(sc, 0)) < 0)
 		return r;
-	if (json_object_member(s, n, member, &a, &b) < 0) {
-		if (err) {
-			snprintf(err->msg, sizeof(err->msg), "no member \"%s\" in a top-level object", member);
-			err->offset = 0;
-		}
-		return -EINVAL;
-	}
-	if (s[a] != '[') {
-		if (err) {
-			snprintf(err->msg, sizeof(err->msg), "member \"%s\" is not an array", member);
-			err->offset = a;
-		}
-		return -EINVAL;
-	}
-	sc.i = a;
-	if ((r = scan_container(&sc, 0, fn, ctx, &tail)) < 0)
-		return r;
-	if (ret_head)
-		*ret_head = a + 1;
-	if (ret_tail)
-		*ret_tail = tail;
-	return 0;
+	return scan_end(sc);
 }
 
 int json_validate(const char *s, size_t n, struct json_error *err)
 {
-	struct scan sc = { s, n, 0, err };
-	int r;
+	struct scan sc;
 
-	skip_ws(&sc);
-	if ((r = scan_value(&sc, 0)) < 0)
-		return r;
-	return scan_end(&sc);
+	scan_mem(&sc, s, n, err);
+	return validate(&sc);
+}
+
+int json_validate_read(const struct json_reader *rd, struct json_error *err)
+{
+	struct scan sc;
+	int r = scan_read(&sc, rd, rd->len, err);
+
+	return r < 0 ? r : scan_done(&sc, validate(&sc));
+}
+
+/* Finds member key of the object that starts at sc->i (json_object_member()). */
+static int member_of(struct scan *sc, const char *key, size_t *ret_start, size_t *ret_end)
+{
+	size_t keylen = strlen(key);
+
+	skip_ws(sc);
+	if (!at_char(sc, '{'))
+		return -ENOENT;
+	sc->i++;
+	for (;;) {
+		size_t vstart;
+		bool match;
+
+		skip_ws(sc);
+		if (!at_char(sc, '"'))
+			return -ENOENT;
+		/* Keys with escapes never match: Cline's keys are plain ASCII. */
+		match = name_is(sc, key, keylen);
+		if (scan_string(sc) < 0)
+			return -ENOENT;
+		skip_ws(sc);
+		if (!at_char(sc, ':'))
+			return -ENOENT;
+		sc->i++;
+		skip_ws(sc);
+		vstart = sc->i;
+		if (scan_value(sc, 1) < 0)
+			return -ENOENT;
+		if (match) {
+			*ret_start = vstart;
+			*ret_end = sc->i;
+			return 0;
+		}
+		skip_ws(sc);
+		if (!at_char(sc, ','))
+			return -ENOENT;
+		sc->i++;
+	}
 }
 
 int json_object_member(const char *s, size_t n, const char *key, size_t *ret_start, size_t *ret_end)
 {
-	struct scan sc = { s, n, 0, NULL };
-	size_t keylen = strlen(key);
+	struct scan sc;
 
-	skip_ws(&sc);
-	if (sc.i >= n || s[sc.i] != '{')
-		return -ENOENT;
-	sc.i++;
-	for (;;) {
-		size_t kstart, kend, vstart;
+	scan_mem(&sc, s, n, NULL);
+	return member_of(&sc, key, ret_start, ret_end);
+}
 
-		skip_ws(&sc);
-		if (sc.i >= n || s[sc.i] != '"')
-			return -ENOENT;
-		kstart = sc.i + 1;
-		if (scan_string(&sc) < 0)
-			return -ENOENT;
-		kend = sc.i - 1;
-		skip_ws(&sc);
-		if (sc.i >= n || s[sc.i] != ':')
-			return -ENOENT;
-		sc.i++;
-		skip_ws(&sc);
-		vstart = sc.i;
-		if (scan_value(&sc, 1) < 0)
-			return -ENOENT;
-		/* Keys with escapes never match: Cline's keys are plain ASCII. */
-		if (kend - kstart == keylen && memcmp(s + kstart, key, keylen) == 0) {
-			*ret_start = vstart;
-			*ret_end = sc.i;
-			return 0;
-		}
-		skip_ws(&sc);
-		if (sc.i >= n || s[sc.i] != ',')
-			return -ENOENT;
-		sc.i++;
-	}
+int json_object_member_read(const struct json_reader *rd, size_t start, size_t end, const char *key,
+			    size_t *ret_start, size_t *ret_end)
+{
+	struct scan sc;
+	int r = scan_read(&sc, rd, end, NULL);
+
+	if (r < 0)
+		return r;
+	sc.i = sc.lo = sc.hi = start;
+	return scan_done(&sc, member_of(&sc, key, ret_start, ret_end));
 }
 
 int json_to_int64(const char *s, size_t n, long long *ret)

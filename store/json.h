@@ -13,6 +13,22 @@
 
 #define JSON_MAX_DEPTH 512
 
+/* How many bytes a scan through a reader holds at a time, unless it says. */
+#define JSON_WINDOW ((size_t)1 << 18)
+
+/*
+ * Text too big to hold in memory, read through a callback: read() fills buf
+ * with exactly n bytes from offset off of the text and returns 0, or a
+ * negative errno, which the scan then returns. A scan reads each byte once,
+ * in order, window bytes a call (0: JSON_WINDOW; never fewer than 64).
+ */
+struct json_reader {
+	int (*read)(void *ctx, size_t off, char *buf, size_t n);
+	void *ctx;
+	size_t len;
+	size_t window;
+};
+
 /* Where and why a scan failed; msg is lowercase, e.g. "unexpected ']'". */
 struct json_error {
 	size_t offset;
@@ -39,6 +55,8 @@ int json_scan_array(const char *s, size_t n, json_elem_fn fn, void *ctx,
 
 /* Checks that s[0, n) is one JSON value. Returns 0 or -EINVAL with err. */
 int json_validate(const char *s, size_t n, struct json_error *err);
+/* The same of the text rd reads; also -ENOMEM, or the reader's error. */
+int json_validate_read(const struct json_reader *rd, struct json_error *err);
 
 /* Length of the valid UTF-8 sequence at p (at most n > 0 bytes), or 0. */
 size_t json_utf8_len(const unsigned char *p, size_t n);
@@ -49,6 +67,9 @@ size_t json_utf8_len(const unsigned char *p, size_t n);
  * s is not an object or has no such member.
  */
 int json_object_member(const char *s, size_t n, const char *key, size_t *ret_start, size_t *ret_end);
+/* The same of the object at bytes [start, end) of the text rd reads; offsets are the text's. */
+int json_object_member_read(const struct json_reader *rd, size_t start, size_t end, const char *key,
+			    size_t *ret_start, size_t *ret_end);
 
 /* The string value of member key of the object s[0, n), or NULL (not there, not a string, no memory). free() it. */
 char *json_member_string(const char *s, size_t n, const char *key);
@@ -62,6 +83,9 @@ char *json_member_string(const char *s, size_t n, const char *key);
  */
 int json_scan_array_at(const char *s, size_t n, const char *member, json_elem_fn fn, void *ctx,
 		       size_t *ret_head, size_t *ret_tail, struct json_error *err);
+/* The same of the text rd reads; also -ENOMEM, or the reader's error. */
+int json_scan_array_read(const struct json_reader *rd, const char *member, json_elem_fn fn, void *ctx,
+			 size_t *ret_head, size_t *ret_tail, struct json_error *err);
 
 /*
  * The value of a JSON number or string that holds a whole number, e.g. a

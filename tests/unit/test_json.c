@@ -13,6 +13,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -29,7 +30,7 @@ struct text {
 
 /* ---- collecting the elements of a scan ------------------------------------ */
 
-#define MAX_SPANS 16
+#define MAX_SPANS 512
 
 struct spans {
 	size_t n;
@@ -420,6 +421,330 @@ static void test_to_int64(void **state)
 	check_not_int("-99999999999999999999");
 }
 
+/* ---- the same scans through a reader ----------------------------------------------- */
+
+/*
+ * Text in memory served through struct json_reader, a window at a time, as a
+ * commit from a file reads it. Each check runs the reader variant with every
+ * window from 64 to 64 + 17 bytes, so that window edges fall on every byte of
+ * escapes, multi-byte UTF-8, literals and numbers, and asks for exactly what
+ * the memory variant says: return, element spans, head, tail and error.
+ */
+#define WINDOW_MIN 64
+#define WINDOW_MAX (64 + 17)
+
+struct mem_text {
+	const char *s;
+	size_t n;
+	size_t fail_at; /* a read that reaches this offset fails with -EIO (SIZE_MAX: none) */
+	size_t calls;
+};
+
+static int mem_read(void *ctx, size_t off, char *buf, size_t n)
+{
+	struct mem_text *m = ctx;
+
+	assert_true(off <= m->n && n <= m->n - off);
+	m->calls++;
+	if (m->fail_at != SIZE_MAX && off + n > m->fail_at)
+		return -EIO;
+	memcpy(buf, m->s + off, n);
+	return 0;
+}
+
+struct scan_result {
+	int r;
+	size_t h, t;
+	struct spans sp;
+	struct json_error err;
+};
+
+static void scan_result_equal(const struct scan_result *a, const struct scan_result *b, const char *what,
+			      const char *s, size_t n, const char *member, size_t window)
+{
+	bool same = a->r == b->r && a->h == b->h && a->t == b->t && a->sp.n == b->sp.n;
+
+	for (size_t i = 0; same && i < a->sp.n; i++)
+		same = a->sp.pre[i] == b->sp.pre[i] && a->sp.start[i] == b->sp.start[i] && a->sp.end[i] == b->sp.end[i];
+	if (same && a->r == -EINVAL)
+		same = a->err.offset == b->err.offset &&
+		       strcmp(a->err.msg, b->err.msg) == 0;
+	if (!same)
+		fail_msg("%s of '%.*s' (member %s) with window %zu: memory %d head %zu tail %zu %zu elements "
+			 "error '%s' at %zu; reader %d head %zu tail %zu %zu elements error '%s' at %zu",
+			 what, (int)(n > 200 ? 200 : n), s, member ? member : "-", window, a->r, a->h, a->t, a->sp.n,
+			 a->err.msg, a->err.offset, b->r, b->h, b->t, b->sp.n, b->err.msg, b->err.offset);
+}
+
+/* The scan of s through a reader equals the scan in memory, for every window; so does its validation. */
+static void check_read_equal(const char *s, size_t n, const char *member)
+{
+	_cleanup_free_ struct scan_result *mem = calloc(1, sizeof(*mem));
+	_cleanup_free_ struct scan_result *rd = calloc(1, sizeof(*rd));
+	struct json_error verr_mem = { 0 };
+	int vr_mem;
+
+	assert_non_null(mem);
+	assert_non_null(rd);
+	mem->h = mem->t = 777;
+	mem->r = json_scan_array_at(s, n, member, collect, &mem->sp, &mem->h, &mem->t, &mem->err);
+	vr_mem = json_validate(s, n, &verr_mem);
+	for (size_t w = WINDOW_MIN; w <= WINDOW_MAX; w++) {
+		struct mem_text m = { .s = s, .n = n, .fail_at = SIZE_MAX };
+		struct json_reader reader = { .read = mem_read, .ctx = &m, .len = n, .window = w };
+		struct json_error verr = { 0 };
+		int vr;
+
+		memset(rd, 0, sizeof(*rd));
+		rd->h = rd->t = 777;
+		rd->r = json_scan_array_read(&reader, member, collect, &rd->sp, &rd->h, &rd->t, &rd->err);
+		scan_result_equal(mem, rd, "scan", s, n, member, w);
+		if (member)
+			continue;
+		vr = json_validate_read(&reader, &verr);
+		if (vr != vr_mem || (vr == -EINVAL && (verr.offset != verr_mem.offset || strcmp(verr.msg, verr_mem.msg))))
+			fail_msg("validate of '%.*s' with window %zu: memory %d '%s' at %zu, reader %d '%s' at %zu",
+				 (int)(n > 200 ? 200 : n), s, w, vr_mem, verr_mem.msg, verr_mem.offset, vr, verr.msg,
+				 verr.offset);
+	}
+}
+
+static void check_read_equal_str(const char *s, const char *member)
+{
+	check_read_equal(s, strlen(s), member);
+}
+
+/* The accepted arrays of the tests above. */
+static const char *const accepted[] = {
+	"[]", "[ ]", "[\n\n]", " \t\r\n[]\n", "[1,2,3]",
+	"[\"a\",{\"b\":[1,2],\"c\":{}},null,true,false,-1.5e+3,0,[],\"],[\\\"\"]",
+	"[{\"ts\":1700000000000,\"type\":\"say\"}]",
+	"[\n  {\n    \"ts\": 1,\n    \"say\": \"hi\"\n  },\n  {\n    \"ts\": 2\n  },\n  [],\n  \"x\"\n]",
+	"\n [ \r\n\t1 , { \"a\" : [ 2 , 3 ] }\r\n,\r\n\"é😀\" \n] \n",
+};
+
+/*
+ * An array over 300 bytes with every kind of token, each element repeated
+ * with a growing indent so that no token sits at the same offset twice.
+ */
+static char *long_array(void)
+{
+	static const char *const elems[] = {
+		"{\"ts\": 1700000000000, \"text\": \"caf\\u00e9 \\ud83d\\ude00 \\\"q\\\" \\\\ \\/ \\b\\f\\n\\r\\t\"}",
+		"\"é 日本語 😀 \xf4\x8f\xbf\xbf \xef\xbf\xbf \\u00DF\\u6771\\uD801\\uDC37\"",
+		"true", "false", "null", "-0.5e-10", "1E+300", "123456789.987654321e2", "-0", "0.125E-7",
+		"[[1,[2,[3,[]]]],{}]",
+		"{\"a\":{\"b\":[true,null,false,\"\\u0041\"]},\"c\" : [ 1e5 , -2 ] , \"d\":\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"}",
+		"[ ]", "{ }", "\"\"",
+	};
+	struct sb sb = SB_INIT;
+
+	assert_int_equal(sb_adds(&sb, "[\n"), 0);
+	for (int rep = 0; rep < 3; rep++)
+		for (size_t i = 0; i < ARRAY_SIZE(elems); i++) {
+			if (rep || i)
+				assert_int_equal(sb_adds(&sb, ",\r\n"), 0);
+			for (size_t k = 0; k < (rep * ARRAY_SIZE(elems) + i) % 7; k++)
+				assert_int_equal(sb_adds(&sb, k % 2 ? "\t" : " "), 0);
+			assert_int_equal(sb_adds(&sb, elems[i]), 0);
+		}
+	assert_int_equal(sb_adds(&sb, "\n]\n"), 0);
+	assert_true(sb.len > 300);
+	return sb.buf;
+}
+
+/* The long array as the member "messages" of an object, after another long member. */
+static char *long_object(const char *arr)
+{
+	struct sb sb = SB_INIT;
+
+	assert_int_equal(sb_adds(&sb, "{\"other\": "), 0);
+	assert_int_equal(sb_adds(&sb, arr), 0);
+	assert_int_equal(sb_adds(&sb, ", \"messagesX\": [1], \"messages\" :"), 0);
+	assert_int_equal(sb_adds(&sb, arr), 0);
+	assert_int_equal(sb_adds(&sb, ",\"b\":[2]}"), 0);
+	return sb.buf;
+}
+
+static void test_read_equals_memory(void **state)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(accepted); i++)
+		check_read_equal_str(accepted[i], NULL);
+	for (size_t i = 0; i < ARRAY_SIZE(not_arrays); i++)
+		check_read_equal(not_arrays[i].s, not_arrays[i].n, NULL);
+	for (size_t i = 0; i < ARRAY_SIZE(valid_values); i++)
+		check_read_equal(valid_values[i].s, valid_values[i].n, NULL);
+	for (size_t i = 0; i < ARRAY_SIZE(invalid_values); i++)
+		check_read_equal(invalid_values[i].s, invalid_values[i].n, NULL);
+	check_read_equal_str("[\"ok\",\"\xff\"]", NULL);
+	check_read_equal("[\"a\0b\"]", 7, NULL);
+
+	/* Nesting at, over and far past the limit; of objects too. */
+	size_t depths[] = { JSON_MAX_DEPTH, JSON_MAX_DEPTH + 1, 100000 };
+	for (size_t i = 0; i < ARRAY_SIZE(depths); i++) {
+		_cleanup_free_ char *s = nested(depths[i]);
+
+		check_read_equal_str(s, NULL);
+	}
+	struct sb sb = SB_INIT;
+	assert_int_equal(sb_adds(&sb, "["), 0);
+	for (int i = 0; i < JSON_MAX_DEPTH + 1; i++)
+		assert_int_equal(sb_adds(&sb, "{\"a\":"), 0);
+	assert_int_equal(sb_adds(&sb, "1"), 0);
+	for (int i = 0; i < JSON_MAX_DEPTH + 1; i++)
+		assert_int_equal(sb_adds(&sb, "}"), 0);
+	assert_int_equal(sb_adds(&sb, "]"), 0);
+	check_read_equal(sb.buf, sb.len, NULL);
+	check_read_equal(sb.buf + 1, sb.len - 2, NULL);
+	sb_release(&sb);
+}
+
+/* The long inputs, whole, torn at every byte, and with every byte in turn made invalid. */
+static void test_read_equals_memory_long(void **state)
+{
+	_cleanup_free_ char *arr = long_array();
+	_cleanup_free_ char *obj = long_object(arr);
+	const char *texts[] = { arr, obj };
+	const char *members[] = { NULL, "messages" };
+
+	for (size_t k = 0; k < ARRAY_SIZE(texts); k++) {
+		size_t n = strlen(texts[k]);
+		_cleanup_free_ char *bad = strdup(texts[k]);
+
+		assert_non_null(bad);
+		check_read_equal(texts[k], n, members[k]);
+		for (size_t cut = 0; cut < n; cut++)
+			check_read_equal(texts[k], cut, members[k]);
+		for (size_t at = 0; at < n; at++) {
+			char was = bad[at];
+
+			bad[at] = (at % 3 == 0) ? '\xff' : (at % 3 == 1) ? '"' : '}';
+			check_read_equal(bad, n, members[k]);
+			bad[at] = was;
+		}
+	}
+	/* The long array scanned whole: all its elements, in order. */
+	struct spans sp = { 0 };
+	assert_int_equal(json_scan_array(arr, strlen(arr), collect, &sp, NULL, NULL, NULL), 0);
+	assert_int_equal(sp.n, 45);
+}
+
+static void test_read_member(void **state)
+{
+	static const char *const objs[] = {
+		"{\"a\":1,\"messages\":[{\"x\":1},{\"y\":\"\\u00e9\"}],\"b\":[2]}",
+		"{\"a\":1,\"b\":[2]}",                           /* no such member */
+		"{\"messages\":{\"x\":[1]}}",                    /* not an array */
+		"{\"messages\":\"[1,2]\"}",
+		"{\"messages\":null}",
+		"{\"messages\":[1],\"messages\":[2,3]}",         /* twice */
+		"{\"messages\":{},\"messages\":[2,3]}",
+		"{\"messages\":[1,2],\"messages\":\"x\"}",
+		"{\"mess\\u0061ges\":[1]}",                      /* an escaped name */
+		" { \"x\" : { \"messages\" : [ 9 ] } , \"messages\" : [ 1 , 2 ] } ",
+		"{\"messages\":[1,]}", "{\"messages\":[1],}", "{\"messages\":[1]", "{\"messages\":[1]} x",
+		"[{\"messages\":[1]}]", "{}", "", "{\"messages\":[1]}\xff",
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(objs); i++)
+		check_read_equal_str(objs[i], "messages");
+	for (size_t i = 0; i < ARRAY_SIZE(accepted); i++)
+		check_read_equal_str(accepted[i], "messages");
+}
+
+/* json_object_member_read() finds what json_object_member() finds, anywhere in the text. */
+static void test_read_object_member(void **state)
+{
+	static const char item[] =
+		"{\"id\":\"1700000000000\", \"ts\" : 17 ,\"nested\":{\"id\":\"x\",\"deep\":{\"k\":1}},"
+		"\"arr\":[1,{\"ts\":2}],\"text\":\"a \\\"quoted\\\" } ]\",\"pad\":\"0123456789012345678901234567890123456789"
+		"0123456789\",\"last\":null}";
+	static const char *const keys[] = { "id", "ts", "nested", "arr", "text", "last", "missing", "i", "k", "" };
+	char buf[512];
+
+	for (size_t lead = 0; lead < 20; lead++) {
+		size_t n = strlen(item);
+
+		memset(buf, 'x', lead);
+		memcpy(buf + lead, item, n);
+		memcpy(buf + lead + n, "]]]", 4);
+		for (size_t i = 0; i < ARRAY_SIZE(keys); i++)
+			for (size_t w = WINDOW_MIN; w <= WINDOW_MAX; w++) {
+				struct mem_text m = { .s = buf, .n = lead + n + 3, .fail_at = SIZE_MAX };
+				struct json_reader rd = { .read = mem_read, .ctx = &m, .len = m.n, .window = w };
+				size_t a = 777, b = 888, ra = 777, rb = 888;
+				int r = json_object_member(item, n, keys[i], &a, &b);
+
+				assert_int_equal(json_object_member_read(&rd, lead, lead + n, keys[i], &ra, &rb), r);
+				if (r == 0) {
+					assert_int_equal(ra, lead + a);
+					assert_int_equal(rb, lead + b);
+				} else {
+					assert_int_equal(ra, 777);
+					assert_int_equal(rb, 888);
+				}
+			}
+	}
+}
+
+/* A reader that fails makes the scan fail with its error, not as if the text were bad. */
+static void test_read_error(void **state)
+{
+	_cleanup_free_ char *arr = long_array();
+	_cleanup_free_ char *obj = long_object(arr);
+	const char *texts[] = { arr, obj };
+	const char *members[] = { NULL, "messages" };
+
+	for (size_t k = 0; k < ARRAY_SIZE(texts); k++) {
+		size_t n = strlen(texts[k]);
+
+		for (size_t fail_at = 0; fail_at < n; fail_at += 37) {
+			struct mem_text m = { .s = texts[k], .n = n, .fail_at = fail_at };
+			struct json_reader rd = { .read = mem_read, .ctx = &m, .len = n, .window = 64 };
+			struct json_error err = { 0 };
+			struct spans sp = { 0 };
+			size_t h = 777, t = 888, a, b;
+
+			assert_int_equal(json_scan_array_read(&rd, members[k], collect, &sp, &h, &t, &err), -EIO);
+			assert_int_equal(h, 777);
+			assert_int_equal(t, 888);
+			assert_int_equal(json_validate_read(&rd, &err), -EIO);
+			/* The array is no object: its first window tells, and only a failure in it is seen. */
+			assert_int_equal(json_object_member_read(&rd, 0, n, "b", &a, &b),
+					 k == 0 && fail_at >= rd.window ? -ENOENT : -EIO);
+		}
+	}
+}
+
+/* A callback that stops the scan stops the reader's scan the same way. */
+static void test_read_callback_stops(void **state)
+{
+	const char *s = "[1,2,3]";
+	struct mem_text m = { .s = s, .n = strlen(s), .fail_at = SIZE_MAX };
+	struct json_reader rd = { .read = mem_read, .ctx = &m, .len = m.n, .window = 64 };
+	size_t h = 777, t = 888;
+	int calls = 0;
+
+	assert_int_equal(json_scan_array_read(&rd, NULL, stop_at_second, &calls, &h, &t, NULL), -ECANCELED);
+	assert_int_equal(calls, 2);
+	assert_int_equal(h, 777);
+	assert_int_equal(t, 888);
+}
+
+/*
+ * The scan of text in memory that goes back to report a value that is not
+ * an array still shows the byte there (a window reset meant for a reader
+ * once hid it: "at end of input").
+ */
+static void test_not_array_message(void **state)
+{
+	struct json_error err = { 0 };
+
+	assert_int_equal(json_scan_array("{\"a\":1}", 7, NULL, NULL, NULL, NULL, &err), -EINVAL);
+	assert_int_equal(err.offset, 0);
+	assert_string_equal(err.msg, "top-level value is not an array: unexpected '{'");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -433,6 +758,13 @@ int main(void)
 		cmocka_unit_test(test_validate),
 		cmocka_unit_test(test_object_member),
 		cmocka_unit_test(test_to_int64),
+		cmocka_unit_test(test_read_equals_memory),
+		cmocka_unit_test(test_read_equals_memory_long),
+		cmocka_unit_test(test_read_member),
+		cmocka_unit_test(test_read_object_member),
+		cmocka_unit_test(test_read_error),
+		cmocka_unit_test(test_read_callback_stops),
+		cmocka_unit_test(test_not_array_message),
 	};
 
 	log_set_level(LOG_LEVEL_ERR);
