@@ -19,6 +19,7 @@
  *     subagents), where <id> is "<ms>_<random>": a session id always has a
  *     character that is not a digit, so the two kinds of id never meet.
  */
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -189,24 +190,31 @@ uint64_t doc_key_of_text(const char *s, size_t n)
 	return hash64(s, n) | 1; /* never 0, to tell it from a missing key */
 }
 
-void doc_elem_identity(enum doc_ident ident, const char *json, size_t len, struct merge_elem *e,
-		       char **ret_key_text)
+/*
+ * What doc_elem_identity() makes of an element's hash and the raw values of
+ * its "ts" and "id" members (NULL: none, or longer than IDENT_VALUE_MAX).
+ */
+static void identity_of(enum doc_ident ident, uint64_t hash, const char *ts, size_t ts_len, const char *id,
+			size_t id_len, struct merge_elem *e, char **ret_key_text)
 {
 	char *text = NULL;
-	size_t a, b;
-	long long ts;
+	long long v;
 
-	e->hash = hash64(json, len);
+	e->hash = hash;
 	e->key = e->hash;
 	e->has_ts = false;
-	if (json_object_member(json, len, "ts", &a, &b) == 0 && json_to_int64(json + a, b - a, &ts) == 0) {
-		e->ts = ts;
+	if (ts && json_to_int64(ts, ts_len, &v) == 0) {
+		e->ts = v;
 		e->has_ts = true;
 		if (ident == IDENT_TS)
-			e->key = (uint64_t)ts;
+			e->key = (uint64_t)v;
 	}
-	if (ident == IDENT_ITEM_ID || ident == IDENT_MESSAGE_ID) {
-		text = json_member_string(json, len, "id");
+	if (id && (ident == IDENT_ITEM_ID || ident == IDENT_MESSAGE_ID)) {
+		cJSON *val = cJSON_ParseWithLength(id, id_len);
+
+		if (val && cJSON_IsString(val) && val->valuestring)
+			text = strdup(val->valuestring);
+		cJSON_Delete(val);
 		if (text)
 			e->key = doc_key_of_text(text, strlen(text));
 	}
@@ -214,6 +222,70 @@ void doc_elem_identity(enum doc_ident ident, const char *json, size_t len, struc
 		*ret_key_text = text;
 	else
 		free(text);
+}
+
+static bool wants_id(enum doc_ident ident)
+{
+	return ident == IDENT_ITEM_ID || ident == IDENT_MESSAGE_ID;
+}
+
+void doc_elem_identity(enum doc_ident ident, const char *json, size_t len, struct merge_elem *e,
+		       char **ret_key_text)
+{
+	size_t a = 0, b = 0, c = 0, d = 0;
+	bool ts = json_object_member(json, len, "ts", &a, &b) == 0 && b - a <= IDENT_VALUE_MAX;
+	bool id = wants_id(ident) && json_object_member(json, len, "id", &c, &d) == 0 && d - c <= IDENT_VALUE_MAX;
+
+	identity_of(ident, hash64(json, len), ts ? json + a : NULL, b - a, id ? json + c : NULL, d - c, e,
+		    ret_key_text);
+}
+
+/* The raw value of member key of the object at [start, end) of rd's text into buf (IDENT_VALUE_MAX + 1). */
+static int member_value_read(const struct json_reader *rd, size_t start, size_t end, const char *key, char *buf,
+			     size_t *ret_len)
+{
+	size_t a, b;
+	int r = json_object_member_read(rd, start, end, key, &a, &b);
+
+	if (r < 0)
+		return r;
+	if (b - a > IDENT_VALUE_MAX)
+		return -ENOENT;
+	if ((r = rd->read(rd->ctx, a, buf, b - a)) < 0)
+		return r;
+	buf[b - a] = '\0';
+	*ret_len = b - a;
+	return 0;
+}
+
+int doc_elem_identity_read(enum doc_ident ident, const struct json_reader *rd, size_t start, size_t end,
+			   struct merge_elem *e, char **ret_key_text)
+{
+	_cleanup_free_ char *chunk = malloc(IDENT_CHUNK);
+	char ts[IDENT_VALUE_MAX + 1], id[IDENT_VALUE_MAX + 1];
+	size_t ts_len = 0, id_len = 0;
+	struct hash64 h;
+	int r, rts, rid = -ENOENT;
+
+	if (!chunk)
+		return -ENOMEM;
+	hash64_begin(&h, end - start);
+	for (size_t at = start; at < end;) {
+		size_t n = end - at < IDENT_CHUNK ? end - at : IDENT_CHUNK;
+
+		if ((r = rd->read(rd->ctx, at, chunk, n)) < 0)
+			return r;
+		hash64_add(&h, chunk, n);
+		at += n;
+	}
+	rts = member_value_read(rd, start, end, "ts", ts, &ts_len);
+	if (rts < 0 && rts != -ENOENT)
+		return rts;
+	if (wants_id(ident) && (rid = member_value_read(rd, start, end, "id", id, &id_len)) < 0 && rid != -ENOENT)
+		return rid;
+	identity_of(ident, hash64_end(&h), rts == 0 ? ts : NULL, ts_len, rid == 0 ? id : NULL, id_len, e,
+		    ret_key_text);
+	return 0;
 }
 
 int store_path_conversation(const char *path, char *buf, size_t n)

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "store/json.h"
 #include "store/merge.h"
 #include "store/store.h"
 
@@ -58,6 +59,17 @@ int doc_layout_of(const char *path, struct doc_layout *ret);
  */
 void doc_elem_identity(enum doc_ident ident, const char *json, size_t len, struct merge_elem *e,
 		       char **ret_key_text);
+
+/*
+ * The same of the element at bytes [start, end) of the text rd reads, in
+ * memory bounded whatever its size. Returns 0, -ENOMEM or the reader's error.
+ */
+int doc_elem_identity_read(enum doc_ident ident, const struct json_reader *rd, size_t start, size_t end,
+			   struct merge_elem *e, char **ret_key_text);
+
+/* A "ts" or "id" whose raw value is longer than this is not an identity. */
+#define IDENT_VALUE_MAX 4096
+#define IDENT_CHUNK ((size_t)1 << 16)
 
 /* The key of an element whose elems.key text is known (loaded rows). */
 uint64_t doc_key_of_text(const char *s, size_t n);

@@ -175,28 +175,73 @@ char *iso_time(int64_t ns, char *buf, size_t n)
 	return buf;
 }
 
-uint64_t hash64(const void *data, size_t len)
+void hash64_begin(struct hash64 *h, size_t len)
+{
+	h->h = 0x9e3779b97f4a7c15ULL ^ (len * 0xff51afd7ed558ccdULL);
+	h->nbuf = 0;
+}
+
+static void hash64_word(struct hash64 *h, uint64_t w)
+{
+	h->h = (h->h ^ w) * 0xbf58476d1ce4e5b9ULL;
+	h->h ^= h->h >> 31;
+}
+
+void hash64_add(struct hash64 *h, const void *data, size_t len)
 {
 	const unsigned char *p = data;
-	uint64_t h = 0x9e3779b97f4a7c15ULL ^ (len * 0xff51afd7ed558ccdULL);
 
+	/* Bytes are taken 8 at a time, wherever the pieces they come in end. */
+	if (h->nbuf) {
+		size_t k = 8 - h->nbuf < len ? 8 - h->nbuf : len;
+
+		memcpy(h->buf + h->nbuf, p, k);
+		h->nbuf += k;
+		p += k;
+		len -= k;
+		if (h->nbuf < 8)
+			return;
+		{
+			uint64_t w;
+
+			memcpy(&w, h->buf, 8);
+			hash64_word(h, w);
+		}
+		h->nbuf = 0;
+	}
 	while (len >= 8) {
 		uint64_t w;
 
 		memcpy(&w, p, 8);
-		h = (h ^ w) * 0xbf58476d1ce4e5b9ULL;
-		h ^= h >> 31;
+		hash64_word(h, w);
 		p += 8;
 		len -= 8;
 	}
-	if (len) {
+	memcpy(h->buf, p, len);
+	h->nbuf = len;
+}
+
+uint64_t hash64_end(struct hash64 *h)
+{
+	uint64_t x = h->h;
+
+	if (h->nbuf) {
 		uint64_t w = 0;
 
-		memcpy(&w, p, len);
-		h = (h ^ w) * 0x94d049bb133111ebULL;
+		memcpy(&w, h->buf, h->nbuf);
+		x = (x ^ w) * 0x94d049bb133111ebULL;
 	}
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdULL;
-	h ^= h >> 33;
-	return h;
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	return x;
+}
+
+uint64_t hash64(const void *data, size_t len)
+{
+	struct hash64 h;
+
+	hash64_begin(&h, len);
+	hash64_add(&h, data, len);
+	return hash64_end(&h);
 }

@@ -108,4 +108,17 @@ char *iso_time(int64_t ns, char *buf, size_t n);
 /* A 64-bit hash of bytes (not cryptographic; equal bytes, equal hash). */
 uint64_t hash64(const void *data, size_t len);
 
+/*
+ * The same hash of len bytes that come in pieces: hash64_begin(), then
+ * hash64_add() for each piece in order (len bytes in all), then hash64_end().
+ */
+struct hash64 {
+	uint64_t h;
+	unsigned char buf[8];
+	size_t nbuf;
+};
+void hash64_begin(struct hash64 *h, size_t len);
+void hash64_add(struct hash64 *h, const void *data, size_t len);
+uint64_t hash64_end(struct hash64 *h);
+
 #endif

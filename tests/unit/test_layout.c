@@ -13,10 +13,12 @@
 #include <stddef.h>
 #include <errno.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
 
+#include "store/layout.h"
 #include "store/store.h"
 #include "store/util.h"
 
@@ -171,6 +173,121 @@ static void test_workspace_key(void **state)
 	assert_int_equal(store_workspace_key("€"), 0x20ac);
 }
 
+/* ---- hash64 in pieces, and identities read through a reader ------------------------ */
+
+static void test_hash64_pieces(void **state)
+{
+	unsigned char data[300];
+
+	for (size_t i = 0; i < sizeof(data); i++)
+		data[i] = (unsigned char)(i * 131 + 7);
+	for (size_t len = 0; len <= sizeof(data); len += (len < 40 ? 1 : 13))
+		for (size_t piece = 1; piece <= 17; piece++) {
+			struct hash64 h;
+
+			hash64_begin(&h, len);
+			for (size_t at = 0; at < len; at += piece)
+				hash64_add(&h, data + at, len - at < piece ? len - at : piece);
+			if (hash64_end(&h) != hash64(data, len))
+				fail_msg("hash64 of %zu bytes in pieces of %zu differs", len, piece);
+		}
+	/* And it tells bytes apart: one bit changed, another hash. */
+	uint64_t a = hash64(data, 100);
+	data[50] ^= 1;
+	assert_true(a != hash64(data, 100));
+}
+
+struct mem_text {
+	const char *s;
+	size_t n;
+};
+
+static int mem_read(void *ctx, size_t off, char *buf, size_t n)
+{
+	const struct mem_text *m = ctx;
+
+	assert_true(off <= m->n && n <= m->n - off);
+	memcpy(buf, m->s + off, n);
+	return 0;
+}
+
+/* The identity of json read through a reader, at an offset in a bigger text, equals the one in memory. */
+static void check_identity(enum doc_ident ident, const char *json)
+{
+	size_t len = strlen(json), lead = 5;
+	char *text = malloc(lead + len + 3);
+	struct mem_text m = { text, lead + len + 2 };
+	struct json_reader rd = { .read = mem_read, .ctx = &m, .len = m.n, .window = 64 };
+	struct merge_elem a = { 0 }, b = { 0 };
+	char *ka = NULL, *kb = NULL;
+
+	assert_non_null(text);
+	memcpy(text, "[1, ", 4);
+	text[4] = ' ';
+	memcpy(text + lead, json, len);
+	memcpy(text + lead + len, " ]", 3);
+	doc_elem_identity(ident, json, len, &a, &ka);
+	assert_int_equal(doc_elem_identity_read(ident, &rd, lead, lead + len, &b, &kb), 0);
+	if (a.key != b.key || a.hash != b.hash || a.has_ts != b.has_ts || (a.has_ts && a.ts != b.ts) ||
+	    !ka != !kb || (ka && strcmp(ka, kb)))
+		fail_msg("identity %d of %s: memory key %llx hash %llx ts %lld/%d text %s; reader key %llx hash %llx "
+			 "ts %lld/%d text %s", ident, json, (unsigned long long)a.key, (unsigned long long)a.hash,
+			 (long long)a.ts, a.has_ts, ka ? ka : "-", (unsigned long long)b.key,
+			 (unsigned long long)b.hash, (long long)b.ts, b.has_ts, kb ? kb : "-");
+	assert_true(a.hash == hash64(json, len));
+	free(ka);
+	free(kb);
+	free(text);
+}
+
+static void test_identity_read(void **state)
+{
+	static const char *const elems[] = {
+		"{\"ts\":1700000000000,\"type\":\"say\"}",
+		"{\"type\":\"say\",\"ts\":\"1700000000001\"}",
+		"{ \"text\" : \"a \\\"ts\\\": 5\" , \"ts\" : 42 }",
+		"{\"type\":\"say\",\"text\":\"no ts\"}",
+		"{\"ts\":1.5}",
+		"{\"ts\":null,\"id\":null}",
+		"{\"id\":\"1700000000000\",\"ts\":1700000000000,\"task\":\"t\"}",
+		"{\"ts\":1700000000000,\"task\":\"t\",\"id\":\"1700000000002\"}",
+		"{\"id\":\"caf\\u00e9 \\\"x\\\" \\ud83d\\ude00\",\"ts\":7}",
+		"{\"id\":\"msg_\\u0031\\n\",\"role\":\"user\"}",
+		"{\"id\":17,\"ts\":\"8\"}",
+		"{\"nested\":{\"id\":\"inner\",\"ts\":3},\"id\":\"outer\"}",
+		"{\"nested\":{\"id\":\"inner\",\"ts\":3}}",
+		"{\n  \"role\": \"assistant\",\n  \"id\": \"msg_01ABC\",\n  \"content\": [{\"type\": \"text\", \"text\": \"é😀\"}]\n}",
+		"[1,2]", "\"str\"", "{}",
+	};
+	static const enum doc_ident idents[] = { IDENT_TS, IDENT_ITEM_ID, IDENT_MESSAGE_ID };
+
+	for (size_t k = 0; k < ARRAY_SIZE(idents); k++)
+		for (size_t i = 0; i < ARRAY_SIZE(elems); i++)
+			check_identity(idents[k], elems[i]);
+
+	/* A "ts" and an "id" just within and just over IDENT_VALUE_MAX, and an element over IDENT_CHUNK. */
+	size_t sizes[] = { IDENT_VALUE_MAX - 2, IDENT_VALUE_MAX - 1, IDENT_VALUE_MAX, IDENT_CHUNK + 100 };
+	for (size_t s = 0; s < ARRAY_SIZE(sizes); s++) {
+		struct sb sb = SB_INIT;
+		char *digits = malloc(sizes[s] + 1);
+
+		assert_non_null(digits);
+		memset(digits, '1', sizes[s]);
+		digits[sizes[s]] = '\0';
+		assert_int_equal(sb_adds(&sb, "{\"id\":\""), 0);
+		assert_int_equal(sb_adds(&sb, digits), 0);
+		assert_int_equal(sb_adds(&sb, "\",\"ts\":\""), 0);
+		assert_int_equal(sb_adds(&sb, digits + (sizes[s] > 15 ? sizes[s] - 15 : 0)), 0);
+		assert_int_equal(sb_adds(&sb, "\",\"pad\":\""), 0);
+		assert_int_equal(sb_adds(&sb, digits), 0);
+		assert_int_equal(sb_adds(&sb, "\"}"), 0);
+		for (size_t k = 0; k < ARRAY_SIZE(idents); k++)
+			check_identity(idents[k], sb.buf);
+		sb_release(&sb);
+		free(digits);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -179,6 +296,8 @@ int main(void)
 		cmocka_unit_test(test_workspace_key),
 		cmocka_unit_test(test_is_session_id),
 		cmocka_unit_test(test_conversation_dir),
+		cmocka_unit_test(test_hash64_pieces),
+		cmocka_unit_test(test_identity_read),
 	};
 
 	log_set_level(LOG_LEVEL_ERR);
