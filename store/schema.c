@@ -133,6 +133,38 @@ static const char *const migrations[] = {
 	 * times a turn).
 	 */
 	"CREATE INDEX elems_cur ON elems(doc_id, seq) WHERE rev_to IS NULL;",
+
+	/*
+	 * 7 -> 8: an element's bytes last in its row. SQLite builds a row with
+	 * a zeroblob in it (a large element, written into afterwards a piece at
+	 * a time: store/src.c) without allocating it only when nothing follows
+	 * it; and a column after a large element is read by walking every page
+	 * of it. The table is copied once, in the order that allows both.
+	 */
+	"CREATE TABLE elems_new ("
+	"  id INTEGER PRIMARY KEY,"
+	"  doc_id INTEGER NOT NULL REFERENCES docs(id),"
+	"  seq INTEGER NOT NULL,"
+	"  off INTEGER NOT NULL,"
+	"  pre TEXT NOT NULL,"
+	"  len INTEGER NOT NULL,"
+	"  key TEXT,"
+	"  ts INTEGER,"
+	"  rev_from INTEGER NOT NULL,"
+	"  rev_to INTEGER,"
+	"  h INTEGER,"
+	"  loff INTEGER,"
+	"  json TEXT NOT NULL"
+	");"
+	"INSERT INTO elems_new(id, doc_id, seq, off, pre, len, key, ts, rev_from, rev_to, h, loff, json)"
+	"  SELECT id, doc_id, seq, off, pre, len, key, ts, rev_from, rev_to, h, loff, json FROM elems;"
+	"DROP TABLE elems;"
+	"ALTER TABLE elems_new RENAME TO elems;"
+	"CREATE INDEX elems_off ON elems(doc_id, off, rev_from, rev_to);"
+	"CREATE INDEX elems_key ON elems(doc_id, key) WHERE key IS NOT NULL AND rev_to IS NULL;"
+	"CREATE INDEX elems_hash ON elems(doc_id, h) WHERE key IS NOT NULL;"
+	"CREATE INDEX elems_loff ON elems(doc_id, loff, rev_from, rev_to);"
+	"CREATE INDEX elems_cur ON elems(doc_id, seq) WHERE rev_to IS NULL;",
 };
 
 int store_schema_version(void)
