@@ -25,6 +25,7 @@
 
 #include "store/doc_internal.h"
 #include "store/json.h"
+#include "store/src.h"
 #include "store/util.h"
 
 /* ---- array docs --------------------------------------------------------- */
@@ -50,28 +51,50 @@ static int span_push(void *ctx, size_t pre, size_t start, size_t end)
 
 /*
  * Counts the leading elements of the doc's current rendering whose bytes
- * equal the new content's: these rows are kept as they are.
+ * equal the new content's: these rows are kept as they are. Elements larger
+ * than ELEM_INLINE are compared a piece at a time.
  */
-static int common_prefix(struct store *st, int64_t doc_id, const char *data, const struct span_vec *sv,
+static int common_prefix(struct store *st, int64_t doc_id, const struct src *src, const struct span_vec *sv,
 			 size_t *ret_k)
 {
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	_cleanup_sb_ struct sb scratch = SB_INIT;
 	size_t k = 0;
 	int r, rc;
 
-	r = store_prepare_ints(st, "SELECT pre, json FROM elems WHERE doc_id = ?1 AND rev_to IS NULL ORDER BY seq",
-			       STORE_INTS(doc_id), &stmt);
+	r = store_prepare_ints(st, "SELECT id, pre, len, CASE WHEN len <= ?2 THEN json END FROM elems "
+				   "WHERE doc_id = ?1 AND rev_to IS NULL ORDER BY seq",
+			       STORE_INTS(doc_id, (int64_t)ELEM_INLINE), &stmt);
 	if (r < 0)
 		return r;
 	while (k < sv->n && (rc = sqlite3_step(stmt)) == SQLITE_ROW) {
 		const struct span *e = &sv->v[k];
-		size_t plen = (size_t)sqlite3_column_bytes(stmt, 0);
-		const void *p = sqlite3_column_blob(stmt, 0);
-		size_t jlen = (size_t)sqlite3_column_bytes(stmt, 1);
-		const void *j = sqlite3_column_blob(stmt, 1);
+		size_t plen = (size_t)sqlite3_column_bytes(stmt, 1);
+		const void *p = sqlite3_column_blob(stmt, 1);
+		size_t jlen = (size_t)sqlite3_column_int64(stmt, 2);
+		const char *mine;
+		bool same;
 
-		if (plen != e->start - e->pre || jlen != e->end - e->start ||
-		    (plen && memcmp(p, data + e->pre, plen) != 0) || memcmp(j, data + e->start, jlen) != 0)
+		if (plen != e->start - e->pre || jlen != e->end - e->start)
+			break;
+		if (plen && ((r = src_get(src, e->pre, plen, &scratch, &mine)) < 0 || memcmp(p, mine, plen) != 0)) {
+			if (r < 0)
+				return r;
+			break;
+		}
+		if (jlen <= ELEM_INLINE) {
+			const void *j = sqlite3_column_blob(stmt, 3);
+
+			if ((size_t)sqlite3_column_bytes(stmt, 3) != jlen)
+				break;
+			if ((r = src_get(src, e->start, jlen, &scratch, &mine)) < 0)
+				return r;
+			same = jlen == 0 || memcmp(j, mine, jlen) == 0;
+		} else if ((r = src_equals_blob(st, src, e->start, jlen, "elems", "json", sqlite3_column_int64(stmt, 0),
+					       &same)) < 0) {
+			return r;
+		}
+		if (!same)
 			break;
 		k++;
 	}
@@ -103,11 +126,16 @@ static int line_end(struct store *st, int64_t doc_id, int64_t seq_or_id, bool by
 	return 0;
 }
 
-/* A new row of elems: element json[0, len) of doc doc_id, after pre[0, pre_len). */
+/*
+ * A new row of elems: the element of doc doc_id at json[0, len), or (json
+ * NULL) at bytes [at, at + len) of src, after pre[0, pre_len).
+ */
 struct elem_new {
 	int64_t doc_id, seq, off, rev, loff; /* rev: its rev_from; loff: where its JSONL line starts */
 	const char *pre, *json;
 	size_t pre_len, len;
+	const struct src *src;
+	size_t at;
 };
 
 /* The statement elem_insert() runs. */
@@ -115,15 +143,28 @@ static const char elem_insert_sql[] = "INSERT INTO elems(doc_id, seq, off, pre, 
 				      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)";
 
 /*
- * Inserts e with stmt, prepared from elem_insert_sql (and reset here), its
- * identity bound and learnt from by elem_bind_identity(); what names a
- * failure to store it.
+ * Inserts e with stmt, prepared from elem_insert_sql (and reset here), with
+ * its identity (elem_bind_identity()); what names a failure to store it.
+ * An element of src larger than ELEM_INLINE is never held whole: its row is
+ * made with a zeroblob and the bytes written into it a piece at a time (a
+ * history item is always read, to learn from it). scratch holds the bytes
+ * of a smaller one read from a file.
  */
 static int elem_insert(struct store *st, sqlite3_stmt *stmt, const struct elem_new *e, const struct doc_layout *lay,
-		       int64_t now, const char *what)
+		       int64_t now, struct sb *scratch, const char *what)
 {
+	const char *json = e->json;
+	bool big = !json && e->len > ELEM_INLINE && lay->learn != LEARN_HISTORY;
+	struct merge_elem id = { 0 };
+	char *key = NULL;
 	int r, rc;
 
+	if (!json && !big && (r = src_get(e->src, e->at, e->len, scratch, &json)) < 0)
+		return r;
+	if (json)
+		doc_elem_identity(lay->ident, json, e->len, &id, &key);
+	else if ((r = src_identity(e->src, lay->ident, e->at, e->at + e->len, &id, &key)) < 0)
+		return r;
 	sqlite3_reset(stmt);
 	sqlite3_clear_bindings(stmt);
 	sqlite3_bind_int64(stmt, 1, e->doc_id);
@@ -131,20 +172,26 @@ static int elem_insert(struct store *st, sqlite3_stmt *stmt, const struct elem_n
 	sqlite3_bind_int64(stmt, 3, e->off);
 	sqlite3_bind_text(stmt, 4, e->pre, (int)e->pre_len, SQLITE_STATIC);
 	sqlite3_bind_int64(stmt, 5, (int64_t)e->len);
-	sqlite3_bind_text64(stmt, 6, e->json, e->len, SQLITE_STATIC, SQLITE_UTF8);
-	if ((r = elem_bind_identity(st, stmt, 7, 10, lay, e->json, e->len, now)) < 0)
+	if (big)
+		sqlite3_bind_zeroblob64(stmt, 6, e->len);
+	else
+		sqlite3_bind_text64(stmt, 6, json, e->len, SQLITE_STATIC, SQLITE_UTF8);
+	if ((r = elem_bind_identity(st, stmt, 7, 10, lay, &id, key, json, e->len, now)) < 0)
 		return r;
 	sqlite3_bind_int64(stmt, 9, e->rev);
 	sqlite3_bind_int64(stmt, 11, e->loff);
 	rc = sqlite3_step(stmt);
-	return rc == SQLITE_DONE ? 0 : store_fail(st, rc, what);
+	if (rc != SQLITE_DONE)
+		return store_fail(st, rc, what);
+	return big ? src_to_blob(st, e->src, e->at, e->len, "elems", "json", sqlite3_last_insert_rowid(st->db)) : 0;
 }
 
 /* Inserts elements from..n-1 of sv; *loff is where the first one's line starts, and is moved on. */
-static int elems_insert(struct store *st, int64_t doc_id, const char *data, const struct span_vec *sv, size_t from,
-			int64_t rev, const struct doc_layout *lay, int64_t now, int64_t *loff)
+static int elems_insert(struct store *st, int64_t doc_id, const struct src *src, const struct span_vec *sv,
+			size_t from, int64_t rev, const struct doc_layout *lay, int64_t now, int64_t *loff)
 {
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	_cleanup_sb_ struct sb pre = SB_INIT, scratch = SB_INIT;
 	int r;
 
 	r = store_prepare(st, elem_insert_sql, &stmt);
@@ -153,10 +200,11 @@ static int elems_insert(struct store *st, int64_t doc_id, const char *data, cons
 	for (size_t i = from; i < sv->n; i++) {
 		const struct span *e = &sv->v[i];
 		struct elem_new row = { .doc_id = doc_id, .seq = (int64_t)i, .off = (int64_t)e->pre, .rev = rev,
-					.loff = *loff, .pre = data + e->pre, .pre_len = e->start - e->pre,
-					.json = data + e->start, .len = e->end - e->start };
+					.loff = *loff, .pre_len = e->start - e->pre, .src = src, .at = e->start,
+					.len = e->end - e->start };
 
-		if ((r = elem_insert(st, stmt, &row, lay, now, "cannot store an element")) < 0)
+		if ((r = src_get(src, e->pre, row.pre_len, &pre, &row.pre)) < 0 ||
+		    (r = elem_insert(st, stmt, &row, lay, now, &scratch, "cannot store an element")) < 0)
 			return r;
 		*loff += (int64_t)row.len + 1;
 	}
@@ -304,35 +352,71 @@ static int fetch_by_hash(void *ctx, const struct merge_elem *e, char **ret_json,
 	return 0;
 }
 
+/* Whether row id holds pre[0, pre_len) and the bytes of element e of src. */
+static int row_holds(struct store *st, int64_t id, const char *pre, size_t pre_len, const struct src *src,
+		     const struct span *e, bool *ret)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	int r, rc;
+
+	r = store_prepare_ints(st, "SELECT pre, len FROM elems WHERE id = ?1", STORE_INTS(id), &stmt);
+	if (r < 0)
+		return r;
+	rc = sqlite3_step(stmt);
+	if (rc != SQLITE_ROW)
+		return rc == SQLITE_DONE ? -EIO : store_fail(st, rc, "cannot read an element");
+	if ((size_t)sqlite3_column_bytes(stmt, 0) != pre_len ||
+	    (pre_len && memcmp(sqlite3_column_blob(stmt, 0), pre, pre_len) != 0) ||
+	    (size_t)sqlite3_column_int64(stmt, 1) != e->end - e->start) {
+		*ret = false;
+		return 0;
+	}
+	return src_equals_blob(st, src, e->start, e->end - e->start, "elems", "json", id, ret);
+}
+
 /*
  * Writes the merged list as the doc's new current rows: rows up to the first
  * difference with head stay, the rest are closed and the merged tail is
  * inserted (head rows copied by id, the writer's from its bytes).
  */
 static int write_merged(struct store *st, const struct doc_row *d, const struct merge_list *head,
-			const struct merge_list *m, const char *data, const struct span_vec *sv, size_t head_len,
-			size_t tail, size_t len, int64_t rev, int64_t now, const struct doc_layout *lay, int64_t *ret_size,
-			int64_t *ret_lsize)
+			const struct merge_list *m, const struct src *src, const char *head_bytes,
+			const struct span_vec *sv, size_t head_len, size_t tail, int64_t rev, int64_t now,
+			const struct doc_layout *lay, int64_t *ret_size, int64_t *ret_lsize)
 {
 	_cleanup_stmt_ sqlite3_stmt *copy = NULL, *ins = NULL, *pre_of = NULL;
-	const char *sep = ",";
+	_cleanup_sb_ struct sb first_pre_buf = SB_INIT, sep_buf = SB_INIT, scratch = SB_INIT;
+	const char *sep = ",", *first_pre = "";
 	size_t sep_len = 1, first_pre_len = sv->n ? sv->v[0].start - sv->v[0].pre : 0;
-	const char *first_pre = sv->n ? data + sv->v[0].pre : "";
 	size_t f = 0;
 	int64_t off, loff = 0;
 	int r, rc;
 
-	if (sv->n >= 2) {
-		sep = data + sv->v[1].pre;
-		sep_len = sv->v[1].start - sv->v[1].pre;
-	}
-	/* A removed doc's rows are all closed: everything is inserted anew. */
-	if (d->present && strlen(d->head) == head_len && memcmp(d->head, data, head_len) == 0)
-		while (f < m->n && f < head->n && m->v[f].origin == MERGE_FROM_HEAD && m->v[f].ref == head->v[f].ref)
-			f++;
-	r = elems_close(st, d->id, (int64_t)f, rev);
-	if (r < 0)
+	if (sv->n && (r = src_get(src, sv->v[0].pre, first_pre_len, &first_pre_buf, &first_pre)) < 0)
 		return r;
+	if (sv->n >= 2) {
+		sep_len = sv->v[1].start - sv->v[1].pre;
+		if ((r = src_get(src, sv->v[1].pre, sep_len, &sep_buf, &sep)) < 0)
+			return r;
+	}
+	/*
+	 * Rows up to the first difference stay: the stored row itself, or one
+	 * with the very bytes the writer wrote there (the merge takes the
+	 * writer's copy of a message both have). A removed doc's rows are all
+	 * closed: everything is inserted anew.
+	 */
+	if (d->present && strlen(d->head) == head_len && memcmp(d->head, head_bytes, head_len) == 0)
+		for (; f < m->n && f < head->n; f++) {
+			const struct merge_elem *e = &m->v[f], *h = &head->v[f];
+			bool same = e->origin == MERGE_FROM_HEAD && e->ref == h->ref;
+
+			if (!same && e->origin == MERGE_FROM_NEW && e->hash == h->hash && e->len == h->len &&
+			    (r = row_holds(st, h->ref, f == 0 ? first_pre : sep, f == 0 ? first_pre_len : sep_len, src,
+					   &sv->v[e->ref], &same)) < 0)
+				return r;
+			if (!same)
+				break;
+		}
 	/* The offset where row f starts: the end of row f-1. */
 	off = (int64_t)head_len;
 	if (f > 0) {
@@ -359,7 +443,13 @@ static int write_merged(struct store *st, const struct doc_row *d, const struct 
 		const char *pre = i == 0 ? first_pre : sep;
 		size_t pre_len = i == 0 ? first_pre_len : sep_len;
 
-		if (e->origin == MERGE_FROM_HEAD) {
+		if (e->origin == MERGE_FROM_HEAD && e->len > ELEM_INLINE) {
+			struct elem_copy c = { .seq = (int64_t)i, .off = off, .rev_from = rev, .rev_to = -1, .loff = loff,
+					       .pre = pre, .pre_len = pre_len };
+
+			if ((r = elem_copy_large(st, e->ref, &c, NULL)) < 0)
+				return r;
+		} else if (e->origin == MERGE_FROM_HEAD) {
 			sqlite3_reset(copy);
 			sqlite3_clear_bindings(copy);
 			sqlite3_bind_int64(copy, 1, e->ref);
@@ -372,16 +462,21 @@ static int write_merged(struct store *st, const struct doc_row *d, const struct 
 			if (rc != SQLITE_DONE)
 				return store_fail(st, rc, "cannot store a merged element");
 		} else {
+			/* The writer's element, from its bytes (or the bytes a field merge made). */
 			struct elem_new row = { .doc_id = d->id, .seq = (int64_t)i, .off = off, .rev = rev, .loff = loff,
-						.pre = pre, .pre_len = pre_len, .json = e->json, .len = e->len };
+						.pre = pre, .pre_len = pre_len, .json = e->json, .len = e->len,
+						.src = src, .at = e->json ? 0 : sv->v[e->ref].start };
 
-			if ((r = elem_insert(st, ins, &row, lay, now, "cannot store a merged element")) < 0)
+			if ((r = elem_insert(st, ins, &row, lay, now, &scratch, "cannot store a merged element")) < 0)
 				return r;
 		}
 		off += (int64_t)(pre_len + e->len);
 		loff += (int64_t)e->len + 1;
 	}
-	*ret_size = off + (int64_t)(len - tail);
+	/* Last: the rows copied above were read by their ids, which closing a large one changes. */
+	if ((r = elems_close(st, d->id, (int64_t)f, rev)) < 0)
+		return r;
+	*ret_size = off + (int64_t)(src->len - tail);
 	*ret_lsize = loff;
 	return 0;
 }
@@ -441,33 +536,78 @@ static int filter_ws(struct store *st, struct merge_list *l, const char *ws_key)
 	return r;
 }
 
+/*
+ * The writer's elements as a merge list: identities, and (history items,
+ * merged field by field) the bytes, copied into *bytes unless src is in
+ * memory.
+ */
+static int new_list(const struct src *src, const struct span_vec *sv, enum doc_ident ident, struct merge_list *ret,
+		    struct sb *bytes)
+{
+	bool keep = ident == IDENT_ITEM_ID;
+	size_t *offsets = NULL;
+	int r = 0;
+
+	if (keep && !src->mem && !(offsets = calloc(sv->n ? sv->n : 1, sizeof(*offsets))))
+		return -ENOMEM;
+	for (size_t i = 0; i < sv->n && r == 0; i++) {
+		struct merge_elem e = { .len = sv->v[i].end - sv->v[i].start, .ref = (int64_t)i, .origin = MERGE_FROM_NEW };
+
+		if ((r = src_identity(src, ident, sv->v[i].start, sv->v[i].end, &e, NULL)) < 0)
+			break;
+		if (keep && src->mem) {
+			e.json = src->mem + sv->v[i].start;
+		} else if (keep) {
+			offsets[i] = bytes->len;
+			if ((r = sb_grow(bytes, e.len)) < 0 || (r = src_read(src, sv->v[i].start, bytes->buf + bytes->len, e.len)) < 0)
+				break;
+			bytes->len += e.len;
+			bytes->buf[bytes->len] = '\0';
+		}
+		r = merge_list_push(ret, &e);
+	}
+	if (r == 0 && offsets)
+		for (size_t i = 0; i < ret->n; i++)
+			ret->v[i].json = bytes->buf + offsets[i];
+	free(offsets);
+	return r;
+}
+
 int commit_array(struct store *st, const struct store_commit *c, const struct doc_layout *lay,
 		 struct store_base **ret_base, bool *ret_merged)
 {
-	const char *path = c->path, *data = c->data, *kind = c->kind, *ws_key = c->ws_key;
-	size_t len = c->len;
+	const char *path = c->path, *kind = c->kind, *ws_key = c->ws_key, *hd = NULL, *tl = NULL;
 	const struct store_who *who = c->who;
 	const struct store_base *base = c->base;
 	bool merge = c->merge;
+	struct src src;
 	struct span_vec sv = { 0 };
 	struct doc_row d = { 0 };
 	struct json_error jerr = { 0 };
 	struct merge_list nl = { 0 }, hl = { 0 }, bl_loaded = { 0 }, ml = { 0 };
 	struct merge_stats ms = { 0 };
 	struct store_base *nb = NULL;
-	_cleanup_sb_ struct sb hbytes = SB_INIT, bbytes = SB_INIT;
+	_cleanup_sb_ struct sb hbytes = SB_INIT, bbytes = SB_INIT, nbytes = SB_INIT, hb = SB_INIT, tb = SB_INIT;
 	bool is_history = lay->ident == IDENT_ITEM_ID, merged = false;
-	size_t head = 0, tail = 0, k = 0;
-	int64_t now = now_ns(), rev = 0, size = (int64_t)len, lsize = 0;
+	size_t head = 0, tail = 0, k = 0, len;
+	int64_t now = now_ns(), rev = 0, size, lsize = 0;
 	char detail[320];
 	int r;
 
-	r = json_scan_array_at(data, len, lay->array_member, span_push, &sv, &head, &tail, &jerr);
+	src_of_commit(c, &src);
+	len = src.len;
+	size = (int64_t)len;
+	r = src_scan_array(&src, lay->array_member, span_push, &sv, &head, &tail, &jerr);
+	if (r == -EINVAL)
+		log_warn("refusing to commit '%s': not %s: %s at byte %zu; nothing stored changes", path,
+			 lay->array_member ? "a JSON object with an array of messages" : "a JSON array", jerr.msg,
+			 jerr.offset);
+	else if (r < 0)
+		log_err("cannot read the content to commit to '%s': %s; nothing stored changes", path, strerror(-r));
+	/* What comes before the first element and after the last: small, held. */
+	if (r == 0 && (r = src_get(&src, 0, head, &hb, &hd)) == 0)
+		r = src_get(&src, tail, len - tail, &tb, &tl);
 	if (r < 0) {
-		if (r == -EINVAL)
-			log_warn("refusing to commit '%s': not %s: %s at byte %zu; nothing stored changes", path,
-				 lay->array_member ? "a JSON object with an array of messages" : "a JSON array", jerr.msg,
-				 jerr.offset);
 		free(sv.v);
 		return r;
 	}
@@ -495,14 +635,8 @@ int commit_array(struct store *st, const struct store_commit *c, const struct do
 		const struct merge_list *bl = &nothing_seen;
 		struct fetch_ctx fc = { st, d.id };
 
-		for (size_t i = 0; i < sv.n; i++) {
-			struct merge_elem e = { .json = data + sv.v[i].start, .len = sv.v[i].end - sv.v[i].start,
-						.ref = (int64_t)i, .origin = MERGE_FROM_NEW };
-
-			doc_elem_identity(lay->ident, e.json, e.len, &e, NULL);
-			if ((r = merge_list_push(&nl, &e)) < 0)
-				goto rollback;
-		}
+		if ((r = new_list(&src, &sv, lay->ident, &nl, &nbytes)) < 0)
+			goto rollback;
 		if ((r = load_rows(st, d.id, d.present ? ROWS_CURRENT : d.rev, !d.present, lay->ident, &hl, &hbytes)) < 0)
 			goto rollback;
 		if (base && base->explicit_list) {
@@ -521,11 +655,10 @@ int commit_array(struct store *st, const struct store_commit *c, const struct do
 		r = revision_add(st, path, who, merged ? "merge" : kind, now, &rev);
 		if (r < 0)
 			goto rollback;
-		r = write_merged(st, &d, &hl, &ml, data, &sv, head, tail, len, rev, now, lay, &size, &lsize);
+		r = write_merged(st, &d, &hl, &ml, &src, hd, &sv, head, tail, rev, now, lay, &size, &lsize);
 		if (r < 0)
 			goto rollback;
-		r = doc_update(st, d.id, DOC_ARRAY, size, now, rev, data, head, data + tail, len - tail,
-			       (int64_t)ml.n, lsize);
+		r = doc_update(st, d.id, DOC_ARRAY, size, now, rev, hd, head, tl, len - tail, (int64_t)ml.n, lsize);
 		if (r < 0)
 			goto rollback;
 		snprintf(detail, sizeof(detail),
@@ -535,12 +668,12 @@ int commit_array(struct store *st, const struct store_commit *c, const struct do
 			 merged ? "true" : "false", base ? base->rev : (int64_t)-1, d.rev, nl.n, ml.n, ms.from_new,
 			 ms.from_head, ms.others_kept, ms.removed, ms.fields, size);
 	} else {
-		if (d.format == DOC_ARRAY && d.present && strlen(d.head) == head && memcmp(d.head, data, head) == 0) {
-			r = common_prefix(st, d.id, data, &sv, &k);
+		if (d.format == DOC_ARRAY && d.present && strlen(d.head) == head && memcmp(d.head, hd, head) == 0) {
+			r = common_prefix(st, d.id, &src, &sv, &k);
 			if (r < 0)
 				goto rollback;
 			if (k == sv.n && (int64_t)k == d.nelems && strlen(d.tail) == len - tail &&
-			    memcmp(d.tail, data + tail, len - tail) == 0) {
+			    memcmp(d.tail, tl, len - tail) == 0) {
 				rev = d.rev; /* nothing changed: no revision, no new mtime */
 				r = 0;
 				tx_rollback(st);
@@ -555,11 +688,11 @@ int commit_array(struct store *st, const struct store_commit *c, const struct do
 			goto rollback;
 		if (d.format == DOC_ARRAY && (r = elems_close(st, d.id, (int64_t)k, rev)) < 0)
 			goto rollback;
-		r = elems_insert(st, d.id, data, &sv, k, rev, lay, now, &lsize);
+		r = elems_insert(st, d.id, &src, &sv, k, rev, lay, now, &lsize);
 		if (r < 0)
 			goto rollback;
-		r = doc_update(st, d.id, DOC_ARRAY, (int64_t)len, now, rev, data, head, data + tail, len - tail,
-			       (int64_t)sv.n, lsize);
+		r = doc_update(st, d.id, DOC_ARRAY, (int64_t)len, now, rev, hd, head, tl, len - tail, (int64_t)sv.n,
+			       lsize);
 		if (r < 0)
 			goto rollback;
 		snprintf(detail, sizeof(detail), "{\"kept\":%zu,\"superseded\":%" PRId64 ",\"added\":%zu,\"size\":%zu}",
@@ -605,28 +738,76 @@ unlock:
 
 /* ---- appends ------------------------------------------------------------------ */
 
-int store_line_check(const char *path, size_t i, const struct store_line *l, const char *require_member)
+/*
+ * What store_line_check() and store_line_check_fd() say of line i, its
+ * checks done: r from json_validate() (jerr), whether it starts with '{'
+ * and whether it has the member.
+ */
+static int line_verdict(const char *path, size_t i, int r, const struct json_error *jerr, bool object,
+			bool has_member, const char *require_member)
 {
-	struct json_error jerr = { 0 };
-	size_t a, b, k = 0;
-
-	while (k < l->len && (l->data[k] == ' ' || l->data[k] == '\t'))
-		k++;
-	if (json_validate(l->data, l->len, &jerr) < 0) {
+	if (r == -EINVAL) {
 		log_warn("refusing to append to '%s': line %zu is not valid JSON: %s at byte %zu; nothing stored",
-			 path, i + 1, jerr.msg, jerr.offset);
+			 path, i + 1, jerr->msg, jerr->offset);
 		return -EINVAL;
 	}
-	if (k >= l->len || l->data[k] != '{') {
+	if (r < 0)
+		return r;
+	if (!object) {
 		log_warn("refusing to append to '%s': line %zu is not a JSON object; nothing stored", path, i + 1);
 		return -EINVAL;
 	}
-	if (require_member && json_object_member(l->data, l->len, require_member, &a, &b) < 0) {
+	if (require_member && !has_member) {
 		log_warn("refusing to append to '%s': line %zu has no \"%s\"; nothing stored", path, i + 1,
 			 require_member);
 		return -EINVAL;
 	}
 	return 0;
+}
+
+int store_line_check(const char *path, size_t i, const struct store_line *l, const char *require_member)
+{
+	struct json_error jerr = { 0 };
+	size_t a, b, k = 0;
+	int r;
+
+	while (k < l->len && (l->data[k] == ' ' || l->data[k] == '\t'))
+		k++;
+	r = json_validate(l->data, l->len, &jerr);
+	return line_verdict(path, i, r, &jerr, k < l->len && l->data[k] == '{',
+			    !require_member || json_object_member(l->data, l->len, require_member, &a, &b) == 0,
+			    require_member);
+}
+
+struct line_in_file {
+	int fd;
+	off_t off;
+};
+
+static int line_read(void *ctx, size_t off, char *buf, size_t n)
+{
+	struct src src = { .fd = ((struct line_in_file *)ctx)->fd, .len = SIZE_MAX };
+
+	return src_read(&src, (size_t)((struct line_in_file *)ctx)->off + off, buf, n);
+}
+
+int store_line_check_fd(const char *path, size_t i, int fd, off_t off, size_t len, const char *require_member)
+{
+	struct line_in_file lf = { fd, off };
+	struct json_reader rd = { .read = line_read, .ctx = &lf, .len = len };
+	struct json_error jerr = { 0 };
+	size_t a, b, k = 0;
+	char c = 0;
+	int r, m = 0;
+
+	/* The first byte that is not a blank says whether it is an object. */
+	while (k < len && (r = line_read(&lf, k, &c, 1)) == 0 && (c == ' ' || c == '\t'))
+		k++;
+	r = json_validate_read(&rd, &jerr);
+	if (r == 0 && require_member && (m = json_object_member_read(&rd, 0, len, require_member, &a, &b)) < 0 &&
+	    m != -ENOENT)
+		r = m;
+	return line_verdict(path, i, r, &jerr, k < len && c == '{', !require_member || m == 0, require_member);
 }
 
 /*
@@ -668,7 +849,7 @@ int append_rows(struct store *st, const struct doc_row *dr, const char *path, co
 		struct elem_new row = { .doc_id = d.id, .seq = seq, .off = off, .rev = rev, .loff = loff, .pre = pre,
 					.pre_len = strlen(pre), .json = l->data, .len = l->len };
 
-		if ((r = elem_insert(st, stmt, &row, &lay, now, "cannot append an element")) < 0)
+		if ((r = elem_insert(st, stmt, &row, &lay, now, NULL, "cannot append an element")) < 0)
 			return r;
 		off += (int64_t)(strlen(pre) + l->len);
 		loff += (int64_t)l->len + 1;

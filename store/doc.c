@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "store/doc_internal.h"
+#include "store/src.h"
 #include "store/json.h"
 #include "store/util.h"
 
@@ -173,23 +174,14 @@ static int manifest_seen(struct store *st, const char *session_id, const char *s
 	return task_seen(st, session_id, s, n, "workspace_root", "cwd", now);
 }
 
-/*
- * Binds what identifies element json[0, len) of a doc of layout lay (its
- * elems.key, ts and h) to columns key_col, key_col + 1 and hash_col of stmt,
- * and learns from it (a history item's task and workspace).
- */
-int elem_bind_identity(struct store *st, sqlite3_stmt *stmt, int key_col, int hash_col,
-		       const struct doc_layout *lay, const char *json, size_t len, int64_t now)
+int elem_bind_identity(struct store *st, sqlite3_stmt *stmt, int key_col, int hash_col, const struct doc_layout *lay,
+		       const struct merge_elem *id, char *key_text, const char *json, size_t len, int64_t now)
 {
-	struct merge_elem e = { 0 };
-	char *key = NULL;
-
-	doc_elem_identity(lay->ident, json, len, &e, &key);
-	if (key)
-		sqlite3_bind_text(stmt, key_col, key, -1, free); /* SQLite frees it */
-	if (e.has_ts)
-		sqlite3_bind_int64(stmt, key_col + 1, e.ts);
-	sqlite3_bind_int64(stmt, hash_col, (sqlite3_int64)e.hash);
+	if (key_text)
+		sqlite3_bind_text(stmt, key_col, key_text, -1, free); /* SQLite frees it */
+	if (id->has_ts)
+		sqlite3_bind_int64(stmt, key_col + 1, id->ts);
+	sqlite3_bind_int64(stmt, hash_col, (sqlite3_int64)id->hash);
 	return lay->learn == LEARN_HISTORY ? history_item_seen(st, json, len, now) : 0;
 }
 
@@ -310,10 +302,129 @@ int doc_begin(struct store *st, const char *path, int format, int64_t now, struc
 }
 
 /* Closes every current element of a doc at revision rev, from seq on. */
+static void blob_closep(sqlite3_blob **b)
+{
+	if (*b)
+		sqlite3_blob_close(*b);
+}
+
+/*
+ * How much of a large element a copy moves at a time. Each write through
+ * one handle makes SQLite forget where the other one was in the row's
+ * chain of pages, so each piece read starts a walk from the row's first
+ * page: the pieces are large, to keep the walks few (25 for 100 MB).
+ */
+#define COPY_PIECE ((size_t)4 << 20)
+
+/* Copies the len bytes of elems.json from row `from` into row `to`, which holds as many (a zeroblob). */
+static int json_copy(struct store *st, int64_t from, int64_t to, size_t len)
+{
+	__attribute__((cleanup(blob_closep))) sqlite3_blob *in = NULL, *out = NULL;
+	_cleanup_free_ char *piece = malloc(len < COPY_PIECE ? len + 1 : COPY_PIECE);
+	int rc;
+
+	if (!piece)
+		return -ENOMEM;
+	rc = sqlite3_blob_open(st->db, "main", "elems", "json", from, 0, &in);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_blob_open(st->db, "main", "elems", "json", to, 1, &out);
+	for (size_t at = 0; rc == SQLITE_OK && at < len;) {
+		size_t k = len - at < COPY_PIECE ? len - at : COPY_PIECE;
+
+		rc = sqlite3_blob_read(in, piece, (int)k, (int)at);
+		if (rc == SQLITE_OK)
+			rc = sqlite3_blob_write(out, piece, (int)k, (int)at);
+		at += k;
+	}
+	return rc == SQLITE_OK ? 0 : store_fail(st, rc, "cannot copy a large element");
+}
+
+int elem_copy_large(struct store *st, int64_t id, const struct elem_copy *c, int64_t *ret_id)
+{
+	_cleanup_stmt_ sqlite3_stmt *sel = NULL, *ins = NULL;
+	int64_t len, to;
+	int r, rc;
+
+	r = store_prepare_ints(st, "SELECT doc_id, seq, off, pre, len, key, ts, rev_from, rev_to, h, loff "
+				   "FROM elems WHERE id = ?1", STORE_INTS(id), &sel);
+	if (r < 0)
+		return r;
+	rc = sqlite3_step(sel);
+	if (rc != SQLITE_ROW)
+		return rc == SQLITE_DONE ? -EIO : store_fail(st, rc, "cannot read a large element");
+	r = store_prepare(st, "INSERT INTO elems(doc_id, seq, off, pre, len, key, ts, rev_from, rev_to, h, loff, json) "
+			      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)", &ins);
+	if (r < 0)
+		return r;
+	for (int i = 0; i < 11; i++)
+		sqlite3_bind_value(ins, i + 1, sqlite3_column_value(sel, i));
+	if (c->seq >= 0)
+		sqlite3_bind_int64(ins, 2, c->seq);
+	if (c->off >= 0)
+		sqlite3_bind_int64(ins, 3, c->off);
+	if (c->pre)
+		sqlite3_bind_text(ins, 4, c->pre, (int)c->pre_len, SQLITE_STATIC);
+	if (c->rev_from >= 0)
+		sqlite3_bind_int64(ins, 8, c->rev_from);
+	if (c->rev_to >= 0)
+		sqlite3_bind_int64(ins, 9, c->rev_to);
+	else
+		sqlite3_bind_null(ins, 9);
+	if (c->loff >= 0)
+		sqlite3_bind_int64(ins, 11, c->loff);
+	len = sqlite3_column_int64(sel, 4);
+	/* Last in the row (schema 8), a zeroblob is never made in memory. */
+	sqlite3_bind_zeroblob64(ins, 12, (sqlite3_uint64)len);
+	rc = sqlite3_step(ins);
+	if (rc != SQLITE_DONE)
+		return store_fail(st, rc, "cannot copy a large element");
+	to = sqlite3_last_insert_rowid(st->db);
+	if ((r = json_copy(st, id, to, (size_t)len)) < 0)
+		return r;
+	if (ret_id)
+		*ret_id = to;
+	return 0;
+}
+
 int elems_close(struct store *st, int64_t doc_id, int64_t from_seq, int64_t rev)
 {
-	return store_run(st, "UPDATE elems SET rev_to = ?3 WHERE doc_id = ?1 AND rev_to IS NULL AND seq >= ?2",
-			 STORE_INTS(doc_id, from_seq, rev), "cannot close superseded elements");
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	int64_t *large = NULL;
+	size_t n = 0, alloc = 0;
+	int r, rc;
+
+	/*
+	 * An UPDATE rebuilds the whole row in memory: a large element's row
+	 * is closed by a copy made a piece at a time (closed), and deleted.
+	 */
+	r = store_prepare_ints(st, "SELECT id FROM elems WHERE doc_id = ?1 AND rev_to IS NULL AND seq >= ?2 "
+				   "AND rev_from < ?3 AND len > ?4",
+			       STORE_INTS(doc_id, from_seq, rev, (int64_t)ELEM_INLINE), &stmt);
+	if (r < 0)
+		return r;
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		if ((r = ARRAY_GROW(large, n, alloc, 8)) < 0)
+			goto out;
+		large[n++] = sqlite3_column_int64(stmt, 0);
+	}
+	if (rc != SQLITE_DONE) {
+		r = store_fail(st, rc, "cannot find superseded elements");
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct elem_copy c = { .seq = -1, .off = -1, .rev_from = -1, .rev_to = rev, .loff = -1 };
+
+		if ((r = elem_copy_large(st, large[i], &c, NULL)) < 0 ||
+		    (r = store_run(st, "DELETE FROM elems WHERE id = ?1", STORE_INTS(large[i]),
+				   "cannot close a large element")) < 0)
+			goto out;
+	}
+	r = store_run(st, "UPDATE elems SET rev_to = ?3 WHERE doc_id = ?1 AND rev_to IS NULL AND seq >= ?2 "
+			  "AND rev_from < ?3 AND len <= ?4",
+		      STORE_INTS(doc_id, from_seq, rev, (int64_t)ELEM_INLINE), "cannot close superseded elements");
+out:
+	free(large);
+	return r;
 }
 
 int doc_update(struct store *st, int64_t doc_id, int format, int64_t size, int64_t now, int64_t rev,
@@ -363,20 +474,27 @@ static int blob_row(struct store *st, int64_t doc_id, int64_t rev, const char *w
 	return 0;
 }
 
-static int blob_equal(struct store *st, int64_t doc_id, int64_t rev, const char *data, size_t len, bool *ret)
+static int blob_equal(struct store *st, int64_t doc_id, int64_t rev, const struct src *src, bool *ret)
 {
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
-	int r = blob_row(st, doc_id, rev, "cannot read a blob", &stmt);
+	int r, rc;
 
-	if (r == -ENOENT) {
-		*ret = len == 0;
-		return 0;
-	}
+	r = store_prepare_ints(st, "SELECT id, length(CAST(data AS BLOB)) FROM blobs WHERE doc_id = ?1 AND rev <= ?2 "
+				   "ORDER BY rev DESC LIMIT 1", STORE_INTS(doc_id, rev), &stmt);
 	if (r < 0)
 		return r;
-	*ret = (size_t)sqlite3_column_bytes(stmt, 0) == len &&
-	       (len == 0 || memcmp(sqlite3_column_blob(stmt, 0), data, len) == 0);
-	return 0;
+	rc = sqlite3_step(stmt);
+	if (rc == SQLITE_DONE) {
+		*ret = src->len == 0;
+		return 0;
+	}
+	if (rc != SQLITE_ROW)
+		return store_fail(st, rc, "cannot read a blob");
+	if ((size_t)sqlite3_column_int64(stmt, 1) != src->len || src->len == 0) {
+		*ret = src->len == 0 && sqlite3_column_int64(stmt, 1) == 0;
+		return 0;
+	}
+	return src_equals_blob(st, src, 0, src->len, "blobs", "data", sqlite3_column_int64(stmt, 0), ret);
 }
 
 /* The bytes of a whole doc's version at rev; free() them. */
@@ -392,18 +510,21 @@ static int commit_blob(struct store *st, const struct store_commit *c, const str
 		       struct store_base **ret_base, bool *ret_merged)
 {
 	STORE_LOCK(st);
-	const char *path = c->path, *data = c->data, *kind = c->kind;
-	size_t len = c->len;
+	const char *path = c->path, *kind = c->kind;
 	const struct store_who *who = c->who;
 	const struct store_base *base = c->base;
 	bool merge = c->merge;
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
 	_cleanup_free_ char *merged_data = NULL;
+	_cleanup_sb_ struct sb whole = SB_INIT;
 	struct doc_row d = { 0 };
+	struct src src;
+	const char *data;
 	int64_t now = now_ns(), rev = 0;
 	bool same = false, merged = false;
 	int r, rc;
 
+	src_of_commit(c, &src);
 	r = doc_begin(st, path, format, now, &d);
 	if (r < 0)
 		goto unlock;
@@ -412,16 +533,18 @@ static int commit_blob(struct store *st, const struct store_commit *c, const str
 		_cleanup_free_ char *b = NULL, *h = NULL;
 		size_t blen = 0, hlen = 0, mlen = 0;
 
+		/* A field-by-field merge parses all three versions, so it holds them. */
+		if ((r = src_get(&src, 0, src.len, &whole, &data)) < 0)
+			goto rollback;
 		if (blob_load(st, d.id, base->rev, &b, &blen) == 0 && blob_load(st, d.id, d.rev, &h, &hlen) == 0 &&
-		    merge_metadata(b, blen, h, hlen, data, len, &merged_data, &mlen) == 0) {
-			merged = mlen != len || memcmp(merged_data, data, len) != 0;
-			data = merged_data;
-			len = mlen;
+		    merge_metadata(b, blen, h, hlen, data, src.len, &merged_data, &mlen) == 0) {
+			merged = mlen != src.len || memcmp(merged_data, data, src.len) != 0;
+			src = (struct src){ .mem = merged_data, .fd = -1, .len = mlen };
 		}
 	}
 	rev = d.rev;
 	if (d.present && d.format == format && format != DOC_ARRAY) {
-		r = blob_equal(st, d.id, d.rev, data, len, &same);
+		r = blob_equal(st, d.id, d.rev, &src, &same);
 		if (r < 0)
 			goto rollback;
 		if (same) {
@@ -437,15 +560,23 @@ static int commit_blob(struct store *st, const struct store_commit *c, const str
 			       &stmt);
 	if (r < 0)
 		goto rollback;
-	sqlite3_bind_blob64(stmt, 3, len ? data : "", len, SQLITE_STATIC);
+	/* A large version goes in a piece at a time (src_to_blob()), never held whole. */
+	if (src.mem && src.len <= ELEM_INLINE)
+		sqlite3_bind_blob64(stmt, 3, src.len ? src.mem : "", src.len, SQLITE_STATIC);
+	else
+		sqlite3_bind_zeroblob64(stmt, 3, src.len);
 	rc = sqlite3_step(stmt);
 	if (rc != SQLITE_DONE) {
 		r = store_fail(st, rc, "cannot store a file version");
 		goto rollback;
 	}
-	r = doc_update(st, d.id, format, (int64_t)len, now, rev, "", 0, "", 0, 0, 0);
-	if (r == 0 && format == DOC_WHOLE && lay->learn == LEARN_MANIFEST)
-		r = manifest_seen(st, lay->task_id, data, len, now);
+	if (!(src.mem && src.len <= ELEM_INLINE) &&
+	    (r = src_to_blob(st, &src, 0, src.len, "blobs", "data", sqlite3_last_insert_rowid(st->db))) < 0)
+		goto rollback;
+	r = doc_update(st, d.id, format, (int64_t)src.len, now, rev, "", 0, "", 0, 0, 0);
+	/* A session's manifest is small: it is read whole to learn its workspace. */
+	if (r == 0 && format == DOC_WHOLE && lay->learn == LEARN_MANIFEST && (r = src_get(&src, 0, src.len, &whole, &data)) == 0)
+		r = manifest_seen(st, lay->task_id, data, src.len, now);
 	if (r < 0)
 		goto rollback;
 	r = revision_end(st, rev, d.id, format == DOC_RAW ? "{\"raw\":true}" : merged ? "{\"merged\":true}" : NULL);
@@ -471,24 +602,32 @@ static int commit_doc(struct store *st, const struct store_commit *c, struct sto
 {
 	struct json_error jerr = { 0 };
 	struct doc_layout lay = { 0 };
+	struct src src;
 	int r;
 
 	if (st->readonly)
 		return -EROFS;
 	if (doc_layout_of(c->path, &lay) < 0)
 		return -EINVAL;
+	if (c->raw)
+		return lay.kind == STORE_PATH_ARRAY || lay.kind == STORE_PATH_WHOLE
+			       ? commit_blob(st, c, &lay, DOC_RAW, ret_base, ret_merged) : -EINVAL;
 	switch (lay.kind) {
 	case STORE_PATH_ARRAY:
 		return commit_array(st, c, &lay, ret_base, ret_merged);
 	case STORE_PATH_WHOLE:
 		if (c->ws_key)
 			return -EINVAL;
-		r = json_validate(c->data, c->len, &jerr);
-		if (r < 0) {
+		src_of_commit(c, &src);
+		r = src_validate(&src, &jerr);
+		if (r == -EINVAL)
 			log_warn("refusing to commit '%s': not valid JSON: %s at byte %zu; nothing stored changes",
 				 c->path, jerr.msg, jerr.offset);
+		else if (r < 0)
+			log_err("cannot read the content to commit to '%s': %s; nothing stored changes", c->path,
+				strerror(-r));
+		if (r < 0)
 			return r;
-		}
 		return commit_blob(st, c, &lay, DOC_WHOLE, ret_base, ret_merged);
 	default:
 		return -EINVAL;
@@ -526,14 +665,9 @@ int store_base_at(struct store *st, const char *path, int64_t rev, struct store_
 int store_doc_commit_raw(struct store *st, const char *path, const char *data, size_t len,
 			 const struct store_who *who, const char *why)
 {
-	struct doc_layout lay;
+	struct store_commit c = { .path = path, .data = data, .len = len, .who = who, .kind = why, .raw = true };
 
-	if (st->readonly)
-		return -EROFS;
-	if (doc_layout_of(path, &lay) < 0 || (lay.kind != STORE_PATH_ARRAY && lay.kind != STORE_PATH_WHOLE))
-		return -EINVAL;
-	return commit_blob(st, &(struct store_commit){ .path = path, .data = data, .len = len, .who = who, .kind = why },
-			   &lay, DOC_RAW, NULL, NULL);
+	return commit_doc(st, &c, NULL, NULL);
 }
 
 int store_doc_create(struct store *st, const char *path, const struct store_who *who)

@@ -69,15 +69,34 @@ int doc_update(struct store *st, int64_t doc_id, int format, int64_t size, int64
 	       int64_t lsize);
 /* Marks doc id present or not as of revision rev (its rows are the caller's business). */
 int doc_set_present(struct store *st, int64_t id, bool present, int64_t rev, int64_t now);
-/* Closes every current element of a doc at revision rev, from seq on. */
-int elems_close(struct store *st, int64_t doc_id, int64_t from_seq, int64_t rev);
 /*
- * Binds what identifies element json[0, len) of a doc of layout lay (its
- * elems.key, ts and h) to columns key_col, key_col + 1 and hash_col of stmt,
- * and learns from it (a history item's task and workspace).
+ * Closes every current element of a doc at revision rev, from seq on (not
+ * those revision rev made). A large element's row (len > ELEM_INLINE) gets
+ * a new id: its closed copy.
  */
-int elem_bind_identity(struct store *st, sqlite3_stmt *stmt, int key_col, int hash_col,
-		       const struct doc_layout *lay, const char *json, size_t len, int64_t now);
+int elems_close(struct store *st, int64_t doc_id, int64_t from_seq, int64_t rev);
+
+/* What elem_copy_large() changes in the copy: -1 (NULL) keeps the row's own. */
+struct elem_copy {
+	int64_t seq, off, rev_from, rev_to, loff; /* rev_to -1: NULL, the copy is current */
+	const char *pre;
+	size_t pre_len;
+};
+/*
+ * Copies row id of elems, its element's bytes a piece at a time (never held
+ * whole: for elements larger than ELEM_INLINE); *ret_id (may be NULL) is the
+ * copy's id.
+ */
+int elem_copy_large(struct store *st, int64_t id, const struct elem_copy *c, int64_t *ret_id);
+/*
+ * Binds an element's identity (doc_elem_identity(): id, and key_text, which
+ * SQLite frees) to columns key_col (elems.key), key_col + 1 (ts) and
+ * hash_col of stmt, and learns from the element's bytes json[0, len) if the
+ * layout learns (a history item's task and workspace: json is then never
+ * NULL).
+ */
+int elem_bind_identity(struct store *st, sqlite3_stmt *stmt, int key_col, int hash_col, const struct doc_layout *lay,
+		       const struct merge_elem *id, char *key_text, const char *json, size_t len, int64_t now);
 int revision_add(struct store *st, const char *path, const struct store_who *who, const char *kind,
 		 int64_t now, int64_t *ret_rev);
 int revision_detail(struct store *st, int64_t rev, int64_t doc_id, const char *detail);

@@ -157,6 +157,12 @@ struct store_line {
 
 /* Checks line i of JSON Lines text for path as store_doc_append() does; logs why not. */
 int store_line_check(const char *path, size_t i, const struct store_line *line, const char *require_member);
+/*
+ * The same of the line at bytes [off, off + len) of file fd (which nothing
+ * else changes meanwhile), read a piece at a time: for a line of any size.
+ * Also -errno if it cannot be read.
+ */
+int store_line_check_fd(const char *path, size_t i, int fd, off_t off, size_t len, const char *require_member);
 
 /*
  * Appends n elements to the array doc at path (creating it as "[...]" if it
@@ -205,13 +211,21 @@ bool store_base_is_read(const struct store_base *base);
  */
 struct store_commit {
 	const char *path;
+	/*
+	 * The content, len bytes: at data; or, with data NULL, the first len
+	 * bytes of file fd, which nothing else may change meanwhile (a private
+	 * copy). From a file, the commit holds a piece of it at a time: its
+	 * memory is bounded whatever the file's size.
+	 */
 	const char *data;
 	size_t len;
+	int fd;
 	const struct store_who *who;
 	const char *kind;
 	bool merge;
 	const struct store_base *base;
 	const char *ws_key;
+	bool raw; /* keep the content byte-for-byte, unparsed: store_doc_commit_raw() */
 };
 
 /*
@@ -225,7 +239,7 @@ int store_commit(struct store *st, const struct store_commit *c, struct store_ba
 int store_doc_commit(struct store *st, const char *path, const char *data, size_t len,
 		     const struct store_who *who, const char *kind);
 
-/* Keeps data byte-for-byte, unparsed (a damaged file found on import). */
+/* Keeps data byte-for-byte, unparsed (a damaged file found on import): store_commit() with raw. */
 int store_doc_commit_raw(struct store *st, const char *path, const char *data, size_t len,
 			 const struct store_who *who, const char *why);
 

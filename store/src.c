@@ -1,0 +1,172 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * src.c: the bytes of a commit, in memory or in a file (src.h).
+ *
+ * A file handed to store_commit() is one no other process can reach (the
+ * daemon's private copy of what a writer wrote), so a byte read twice reads
+ * the same: the scan validates the bytes once, and the commit reads each
+ * element again, piece by piece, to compare and store it. A file that ends
+ * early all the same is an I/O error, never a short element.
+ */
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "store/src.h"
+
+void src_of_commit(const struct store_commit *c, struct src *ret)
+{
+	*ret = (struct src){ .mem = c->data, .fd = c->data ? -1 : c->fd, .len = c->len };
+	if (!c->data && !c->len)
+		ret->mem = "";
+}
+
+int src_read(const struct src *s, size_t off, char *buf, size_t n)
+{
+	if (off > s->len || n > s->len - off)
+		return -EIO;
+	if (s->mem) {
+		memcpy(buf, s->mem + off, n);
+		return 0;
+	}
+	while (n > 0) {
+		ssize_t k = pread(s->fd, buf, n, (off_t)off);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return -errno;
+		if (k == 0)
+			return -EIO;
+		buf += k;
+		off += (size_t)k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+int src_get(const struct src *s, size_t off, size_t n, struct sb *scratch, const char **ret)
+{
+	int r;
+
+	if (s->mem) {
+		if (off > s->len || n > s->len - off)
+			return -EIO;
+		*ret = s->mem + off;
+		return 0;
+	}
+	scratch->len = 0;
+	if ((r = sb_grow(scratch, n)) < 0)
+		return r;
+	if ((r = src_read(s, off, scratch->buf, n)) < 0)
+		return r;
+	scratch->len = n;
+	scratch->buf[n] = '\0';
+	*ret = scratch->buf;
+	return 0;
+}
+
+static int read_cb(void *ctx, size_t off, char *buf, size_t n)
+{
+	return src_read(ctx, off, buf, n);
+}
+
+static struct json_reader reader_of(const struct src *s)
+{
+	return (struct json_reader){ .read = read_cb, .ctx = (void *)s, .len = s->len };
+}
+
+int src_scan_array(const struct src *s, const char *member, json_elem_fn fn, void *ctx, size_t *ret_head,
+		   size_t *ret_tail, struct json_error *err)
+{
+	struct json_reader rd = reader_of(s);
+
+	if (s->mem)
+		return json_scan_array_at(s->mem, s->len, member, fn, ctx, ret_head, ret_tail, err);
+	return json_scan_array_read(&rd, member, fn, ctx, ret_head, ret_tail, err);
+}
+
+int src_validate(const struct src *s, struct json_error *err)
+{
+	struct json_reader rd = reader_of(s);
+
+	return s->mem ? json_validate(s->mem, s->len, err) : json_validate_read(&rd, err);
+}
+
+int src_identity(const struct src *s, enum doc_ident ident, size_t start, size_t end, struct merge_elem *e,
+		 char **ret_key_text)
+{
+	struct json_reader rd = reader_of(s);
+
+	if (s->mem) {
+		doc_elem_identity(ident, s->mem + start, end - start, e, ret_key_text);
+		return 0;
+	}
+	return doc_elem_identity_read(ident, &rd, start, end, e, ret_key_text);
+}
+
+static void blob_closep(sqlite3_blob **b)
+{
+	if (*b)
+		sqlite3_blob_close(*b);
+}
+
+int src_to_blob(struct store *st, const struct src *s, size_t off, size_t n, const char *table,
+		const char *column, int64_t rowid)
+{
+	__attribute__((cleanup(blob_closep))) sqlite3_blob *b = NULL;
+	_cleanup_free_ char *chunk = s->mem ? NULL : malloc(SRC_CHUNK);
+	int r, rc;
+
+	if (!s->mem && !chunk)
+		return -ENOMEM;
+	rc = sqlite3_blob_open(st->db, "main", table, column, rowid, 1, &b);
+	if (rc != SQLITE_OK)
+		return store_fail(st, rc, "cannot open stored content to write it");
+	for (size_t at = 0; at < n;) {
+		size_t k = n - at < SRC_CHUNK ? n - at : SRC_CHUNK;
+		const char *p = s->mem ? s->mem + off + at : chunk;
+
+		if (!s->mem && (r = src_read(s, off + at, chunk, k)) < 0)
+			return r;
+		rc = sqlite3_blob_write(b, p, (int)k, (int)at);
+		if (rc != SQLITE_OK)
+			return store_fail(st, rc, "cannot write stored content");
+		at += k;
+	}
+	return 0;
+}
+
+int src_equals_blob(struct store *st, const struct src *s, size_t off, size_t n, const char *table,
+		    const char *column, int64_t rowid, bool *ret)
+{
+	__attribute__((cleanup(blob_closep))) sqlite3_blob *b = NULL;
+	_cleanup_free_ char *chunk = malloc(2 * SRC_CHUNK);
+	int r, rc;
+
+	if (!chunk)
+		return -ENOMEM;
+	rc = sqlite3_blob_open(st->db, "main", table, column, rowid, 0, &b);
+	if (rc != SQLITE_OK)
+		return store_fail(st, rc, "cannot open stored content to compare it");
+	if ((size_t)sqlite3_blob_bytes(b) != n) {
+		*ret = false;
+		return 0;
+	}
+	for (size_t at = 0; at < n;) {
+		size_t k = n - at < SRC_CHUNK ? n - at : SRC_CHUNK;
+
+		rc = sqlite3_blob_read(b, chunk, (int)k, (int)at);
+		if (rc != SQLITE_OK)
+			return store_fail(st, rc, "cannot read stored content");
+		if ((r = src_read(s, off + at, chunk + SRC_CHUNK, k)) < 0)
+			return r;
+		if (memcmp(chunk, chunk + SRC_CHUNK, k) != 0) {
+			*ret = false;
+			return 0;
+		}
+		at += k;
+	}
+	*ret = true;
+	return 0;
+}

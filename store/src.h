@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#ifndef CONVFS_SRC_H
+#define CONVFS_SRC_H
+
+/*
+ * The bytes of a commit (store_commit.data, or .fd): in memory, or in a file
+ * only the daemon can change, read a piece at a time. A commit of a file of
+ * any size holds at most a window of it, plus one element of at most
+ * ELEM_INLINE bytes; larger elements go between the file and SQLite in
+ * SRC_CHUNK pieces (src_to_blob(), src_equals_blob()).
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store/json.h"
+#include "store/layout.h"
+#include "store/store_internal.h"
+#include "store/util.h"
+
+/* Elements larger than this are written and compared a piece at a time, never held whole. */
+#define ELEM_INLINE ((size_t)1 << 20)
+#define SRC_CHUNK ((size_t)1 << 16)
+
+struct src {
+	const char *mem; /* NULL: the bytes are in fd */
+	int fd;
+	size_t len;
+};
+
+void src_of_commit(const struct store_commit *c, struct src *ret);
+
+/* Reads exactly n bytes at off into buf: 0, or -EIO if the bytes end before, or -errno. */
+int src_read(const struct src *s, size_t off, char *buf, size_t n);
+
+/* Bytes [off, off + n): *ret points into memory, or at them read into *scratch. */
+int src_get(const struct src *s, size_t off, size_t n, struct sb *scratch, const char **ret);
+
+/* json_scan_array_at() and json_validate() of the bytes. */
+int src_scan_array(const struct src *s, const char *member, json_elem_fn fn, void *ctx, size_t *ret_head,
+		   size_t *ret_tail, struct json_error *err);
+int src_validate(const struct src *s, struct json_error *err);
+
+/* doc_elem_identity() of the element at [start, end). */
+int src_identity(const struct src *s, enum doc_ident ident, size_t start, size_t end, struct merge_elem *e,
+		 char **ret_key_text);
+
+/*
+ * Writes bytes [off, off + n) into the value of table.column at rowid, which
+ * holds n bytes (a zeroblob). Called with the store's lock held.
+ */
+int src_to_blob(struct store *st, const struct src *s, size_t off, size_t n, const char *table,
+		const char *column, int64_t rowid);
+
+/* Whether bytes [off, off + n) equal the n stored bytes of table.column at rowid. */
+int src_equals_blob(struct store *st, const struct src *s, size_t off, size_t n, const char *table,
+		    const char *column, int64_t rowid, bool *ret);
+
+#endif
