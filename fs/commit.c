@@ -6,30 +6,43 @@
  * staging file of an in-place write. Another process may reach that file by
  * another name (a hard link to the temp file) and truncate or grow it while
  * the daemon commits it. So the file is never mapped (a mapping whose file
- * shrinks kills the daemon with SIGBUS) and its size is never trusted: it is
- * read with pread(), COMMIT_CHUNK bytes a call, to its end, into memory the
- * daemon owns, and what was read is what is committed: one version the
- * writer wrote, or a mix the other process made of it, which is still valid
- * JSON or refused like any invalid save.
+ * shrinks kills the daemon with SIGBUS), its size is never trusted, and each
+ * of its bytes is read once, to its end: what was read is what is
+ * committed, one version the writer wrote, or a mix the other process made
+ * of it, which is still valid JSON or refused like any invalid save.
+ *
+ * Up to COMMIT_INLINE bytes are read into memory. A larger file is copied
+ * into a file of the daemon's own, unnamed (O_TMPFILE) in the backing tree
+ * (fs_private_file()), which the store then reads a piece at a time
+ * (store_commit.fd): the daemon's memory stays bounded whatever the size of
+ * the file. A staging file is already the daemon's own, and is not copied.
  *
  * Then the writer's base changes hands: taken out of the table of bases, the
  * commit made against it, the new base put back (bases.c). Every commit of
- * bytes a writer wrote (a rename over a doc, an in-place save, a rewrite of a
- * view file) goes through commit_fd().
+ * bytes a writer wrote goes through commit_taken(): a rename over a doc and
+ * an in-place save by way of commit_fd(), a rewrite of the view's JSON Lines
+ * after its conversion to an array (file.c). The take-in of the folder
+ * underneath reads its files with commit_take() too (import.c).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <malloc.h>
+#include <stdio.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "fs/fs.h"
+#include "fs/ops_internal.h"
 #include "store/util.h"
 
 #define COMMIT_CHUNK ((size_t)1 << 20)
 
-int commit_read_fd(int fd, struct sb *ret)
+/* Reads fd on from offset ret->len into ret, COMMIT_CHUNK bytes a call, to its end or past limit bytes. */
+static int read_upto(int fd, struct sb *ret, size_t limit, bool *ret_eof)
 {
-	for (;;) {
+	*ret_eof = false;
+	while (ret->len <= limit) {
 		ssize_t n;
 
 		if (sb_grow(ret, COMMIT_CHUNK) < 0)
@@ -39,11 +52,144 @@ int commit_read_fd(int fd, struct sb *ret)
 			continue;
 		if (n < 0)
 			return -errno;
-		if (n == 0)
+		if (n == 0) {
+			*ret_eof = true;
 			return 0;
+		}
 		ret->len += (size_t)n;
 		ret->buf[ret->len] = '\0';
 	}
+	return 0;
+}
+
+static int pwrite_all(int fd, const char *p, size_t n, size_t off)
+{
+	while (n > 0) {
+		ssize_t k = pwrite(fd, p, n, (off_t)off);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return -errno;
+		p += k;
+		off += (size_t)k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+/*
+ * Copies the rest of fd, from off on, to the end of out (at off too): by
+ * copy_file_range() where the kernel can, else through buf.
+ */
+static int copy_rest(int fd, int out, size_t off, size_t *ret_len, struct sb *buf)
+{
+	bool by_kernel = true;
+
+	for (;;) {
+		ssize_t n;
+
+		if (by_kernel) {
+			loff_t in_off = (loff_t)off, out_off = (loff_t)off;
+
+			n = copy_file_range(fd, &in_off, out, &out_off, COMMIT_CHUNK, 0);
+			if (n < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP)) {
+				by_kernel = false;
+				continue;
+			}
+		} else {
+			buf->len = 0;
+			if (sb_grow(buf, COMMIT_CHUNK) < 0)
+				return -ENOMEM;
+			n = pread(fd, buf->buf, COMMIT_CHUNK, (off_t)off);
+			if (n > 0) {
+				int r = pwrite_all(out, buf->buf, (size_t)n, off);
+
+				if (r < 0)
+					return r;
+			}
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
+		off += (size_t)n;
+	}
+	*ret_len = off;
+	return 0;
+}
+
+int fs_private_file(struct fs *fs)
+{
+	int fd;
+
+	backing_check(fs);
+	fd = plain_open(fs, "", O_TMPFILE | O_RDWR, 0600);
+	if (fd == -EOPNOTSUPP || fd == -EISDIR) {
+		/* A filesystem without unnamed files: a name, removed at once. */
+		char name[64];
+		const char *leaf;
+		int dfd;
+
+		snprintf(name, sizeof(name), ".convfs-stage.%d.%lld", (int)getpid(), (long long)now_ns());
+		fd = plain_open(fs, name, O_CREAT | O_EXCL | O_RDWR, 0600);
+		if (fd >= 0 && (dfd = plain_open_parent(fs, name, &leaf)) >= 0) {
+			unlinkat(dfd, leaf, 0);
+			close(dfd);
+		}
+	}
+	if (fd < 0)
+		log_err("cannot create a private file in '%s': %s", fs->backing_path, strerror(-fd));
+	return fd;
+}
+
+int commit_take(struct fs *fs, int fd, bool private_fd, struct commit_bytes *ret)
+{
+	_cleanup_close_ int out = -1;
+	struct stat st;
+	bool eof;
+	size_t len = 0;
+	int r;
+
+	*ret = (struct commit_bytes){ .mem = SB_INIT, .fd = -1 };
+	if (private_fd) {
+		/* The daemon's own file, which nothing writes meanwhile: its size holds. */
+		if (fstat(fd, &st) < 0)
+			return -errno;
+		if ((size_t)st.st_size > COMMIT_INLINE) {
+			ret->fd = fd;
+			ret->len = (size_t)st.st_size;
+			return 0;
+		}
+	}
+	if ((r = read_upto(fd, &ret->mem, COMMIT_INLINE, &eof)) < 0 || eof) {
+		ret->len = ret->mem.len;
+		return r;
+	}
+	out = fs_private_file(fs);
+	if (out < 0)
+		r = out;
+	else if ((r = pwrite_all(out, ret->mem.buf, ret->mem.len, 0)) == 0)
+		r = copy_rest(fd, out, ret->mem.len, &len, &ret->mem);
+	sb_release(&ret->mem);
+	if (r < 0)
+		return r;
+	ret->fd = out;
+	ret->own_fd = true;
+	ret->len = len;
+	out = -1;
+	return 0;
+}
+
+void commit_bytes_release(struct commit_bytes *b)
+{
+	sb_release(&b->mem);
+	if (b->own_fd)
+		close(b->fd);
+	b->fd = -1;
+	b->own_fd = false;
 }
 
 /*
@@ -57,12 +203,13 @@ static void trim_after(size_t committed)
 		malloc_trim(0);
 }
 
-static int commit_as_writer(struct fs *fs, const struct commit_req *req, const char *data, size_t len)
+int commit_taken(struct fs *fs, const struct commit_req *req, const struct commit_bytes *b)
 {
 	struct store_base *base, *nb = NULL;
 	int r;
 
-	struct store_commit c = { .path = req->ws_key ? "state/taskHistory.json" : req->doc, .data = data, .len = len,
+	struct store_commit c = { .path = req->ws_key ? "state/taskHistory.json" : req->doc,
+				  .data = b->fd < 0 ? sb_str(&b->mem) : NULL, .len = b->len, .fd = b->fd,
 				  .who = req->who, .kind = req->ws_key ? "merge" : req->kind, .merge = true,
 				  .ws_key = req->ws_key };
 
@@ -70,31 +217,30 @@ static int commit_as_writer(struct fs *fs, const struct commit_req *req, const c
 	r = store_commit(fs->store, &c, &nb, NULL);
 	store_base_free(base);
 	bases_put(fs->bases, req->proc, req->base_path, nb);
+	trim_after(b->len);
 	return r;
 }
 
 int commit_bytes(struct fs *fs, const struct commit_req *req, const char *data, size_t len)
 {
-	int r = commit_as_writer(fs, req, data, len);
+	/* Not copied: the bytes are only read (a const view of the caller's). */
+	struct commit_bytes b = { .mem = { .buf = (char *)data, .len = len }, .fd = -1, .len = len };
 
-	trim_after(len);
-	return r;
+	return commit_taken(fs, req, &b);
 }
 
-int commit_fd(struct fs *fs, const struct commit_req *req, int fd)
+int commit_fd(struct fs *fs, const struct commit_req *req, int fd, bool private_fd)
 {
-	_cleanup_sb_ struct sb data = SB_INIT;
-	size_t len;
+	struct commit_bytes b;
 	int r;
 
-	r = commit_read_fd(fd, &data);
+	r = commit_take(fs, fd, private_fd, &b);
 	if (r < 0) {
 		log_err("cannot read what was written to '%s': %s; the previous version stays", req->base_path,
 			strerror(-r));
 		return r;
 	}
-	r = commit_as_writer(fs, req, sb_str(&data), len = data.len);
-	sb_release(&data);
-	trim_after(len);
+	r = commit_taken(fs, req, &b);
+	commit_bytes_release(&b);
 	return r;
 }

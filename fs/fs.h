@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include "store/store.h"
+#include "store/util.h"
 
 #include <pthread.h>
 
@@ -100,13 +101,35 @@ struct commit_req {
 	const struct store_who *who;
 };
 
-struct sb;
-/* Reads fd from offset 0 to its end with pread, in bounded chunks, into ret (never mapped). */
-int commit_read_fd(int fd, struct sb *ret);
-/* Commits data for req's writer: takes its base, commits a merge against it, keeps the new one. */
+/* A file's bytes taken for a commit: in mem, or (fd >= 0) in a file of the daemon's own. */
+struct commit_bytes {
+	struct sb mem;
+	int fd;
+	bool own_fd; /* fd is a copy, closed by commit_bytes_release() */
+	size_t len;
+};
+/* Files larger than this are committed from a file, not read into memory (commit.c). */
+#define COMMIT_INLINE ((size_t)16 << 20)
+/*
+ * An unnamed file of the daemon's own in the backing tree's filesystem
+ * (O_TMPFILE; where that is missing, a name removed at once), for staged
+ * writes and copies. Returns an fd or -errno, logged.
+ */
+int fs_private_file(struct fs *fs);
+/*
+ * Takes all fd holds, each byte read once: into memory up to COMMIT_INLINE,
+ * else into a private copy (fs_private_file()). With private_fd, fd is the
+ * daemon's own file that nothing writes meanwhile (a staging file): a large
+ * one is committed from fd itself. Free with commit_bytes_release().
+ */
+int commit_take(struct fs *fs, int fd, bool private_fd, struct commit_bytes *ret);
+void commit_bytes_release(struct commit_bytes *b);
+/* Commits b for req's writer: takes its base, commits a merge against it, keeps the new one. */
+int commit_taken(struct fs *fs, const struct commit_req *req, const struct commit_bytes *b);
+/* The same of data[0, len). */
 int commit_bytes(struct fs *fs, const struct commit_req *req, const char *data, size_t len);
-/* commit_bytes() of all fd holds, read with commit_read_fd(). */
-int commit_fd(struct fs *fs, const struct commit_req *req, int fd);
+/* The same of all fd holds, taken with commit_take(). */
+int commit_fd(struct fs *fs, const struct commit_req *req, int fd, bool private_fd);
 
 int bases_new(struct bases **ret);
 void bases_free(struct bases *b);

@@ -326,7 +326,9 @@ static int take_doc(struct import_ctx *c, int dirfd, const char *name, const cha
 {
 	static const struct store_who who = { 0, "convfs-import" };
 	struct store *store = c->fs->store;
-	_cleanup_free_ char *data = NULL;
+	_cleanup_close_ int fd = -1;
+	struct commit_bytes data = { .mem = SB_INIT, .fd = -1 };
+	struct store_commit commit = { .path = rel, .who = &who, .kind = "import", .merge = true };
 	struct store_base *base = NULL;
 	struct store_stat before, after;
 	struct stat fst;
@@ -344,20 +346,31 @@ static int take_doc(struct import_ctx *c, int dirfd, const char *name, const cha
 	}
 	if (only_counted(c))
 		return 0;
-	r = read_file(dirfd, name, &data, &len, &fst);
-	if (r < 0)
+	/* O_NONBLOCK: a FIFO put in the file's place must not block the mount. */
+	fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &fst) < 0)
+		return -errno;
+	if (!S_ISREG(fst.st_mode))
+		return -EINVAL;
+	/* As a writer's save: a large file is copied, not held (commit.c). */
+	if ((r = commit_take(c->fs, fd, false, &data)) < 0)
 		return r;
+	len = data.len;
+	commit.data = data.fd < 0 ? sb_str(&data.mem) : NULL;
+	commit.fd = data.fd;
+	commit.len = len;
 	c->rep.bytes += len;
 	rev = base_rev; /* unless the store ends up holding exactly this file */
 	if ((r = batch_need(c)) < 0)
-		return r;
+		goto out;
 	had = store_doc_stat(store, rel, &before) == 0;
 	if (base_rev > 0 && (r = store_base_at(store, rel, base_rev, &base)) < 0 && r != -ENOENT)
-		return r;
-	r = store_commit(store,
-			 &(struct store_commit){ .path = rel, .data = data, .len = len, .who = &who, .kind = "import",
-						 .merge = true, .base = base },
-			 NULL, &merged);
+		goto out;
+	commit.base = base;
+	r = store_commit(store, &commit, NULL, &merged);
+	commit.base = NULL;
 	store_base_free(base);
 	exact = r == 0 && !merged;
 	if (r == -EINVAL && had) {
@@ -365,13 +378,17 @@ static int take_doc(struct import_ctx *c, int dirfd, const char *name, const cha
 		const char *leaf;
 		int dfd = backing_parent(c, rel, &leaf);
 
-		if (dfd < 0)
-			return dfd;
+		if (dfd < 0) {
+			r = dfd;
+			goto out;
+		}
 		r = keep_beside(c, dirfd, name, rel, &fst, dfd, leaf, "changed underneath but does not parse");
 		close(dfd);
 		c->rep.damaged++;
 	} else if (r == -EINVAL) {
-		r = store_doc_commit_raw(store, rel, data, len, &who, "import-damaged");
+		commit.raw = true;
+		commit.kind = "import-damaged";
+		r = store_commit(store, &commit, NULL, NULL);
 		if (r == 0) {
 			c->rep.damaged++;
 			exact = true;
@@ -390,11 +407,13 @@ static int take_doc(struct import_ctx *c, int dirfd, const char *name, const cha
 				r = store_doc_set_mtime(store, rel, mtime_of(&fst));
 		}
 	}
-	if (r < 0)
-		return r;
-	if ((r = record(c, rel, &fst, rev)) < 0)
-		return r;
-	return batch_tick(c, true);
+	if (r == 0)
+		r = record(c, rel, &fst, rev);
+	if (r == 0)
+		r = batch_tick(c, true);
+out:
+	commit_bytes_release(&data);
+	return r;
 }
 
 /* A folder new underneath: made in the backing tree, unless the store removed it since. */

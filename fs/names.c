@@ -72,7 +72,7 @@ static int rename_in(struct fs *fs, const char *from, const char *to, unsigned i
 		return r;
 	}
 	fs_caller(&proc, &who);
-	r = commit_fd(fs, &req, fd);
+	r = commit_fd(fs, &req, fd, false);
 	close(fd);
 	if (r < 0) {
 		if (r != -EINVAL) /* EINVAL was logged with its reason by the store */

@@ -19,6 +19,9 @@
 #             exit with status 99, which unmount_convfs fails on, and the report
 #             goes to the daemon log, which check_log fails on. Waits and the
 #             watchdog are stretched (VALGRIND_SLOW times, default 10).
+# and (set by meson.build for a build with -Dsanitize=true or -Dfuzz=true):
+#   CONVFS_SANITIZED=1  the daemon runs under ASan/UBSan: its memory figures
+#             (RSS) are the sanitizer's, so big_message.sh does not bound them.
 
 set -euo pipefail
 

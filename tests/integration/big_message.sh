@@ -1,0 +1,176 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# big_message.sh: committing a conversation file that holds one 100 MB
+# message keeps the daemon's memory bounded and stores the bytes exactly.
+#
+# On a fresh mount over an empty folder, a new task's ui_messages.json holds
+# a few small messages and one whose "text" is 100 MiB of ASCII letters. It
+# is saved four times:
+#   1. as Cline saves: copied in as a temp file beside it and renamed over it;
+#   2. rewritten in place (cat > file) with one small message appended, the
+#      big one unchanged;
+#   3. by temp + rename again, the big text replaced by another of the same
+#      length (another letter);
+#   4. through the view: its ui_messages.jsonl rewritten whole (cat >), with
+#      "\r\n" line ends, a 1 MiB message first and one more at the end.
+# It proves that
+#   - after each save the file reads back byte-for-byte what was written
+#     (cmp), and jq counts the messages written; also after a remount;
+#   - the daemon's peak RSS (VmHWM of its process, over its whole life up to
+#     the last save) stays at or under 64 MB: a commit must not hold the file
+#     in memory. The figure is printed in any case ("# peak RSS").
+# Under valgrind (CONVFS_VALGRIND=1) the big message is 8 MB and the RSS is
+# not checked (it is memcheck's); under a sanitizer build (CONVFS_SANITIZED=1)
+# the RSS is not checked either (ASan's shadow memory and quarantine inflate
+# it). The content checks run in every build.
+
+. "$(dirname "$0")/lib.sh"
+
+BIG=$((100 << 20))
+[[ ${CONVFS_VALGRIND:-} == 1 ]] && BIG=$((8 << 20)) # 100 MB through memcheck take minutes
+RSS_LIMIT_KB=65536
+check_rss=1
+why_no_rss=
+if [[ ${CONVFS_VALGRIND:-} == 1 ]]; then
+	check_rss=0 why_no_rss="under valgrind (the figure is memcheck's)"
+elif [[ ${CONVFS_SANITIZED:-} == 1 ]]; then
+	check_rss=0 why_no_rss="in a sanitizer build (ASan inflates RSS)"
+fi
+
+M=$T/mnt
+STORE=$T/store.db
+TASK=1795500000000
+DIR=$M/tasks/$TASK
+UI=$DIR/ui_messages.json
+mkdir -p "$M" "$T/gen"
+
+# small TS TEXT: one small Cline message.
+small()
+{
+	printf '{"ts":%d,"type":"say","say":"text","text":"%s"}' "$1" "$2"
+}
+
+# conversation OUT LETTER [EXTRA [FORM]]: three small messages, one whose
+# text is $BIG bytes of LETTER, two small ones, and EXTRA more small ones, as
+# a JSON array. FORM "padded": after a first message whose compact form is
+# 1 MiB - 1 bytes long; FORM "lines": the same as the view's JSON Lines with
+# "\r\n" line ends, so that the padded line's "\r" is the last byte of the
+# first MiB a rewrite of the view reads. Both forms end with a message with
+# a "\r" between its members (a JSON blank).
+conversation()
+{
+	local out=$1 letter=$2 extra=${3:-0} form=${4:-} i sep=, open='[' close=']' pad
+	[[ $form == lines ]] && sep=$'\r\n' open= close=$'\r\n'
+	{
+		printf '%s' "$open"
+		if [[ -n $form ]]; then
+			pad=$(((1 << 20) - 1 - ${#PAD_HEAD} - 2))
+			printf '%s' "$PAD_HEAD"
+			head -c "$pad" /dev/zero | tr '\0' p
+			printf '"}%s' "$sep"
+		fi
+		small 1795500000001 "task: a big paste"
+		printf '%s' "$sep"
+		small 1795500000002 "reading the file"
+		printf '%s' "$sep"
+		small 1795500000003 "here it comes"
+		printf '%s{"ts":1795500000004,"type":"say","say":"text","text":"' "$sep"
+		head -c "$BIG" /dev/zero | tr '\0' "$letter"
+		printf '"}%s' "$sep"
+		small 1795500000005 "that was big"
+		printf '%s' "$sep"
+		small 1795500000006 "done"
+		for ((i = 1; i <= extra; i++)); do
+			printf '%s' "$sep"
+			small $((1795500000006 + i)) "one more, number $i"
+		done
+		# A "\r" between members: the message's own, kept.
+		[[ -z $form ]] || printf '%s{"ts":1795500000100,\r"type":"say","say":"text","text":"cr inside"}' "$sep"
+		printf '%s' "$close"
+	} >"$out"
+}
+PAD_HEAD='{"ts":1795500000000,"type":"say","say":"text","text":"'
+
+# rename_in CONTENT: Cline's atomicWriteFile, a temp file beside the target
+# renamed over it.
+rename_in()
+{
+	local tmp
+	tmp=$UI.tmp.$(date +%s%3N).$RANDOM.json
+	cp "$1" "$tmp" || fail "cp of $(stat -c %s "$1") bytes to the temp file ${tmp#"$M"/} failed"
+	mv "$tmp" "$UI" || fail "the rename of the temp file over ${UI#"$M"/} failed"
+}
+
+# peak: the daemon's VmHWM so far, in kB.
+peak()
+{
+	local kb
+	kb=$(awk '$1 == "VmHWM:" { print $2 }' "/proc/$pid/status" 2>/dev/null || true)
+	[[ $kb =~ ^[0-9]+$ ]] || fail "cannot read VmHWM of the daemon (pid $pid) from /proc/$pid/status"
+	echo "$kb"
+}
+
+# check_content CONTENT COUNT WHAT: the mount's file is CONTENT, byte for byte,
+# and holds COUNT messages.
+check_content()
+{
+	local n
+	same "$UI" "$1" "$3: ${UI#"$M"/} against the $(stat -c %s "$1") bytes written"
+	if command -v jq >/dev/null; then
+		n=$(jq length "$UI" 2>&1) || n="jq failed: $n"
+		[[ $n == "$2" ]] || problem "$3: jq length of ${UI#"$M"/} gives '$n', expected $2"
+	fi
+}
+
+say "generating the versions ($BIG bytes of text in the big message)"
+conversation "$T/gen/v1.json" a 0
+conversation "$T/gen/v2.json" a 1
+conversation "$T/gen/v3.json" b 1
+conversation "$T/gen/v4.jsonl" b 2 lines
+conversation "$T/gen/v4.json" b 2 padded
+size=$(stat -c %s "$T/gen/v1.json")
+((size > BIG)) || fail "the generated conversation is only $size bytes"
+
+mount_convfs "$M" "$STORE"
+pid=${DAEMON_PID[$M]}
+mkdir -p "$DIR"
+echo "#   VmHWM after mounting: $(peak) kB"
+
+say "1. temp + rename: 6 messages, the big one all a's"
+rename_in "$T/gen/v1.json"
+check_content "$T/gen/v1.json" 6 "after the first temp + rename"
+echo "#   VmHWM after save 1: $(peak) kB"
+
+say "2. in place: a small message appended, the big one unchanged"
+cat "$T/gen/v2.json" >"$UI"
+check_content "$T/gen/v2.json" 7 "after the in-place rewrite (cat >)"
+echo "#   VmHWM after save 2: $(peak) kB"
+
+say "3. temp + rename: the big message's text all b's (same length)"
+rename_in "$T/gen/v3.json"
+check_content "$T/gen/v3.json" 7 "after the temp + rename that changed the big message"
+echo "#   VmHWM after save 3: $(peak) kB"
+
+say "4. the view's JSON Lines rewritten whole: CRLF ends, a message first, one more at the end"
+cat "$T/gen/v4.jsonl" >"$M/workspaces/unknown/tasks/$TASK/ui_messages.jsonl" ||
+	problem "the rewrite of the view's ui_messages.jsonl failed"
+check_content "$T/gen/v4.json" 10 "after the rewrite of the view's JSON Lines"
+
+hwm=$(peak)
+echo "# peak RSS of the daemon (VmHWM): $hwm kB ($((hwm / 1024)) MB), limit $RSS_LIMIT_KB kB, for a $size-byte file with a $BIG-byte message"
+if ((check_rss)); then
+	((hwm <= RSS_LIMIT_KB)) ||
+		problem "the daemon's peak RSS (VmHWM) is $hwm kB ($((hwm / 1024)) MB) after committing a $size-byte ui_messages.json four times; expected at most $RSS_LIMIT_KB kB (64 MB): a commit must not hold the whole file in memory"
+else
+	say "peak RSS not checked $why_no_rss"
+fi
+
+left=$(find "$M" "$STORE.files" -name '*.tmp*' -print)
+[[ -z $left ]] || problem "temp files left behind:\n$left"
+unmount_convfs "$M"
+mount_convfs "$M" "$STORE"
+check_content "$T/gen/v4.json" 10 "after a remount"
+unmount_convfs "$M"
+check_log "$STORE.log"
+pass
