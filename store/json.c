@@ -168,7 +168,15 @@ static int scan_string(struct scan *sc)
 {
 	sc->i++; /* opening quote */
 	while (more(sc)) {
-		unsigned char c = (unsigned char)AT(sc);
+		/* Most of a conversation is plain text: skipped in one run to the window's end. */
+		const unsigned char *p = (const unsigned char *)&AT(sc), *q = p, *end = p + (sc->hi - sc->i);
+
+		while (q < end && *q >= 0x20 && *q < 0x80 && *q != '"' && *q != '\\')
+			q++;
+		sc->i += (size_t)(q - p);
+		if (q == end)
+			continue;
+		unsigned char c = *q;
 
 		if (c == '"') {
 			sc->i++;
