@@ -38,6 +38,16 @@
 
 #define COMMIT_CHUNK ((size_t)1 << 20)
 
+ssize_t pread_retry(int fd, void *buf, size_t n, size_t off)
+{
+	ssize_t k;
+
+	do
+		k = pread(fd, buf, n, (off_t)off);
+	while (k < 0 && errno == EINTR);
+	return k < 0 ? -errno : k;
+}
+
 /* Reads fd on from offset ret->len into ret, COMMIT_CHUNK bytes a call, to its end or past limit bytes. */
 static int read_upto(int fd, struct sb *ret, size_t limit, bool *ret_eof)
 {
@@ -47,11 +57,9 @@ static int read_upto(int fd, struct sb *ret, size_t limit, bool *ret_eof)
 
 		if (sb_grow(ret, COMMIT_CHUNK) < 0)
 			return -ENOMEM;
-		n = pread(fd, ret->buf + ret->len, COMMIT_CHUNK, (off_t)ret->len);
-		if (n < 0 && errno == EINTR)
-			continue;
+		n = pread_retry(fd, ret->buf + ret->len, COMMIT_CHUNK, ret->len);
 		if (n < 0)
-			return -errno;
+			return (int)n;
 		if (n == 0) {
 			*ret_eof = true;
 			return 0;
@@ -62,7 +70,7 @@ static int read_upto(int fd, struct sb *ret, size_t limit, bool *ret_eof)
 	return 0;
 }
 
-static int pwrite_all(int fd, const char *p, size_t n, size_t off)
+int pwrite_all(int fd, const char *p, size_t n, size_t off)
 {
 	while (n > 0) {
 		ssize_t k = pwrite(fd, p, n, (off_t)off);

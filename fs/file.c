@@ -228,178 +228,25 @@ static int jsonl_append(struct fs *fs, struct fs_file *f, const char *buf, size_
 	return (int)size;
 }
 
-/*
- * The JSON array a rewrite of the view's JSON Lines makes: written into
- * memory up to COMMIT_INLINE bytes, then into a private file (the bytes in
- * memory moved there), a piece at a time, so that a file of any size is
- * converted in bounded memory. The spans of its lines are kept to check each.
- */
-struct jsonl_out {
-	struct fs *fs;
-	struct commit_bytes *b; /* mem, or fd once spilled */
-	size_t len;             /* bytes written in all */
-	struct sb buf;          /* once spilled: what is not in the file yet */
-	struct { size_t off, len; } *lines;
-	size_t nlines, alloc;
-};
-
-static int out_flush(struct jsonl_out *o)
-{
-	size_t at = o->len - o->buf.len;
-
-	for (size_t done = 0; done < o->buf.len;) {
-		ssize_t k = pwrite(o->b->fd, o->buf.buf + done, o->buf.len - done, (off_t)(at + done));
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0)
-			return -errno;
-		done += (size_t)k;
-	}
-	o->buf.len = 0;
-	return 0;
-}
-
-static int out_add(struct jsonl_out *o, const char *p, size_t n)
-{
-	int r;
-
-	if (o->b->fd < 0 && o->len + n > COMMIT_INLINE) {
-		/* Too big to hold: from now on into a private file. */
-		int fd = fs_private_file(o->fs);
-
-		if (fd < 0)
-			return fd;
-		o->b->fd = fd;
-		o->b->own_fd = true;
-		o->buf = o->b->mem;
-		o->b->mem = (struct sb)SB_INIT;
-		if ((r = out_flush(o)) < 0)
-			return r;
-	}
-	if ((r = sb_add(o->b->fd < 0 ? &o->b->mem : &o->buf, p, n)) < 0)
-		return r;
-	o->len += n;
-	return o->b->fd >= 0 && o->buf.len >= ((size_t)1 << 20) ? out_flush(o) : 0;
-}
-
-/*
- * Converts the JSON Lines staged in fd into "[line,line,...]" in o, each
- * line without its "\n" (and a "\r" before it). Refuses a last line that has
- * no newline, and nothing at all.
- */
-static int jsonl_to_array(const char *path, int fd, struct jsonl_out *o)
-{
-	_cleanup_free_ char *chunk = malloc((size_t)1 << 20);
-	size_t line_start = 1, in = 0;
-	bool cr = false, any = false;
-	int r;
-
-	if (!chunk)
-		return -ENOMEM;
-	if ((r = out_add(o, "[", 1)) < 0)
-		return r;
-	for (;;) {
-		ssize_t n = pread(fd, chunk, (size_t)1 << 20, (off_t)in);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			break;
-		in += (size_t)n;
-		any = true;
-		for (size_t i = 0, from = 0; i <= (size_t)n; i++) {
-			if (i < (size_t)n && chunk[i] != '\n' && chunk[i] != '\r')
-				continue;
-			if (i > from) {
-				/* A "\r" held back is the line's after all: more of it follows. */
-				if (cr && (r = out_add(o, "\r", 1)) < 0)
-					return r;
-				cr = false;
-				if ((r = out_add(o, chunk + from, i - from)) < 0)
-					return r;
-			}
-			if (i == (size_t)n)
-				break;
-			if (chunk[i] == '\r') {
-				/* Held back: dropped if "\n" follows. */
-				if (cr && (r = out_add(o, "\r", 1)) < 0)
-					return r;
-				cr = true;
-			} else {
-				if ((r = ARRAY_GROW(o->lines, o->nlines, o->alloc, 64)) < 0)
-					return r;
-				o->lines[o->nlines].off = line_start;
-				o->lines[o->nlines].len = o->len - line_start;
-				o->nlines++;
-				cr = false;
-				if ((r = out_add(o, ",", 1)) < 0)
-					return r;
-				line_start = o->len;
-			}
-			from = i + 1;
-		}
-	}
-	if (!any)
-		return refuse_emptying(path);
-	if (cr || o->len > line_start) {
-		log_warn("refusing to commit '%s': its last line has no newline; nothing stored", path);
-		return -EINVAL;
-	}
-	/* The "," after the last line becomes the "]". */
-	o->len--;
-	if (o->b->fd < 0)
-		o->b->mem.len--;
-	else if (o->buf.len)
-		o->buf.len--;
-	if ((r = out_add(o, "]", 1)) < 0 || (o->b->fd >= 0 && (r = out_flush(o)) < 0))
-		return r;
-	o->b->len = o->len;
-	return 0;
-}
-
-/* Checks each line of the converted JSON Lines (store_line_check()). */
-static int jsonl_check(const struct fs_file *f, const struct jsonl_out *o)
-{
-	int r = 0;
-
-	for (size_t i = 0; r == 0 && i < o->nlines; i++) {
-		struct store_line l = { .len = o->lines[i].len };
-
-		if (o->b->fd < 0) {
-			l.data = o->b->mem.buf + o->lines[i].off;
-			r = store_line_check(f->path, i, &l, f->require);
-		} else {
-			r = store_line_check_fd(f->path, i, o->b->fd, (off_t)o->lines[i].off, l.len, f->require);
-		}
-	}
-	return r;
-}
-
 /* Commits the staged JSON Lines as the doc's new content (a merged rewrite). f->lock held. */
 static int jsonl_commit(struct fs *fs, struct fs_file *f)
 {
-	struct commit_bytes b = { .mem = SB_INIT, .fd = -1 };
-	struct jsonl_out o = { .fs = fs, .b = &b, .buf = SB_INIT };
+	struct commit_bytes b;
 	struct store_who who;
 	struct fs_proc proc;
 	struct commit_req req = { .doc = f->path, .base_path = f->path, .kind = "rewrite", .proc = &proc, .who = &who };
 	int r;
 
-	r = jsonl_to_array(f->path, f->fd, &o);
-	if (r == 0)
-		r = jsonl_check(f, &o);
-	if (r == 0) {
-		fs_caller(&proc, &who);
-		r = commit_taken(fs, &req, &b);
-	}
+	r = jsonl_to_array(fs, f->path, f->require, f->fd, &b);
+	if (r == -ENODATA)
+		return refuse_emptying(f->path);
+	if (r < 0)
+		return r;
+	fs_caller(&proc, &who);
+	r = commit_taken(fs, &req, &b);
 	if (r == 0)
 		f->dirty = false;
 	commit_bytes_release(&b);
-	sb_release(&o.buf);
-	free(o.lines);
 	return r;
 }
 

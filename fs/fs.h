@@ -108,6 +108,10 @@ struct commit_bytes {
 	bool own_fd; /* fd is a copy, closed by commit_bytes_release() */
 	size_t len;
 };
+/* pread(), again after EINTR: the bytes read, 0 at the end, or -errno. */
+ssize_t pread_retry(int fd, void *buf, size_t n, size_t off);
+/* Writes all n bytes of p at offset off of fd (pwrite() again after a short write); 0 or -errno. */
+int pwrite_all(int fd, const char *p, size_t n, size_t off);
 /* Files larger than this are committed from a file, not read into memory (commit.c). */
 #define COMMIT_INLINE ((size_t)16 << 20)
 /*
@@ -124,6 +128,13 @@ int fs_private_file(struct fs *fs);
  */
 int commit_take(struct fs *fs, int fd, bool private_fd, struct commit_bytes *ret);
 void commit_bytes_release(struct commit_bytes *b);
+/*
+ * jsonl.c: the JSON Lines staged in fd (a rewrite of the view's file for the
+ * doc at path) as the JSON array it stands for, in *ret, each line checked
+ * (with member require, if not NULL). -ENODATA if fd holds nothing, -EINVAL
+ * (logged) for a bad line. Free *ret with commit_bytes_release().
+ */
+int jsonl_to_array(struct fs *fs, const char *path, const char *require, int fd, struct commit_bytes *ret);
 /* Commits b for req's writer: takes its base, commits a merge against it, keeps the new one. */
 int commit_taken(struct fs *fs, const struct commit_req *req, const struct commit_bytes *b);
 /* The same of data[0, len). */
