@@ -22,6 +22,11 @@
  *     of duplicates; texts without escapes), and their values re-validate.
  *   - json_to_int64() answers for exactly an optionally quoted, optionally
  *     negative run of 1 to 18 digits.
+ *   - json_validate_read(), json_scan_array_read() (of the top-level array
+ *     and of member "messages") and json_object_member_read(), through a
+ *     reader with a window of 64 to 80 bytes, give what their twins in
+ *     memory give: result, every element's span, head, tail, error and
+ *     offset.
  *   - json_pretty() of cJSON's compact form of an accepted text, and of an
  *     accepted text that is already compact, validates and differs from its
  *     input only by white space outside strings. On arbitrary bytes it must
@@ -269,6 +274,76 @@ static void check_pretty(const char *c)
 	free(pretty);
 }
 
+/* ---- the same through a reader ---------------------------------------------- */
+
+struct spans {
+	uint64_t sum; /* of every (pre, start, end), in order */
+	size_t n;
+};
+
+static int on_span(void *ctx, size_t pre, size_t start, size_t end)
+{
+	struct spans *sp = ctx;
+
+	sp->sum = sp->sum * 1000003u + pre * 31u + start * 7u + end;
+	sp->n++;
+	return 0;
+}
+
+struct mem_reader {
+	const char *s;
+	size_t n;
+};
+
+static int read_mem(void *ctx, size_t off, char *buf, size_t n)
+{
+	struct mem_reader *m = ctx;
+
+	CHECK(off <= m->n && n <= m->n - off); /* a scan never reads past the end */
+	memcpy(buf, m->s + off, n);
+	return 0;
+}
+
+/* The scan of member (NULL: the top-level array) through a reader equals the scan in memory. */
+static void check_read_scan(const char *s, size_t n, const char *member, size_t window)
+{
+	struct mem_reader m = { s, n };
+	struct json_reader rd = { .read = read_mem, .ctx = &m, .len = n, .window = window };
+	struct json_error e1 = { 0 }, e2 = { 0 };
+	struct spans a = { 0 }, b = { 0 };
+	size_t h1 = 1, t1 = 2, h2 = 1, t2 = 2;
+	int r1 = json_scan_array_at(s, n, member, on_span, &a, &h1, &t1, &e1);
+	int r2 = json_scan_array_read(&rd, member, on_span, &b, &h2, &t2, &e2);
+
+	CHECK(r1 == r2 && a.n == b.n && a.sum == b.sum && h1 == h2 && t1 == t2);
+	if (r1 == -EINVAL)
+		CHECK(e1.offset == e2.offset && strcmp(e1.msg, e2.msg) == 0);
+}
+
+/*
+ * Every reader function agrees with its twin in memory, with a window the
+ * input picks (64 to 80 bytes: its edges fall anywhere in the tokens).
+ */
+static void check_reader(const char *s, size_t n)
+{
+	size_t window = 64 + (n ? (unsigned char)s[0] % 17 : 0), a1 = 0, b1 = 0, a2 = 0, b2 = 0;
+	struct mem_reader m = { s, n };
+	struct json_reader rd = { .read = read_mem, .ctx = &m, .len = n, .window = window };
+	struct json_error e1 = { 0 }, e2 = { 0 };
+	int r1 = json_validate(s, n, &e1), r2 = json_validate_read(&rd, &e2);
+
+	CHECK(r1 == r2);
+	if (r1 < 0)
+		CHECK(e1.offset == e2.offset && strcmp(e1.msg, e2.msg) == 0);
+	check_read_scan(s, n, NULL, window);
+	check_read_scan(s, n, "messages", window);
+	r1 = json_object_member(s, n, "ts", &a1, &b1);
+	r2 = json_object_member_read(&rd, 0, n, "ts", &a2, &b2);
+	/* Only on validated text is json_object_member() an answer. */
+	if (json_validate(s, n, NULL) == 0)
+		CHECK(r1 == r2 && (r1 < 0 || (a1 == a2 && b1 == b2)));
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const char *s = (const char *)data;
@@ -289,6 +364,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	CHECK_ALLOC(pretty);
 	free(pretty);
 
+	check_reader(s, size);
 	if (size <= 24)
 		check_int(s, size);
 	if (!valid) {
