@@ -50,50 +50,60 @@ static int span_push(void *ctx, size_t pre, size_t start, size_t end)
 }
 
 /*
+ * Whether the row stmt stands on (its columns: id, pre, len, and json where
+ * it is at most ELEM_INLINE bytes, as ROW_COLUMNS selects them) holds
+ * pre[0, pre_len) and the bytes of element e of src. A larger element is
+ * compared a piece at a time.
+ */
+#define ROW_COLUMNS "id, pre, len, CASE WHEN len <= ?2 THEN json END"
+
+static int row_matches(struct store *st, sqlite3_stmt *row, const char *pre, size_t pre_len, const struct src *src,
+		       const struct span *e, struct src_window *w, bool *ret)
+{
+	size_t len = e->end - e->start;
+	const char *mine;
+	int r;
+
+	*ret = false;
+	if ((size_t)sqlite3_column_bytes(row, 1) != pre_len ||
+	    (pre_len && memcmp(sqlite3_column_blob(row, 1), pre, pre_len) != 0) ||
+	    (size_t)sqlite3_column_int64(row, 2) != len)
+		return 0;
+	if (len > ELEM_INLINE)
+		return src_equals_blob(st, src, e->start, len, "elems", "json", sqlite3_column_int64(row, 0), ret);
+	if ((size_t)sqlite3_column_bytes(row, 3) != len)
+		return 0;
+	if ((r = src_get(src, e->start, len, w, &mine)) < 0)
+		return r;
+	*ret = len == 0 || memcmp(sqlite3_column_blob(row, 3), mine, len) == 0;
+	return 0;
+}
+
+/*
  * Counts the leading elements of the doc's current rendering whose bytes
- * equal the new content's: these rows are kept as they are. Elements larger
- * than ELEM_INLINE are compared a piece at a time.
+ * equal the new content's: these rows are kept as they are.
  */
 static int common_prefix(struct store *st, int64_t doc_id, const struct src *src, const struct span_vec *sv,
 			 size_t *ret_k)
 {
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
-	_cleanup_sb_ struct sb scratch = SB_INIT;
+	_cleanup_src_window_ struct src_window w = SRC_WINDOW_INIT;
 	size_t k = 0;
 	int r, rc;
 
-	r = store_prepare_ints(st, "SELECT id, pre, len, CASE WHEN len <= ?2 THEN json END FROM elems "
-				   "WHERE doc_id = ?1 AND rev_to IS NULL ORDER BY seq",
+	r = store_prepare_ints(st, "SELECT " ROW_COLUMNS " FROM elems WHERE doc_id = ?1 AND rev_to IS NULL ORDER BY seq",
 			       STORE_INTS(doc_id, (int64_t)ELEM_INLINE), &stmt);
 	if (r < 0)
 		return r;
 	while (k < sv->n && (rc = sqlite3_step(stmt)) == SQLITE_ROW) {
 		const struct span *e = &sv->v[k];
-		size_t plen = (size_t)sqlite3_column_bytes(stmt, 1);
-		const void *p = sqlite3_column_blob(stmt, 1);
-		size_t jlen = (size_t)sqlite3_column_int64(stmt, 2);
-		const char *mine;
+		const char *pre;
 		bool same;
 
-		if (plen != e->start - e->pre || jlen != e->end - e->start)
-			break;
-		if (plen && ((r = src_get(src, e->pre, plen, &scratch, &mine)) < 0 || memcmp(p, mine, plen) != 0)) {
-			if (r < 0)
-				return r;
-			break;
-		}
-		if (jlen <= ELEM_INLINE) {
-			const void *j = sqlite3_column_blob(stmt, 3);
-
-			if ((size_t)sqlite3_column_bytes(stmt, 3) != jlen)
-				break;
-			if ((r = src_get(src, e->start, jlen, &scratch, &mine)) < 0)
-				return r;
-			same = jlen == 0 || memcmp(j, mine, jlen) == 0;
-		} else if ((r = src_equals_blob(st, src, e->start, jlen, "elems", "json", sqlite3_column_int64(stmt, 0),
-					       &same)) < 0) {
+		/* The pre is compared before w moves on to the element. */
+		if ((r = src_get(src, e->pre, e->start - e->pre, &w, &pre)) < 0 ||
+		    (r = row_matches(st, stmt, pre, e->start - e->pre, src, e, &w, &same)) < 0)
 			return r;
-		}
 		if (!same)
 			break;
 		k++;
@@ -147,11 +157,11 @@ static const char elem_insert_sql[] = "INSERT INTO elems(doc_id, seq, off, pre, 
  * its identity (elem_bind_identity()); what names a failure to store it.
  * An element of src larger than ELEM_INLINE is never held whole: its row is
  * made with a zeroblob and the bytes written into it a piece at a time (a
- * history item is always read, to learn from it). scratch holds the bytes
- * of a smaller one read from a file.
+ * history item is always read, to learn from it). A smaller one read from
+ * a file is read through w.
  */
 static int elem_insert(struct store *st, sqlite3_stmt *stmt, const struct elem_new *e, const struct doc_layout *lay,
-		       int64_t now, struct sb *scratch, const char *what)
+		       int64_t now, struct src_window *w, const char *what)
 {
 	const char *json = e->json;
 	bool big = !json && e->len > ELEM_INLINE && lay->learn != LEARN_HISTORY;
@@ -159,7 +169,7 @@ static int elem_insert(struct store *st, sqlite3_stmt *stmt, const struct elem_n
 	char *key = NULL;
 	int r, rc;
 
-	if (!json && !big && (r = src_get(e->src, e->at, e->len, scratch, &json)) < 0)
+	if (!json && !big && (r = src_get(e->src, e->at, e->len, w, &json)) < 0)
 		return r;
 	if (json)
 		doc_elem_identity(lay->ident, json, e->len, &id, &key);
@@ -191,7 +201,7 @@ static int elems_insert(struct store *st, int64_t doc_id, const struct src *src,
 			size_t from, int64_t rev, const struct doc_layout *lay, int64_t now, int64_t *loff)
 {
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
-	_cleanup_sb_ struct sb pre = SB_INIT, scratch = SB_INIT;
+	_cleanup_src_window_ struct src_window pre = SRC_WINDOW_INIT, scratch = SRC_WINDOW_INIT;
 	int r;
 
 	r = store_prepare(st, elem_insert_sql, &stmt);
@@ -352,26 +362,21 @@ static int fetch_by_hash(void *ctx, const struct merge_elem *e, char **ret_json,
 	return 0;
 }
 
-/* Whether row id holds pre[0, pre_len) and the bytes of element e of src. */
+/* Whether row id holds pre[0, pre_len) and the bytes of element e of src (row_matches()). */
 static int row_holds(struct store *st, int64_t id, const char *pre, size_t pre_len, const struct src *src,
-		     const struct span *e, bool *ret)
+		     const struct span *e, struct src_window *w, bool *ret)
 {
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
 	int r, rc;
 
-	r = store_prepare_ints(st, "SELECT pre, len FROM elems WHERE id = ?1", STORE_INTS(id), &stmt);
+	r = store_prepare_ints(st, "SELECT " ROW_COLUMNS " FROM elems WHERE id = ?1", STORE_INTS(id, (int64_t)ELEM_INLINE),
+			       &stmt);
 	if (r < 0)
 		return r;
 	rc = sqlite3_step(stmt);
 	if (rc != SQLITE_ROW)
 		return rc == SQLITE_DONE ? -EIO : store_fail(st, rc, "cannot read an element");
-	if ((size_t)sqlite3_column_bytes(stmt, 0) != pre_len ||
-	    (pre_len && memcmp(sqlite3_column_blob(stmt, 0), pre, pre_len) != 0) ||
-	    (size_t)sqlite3_column_int64(stmt, 1) != e->end - e->start) {
-		*ret = false;
-		return 0;
-	}
-	return src_equals_blob(st, src, e->start, e->end - e->start, "elems", "json", id, ret);
+	return row_matches(st, stmt, pre, pre_len, src, e, w, ret);
 }
 
 /*
@@ -385,7 +390,8 @@ static int write_merged(struct store *st, const struct doc_row *d, const struct 
 			const struct doc_layout *lay, int64_t *ret_size, int64_t *ret_lsize)
 {
 	_cleanup_stmt_ sqlite3_stmt *copy = NULL, *ins = NULL, *pre_of = NULL;
-	_cleanup_sb_ struct sb first_pre_buf = SB_INIT, sep_buf = SB_INIT, scratch = SB_INIT;
+	_cleanup_src_window_ struct src_window first_pre_buf = SRC_WINDOW_INIT, sep_buf = SRC_WINDOW_INIT,
+					       scratch = SRC_WINDOW_INIT;
 	const char *sep = ",", *first_pre = "";
 	size_t sep_len = 1, first_pre_len = sv->n ? sv->v[0].start - sv->v[0].pre : 0;
 	size_t f = 0;
@@ -412,7 +418,7 @@ static int write_merged(struct store *st, const struct doc_row *d, const struct 
 
 			if (!same && e->origin == MERGE_FROM_NEW && e->hash == h->hash && e->len == h->len &&
 			    (r = row_holds(st, h->ref, f == 0 ? first_pre : sep, f == 0 ? first_pre_len : sep_len, src,
-					   &sv->v[e->ref], &same)) < 0)
+					   &sv->v[e->ref], &scratch, &same)) < 0)
 				return r;
 			if (!same)
 				break;
@@ -587,7 +593,8 @@ int commit_array(struct store *st, const struct store_commit *c, const struct do
 	struct merge_list nl = { 0 }, hl = { 0 }, bl_loaded = { 0 }, ml = { 0 };
 	struct merge_stats ms = { 0 };
 	struct store_base *nb = NULL;
-	_cleanup_sb_ struct sb hbytes = SB_INIT, bbytes = SB_INIT, nbytes = SB_INIT, hb = SB_INIT, tb = SB_INIT;
+	_cleanup_sb_ struct sb hbytes = SB_INIT, bbytes = SB_INIT, nbytes = SB_INIT;
+	_cleanup_src_window_ struct src_window hb = SRC_WINDOW_INIT, tb = SRC_WINDOW_INIT;
 	bool is_history = lay->ident == IDENT_ITEM_ID, merged = false;
 	size_t head = 0, tail = 0, k = 0, len;
 	int64_t now = now_ns(), rev = 0, size, lsize = 0;

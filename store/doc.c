@@ -516,7 +516,7 @@ static int commit_blob(struct store *st, const struct store_commit *c, const str
 	bool merge = c->merge;
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
 	_cleanup_free_ char *merged_data = NULL;
-	_cleanup_sb_ struct sb whole = SB_INIT;
+	_cleanup_src_window_ struct src_window whole = SRC_WINDOW_INIT;
 	struct doc_row d = { 0 };
 	struct src src;
 	const char *data;

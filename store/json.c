@@ -221,12 +221,12 @@ static int scan_string(struct scan *sc)
 	return fail(sc, "unterminated string");
 }
 
-static bool at_digit(struct scan *sc)
+static inline bool at_digit(struct scan *sc)
 {
 	return more(sc) && AT(sc) >= '0' && AT(sc) <= '9';
 }
 
-static bool at_char(struct scan *sc, char c)
+static inline bool at_char(struct scan *sc, char c)
 {
 	return more(sc) && AT(sc) == c;
 }

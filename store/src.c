@@ -45,24 +45,30 @@ int src_read(const struct src *s, size_t off, char *buf, size_t n)
 	return 0;
 }
 
-int src_get(const struct src *s, size_t off, size_t n, struct sb *scratch, const char **ret)
+int src_get(const struct src *s, size_t off, size_t n, struct src_window *w, const char **ret)
 {
+	size_t k;
 	int r;
 
+	if (off > s->len || n > s->len - off)
+		return -EIO;
 	if (s->mem) {
-		if (off > s->len || n > s->len - off)
-			return -EIO;
 		*ret = s->mem + off;
 		return 0;
 	}
-	scratch->len = 0;
-	if ((r = sb_grow(scratch, n)) < 0)
-		return r;
-	if ((r = src_read(s, off, scratch->buf, n)) < 0)
-		return r;
-	scratch->len = n;
-	scratch->buf[n] = '\0';
-	*ret = scratch->buf;
+	if (!w->buf.buf || off < w->off || off + n > w->off + w->buf.len) {
+		k = n > SRC_WINDOW ? n : SRC_WINDOW;
+		if (k > s->len - off)
+			k = s->len - off;
+		w->buf.len = 0;
+		if ((r = sb_grow(&w->buf, k)) < 0)
+			return r;
+		if ((r = src_read(s, off, w->buf.buf, k)) < 0)
+			return r;
+		w->buf.len = k;
+		w->off = off;
+	}
+	*ret = w->buf.buf + (off - w->off);
 	return 0;
 }
 

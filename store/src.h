@@ -34,8 +34,27 @@ void src_of_commit(const struct store_commit *c, struct src *ret);
 /* Reads exactly n bytes at off into buf: 0, or -EIO if the bytes end before, or -errno. */
 int src_read(const struct src *s, size_t off, char *buf, size_t n);
 
-/* Bytes [off, off + n): *ret points into memory, or at them read into *scratch. */
-int src_get(const struct src *s, size_t off, size_t n, struct sb *scratch, const char **ret);
+/*
+ * What src_get() reads a file into: SRC_WINDOW bytes at a time (or the bytes
+ * asked for, if more), so that elements read in order cost one read a window.
+ */
+struct src_window {
+	struct sb buf;
+	size_t off; /* of buf's first byte in the src */
+};
+#define SRC_WINDOW ((size_t)1 << 18)
+#define SRC_WINDOW_INIT { SB_INIT, 0 }
+static inline void src_window_release(struct src_window *w)
+{
+	sb_release(&w->buf);
+}
+#define _cleanup_src_window_ __attribute__((cleanup(src_window_release)))
+
+/*
+ * Bytes [off, off + n): *ret points into memory, or into w, valid until w's
+ * next use.
+ */
+int src_get(const struct src *s, size_t off, size_t n, struct src_window *w, const char **ret);
 
 /* json_scan_array_at() and json_validate() of the bytes. */
 int src_scan_array(const struct src *s, const char *member, json_elem_fn fn, void *ctx, size_t *ret_head,
