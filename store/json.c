@@ -275,8 +275,30 @@ static int scan_literal(struct scan *sc, const char *word)
 
 static int scan_value(struct scan *sc, int depth);
 
-/* Scans an array or object whose opening bracket is at sc->i. */
-static int scan_container(struct scan *sc, int depth, json_elem_fn fn, void *ctx, size_t *ret_last_end)
+/*
+ * The member of an object that scan_container() scans element by element:
+ * the first one named name whose value is an array. at is 1 + where the
+ * first one named name has its value (0: none), found tells whether that
+ * value is an array, head and tail are json_scan_array_at()'s.
+ */
+struct pick {
+	const char *name;
+	size_t len;
+	json_elem_fn fn;
+	void *ctx;
+	size_t at, head, tail;
+	bool found;
+};
+
+/* True if the member name at i (its opening quote) is exactly key, with no escapes. */
+static bool name_is(struct scan *sc, const char *key, size_t keylen)
+{
+	return fill(sc, keylen + 2) && (&AT(sc))[keylen + 1] == '"' && memcmp(&AT(sc) + 1, key, keylen) == 0;
+}
+
+/* Scans an array or object whose opening bracket is at sc->i; of an object, pick's member (may be NULL). */
+static int scan_container(struct scan *sc, int depth, json_elem_fn fn, void *ctx, size_t *ret_last_end,
+			  struct pick *pick)
 {
 	char close = AT(sc) == '[' ? ']' : '}';
 	size_t pre;
@@ -294,9 +316,14 @@ static int scan_container(struct scan *sc, int depth, json_elem_fn fn, void *ctx
 		return 0;
 	}
 	for (;;) {
+		bool picked = false;
+
 		if (close == '}') {
+			bool mine;
+
 			if (!at_char(sc, '"'))
 				return fail(sc, "expected member name");
+			mine = pick && !pick->at && name_is(sc, pick->name, pick->len);
 			if ((r = scan_string(sc)) < 0)
 				return r;
 			skip_ws(sc);
@@ -304,9 +331,18 @@ static int scan_container(struct scan *sc, int depth, json_elem_fn fn, void *ctx
 				return fail(sc, "expected ':'");
 			sc->i++;
 			skip_ws(sc);
+			if (mine) {
+				pick->at = sc->i + 1;
+				picked = pick->found = at_char(sc, '[');
+				pick->head = sc->i + 1;
+			}
 		}
 		size_t start = sc->i;
-		if ((r = scan_value(sc, depth + 1)) < 0)
+		if (picked)
+			r = scan_container(sc, depth + 1, pick->fn, pick->ctx, &pick->tail, NULL);
+		else
+			r = scan_value(sc, depth + 1);
+		if (r < 0)
 			return r;
 		if (fn && (r = fn(ctx, pre, start, sc->i)) < 0)
 			return r;
@@ -336,7 +372,7 @@ static int scan_value(struct scan *sc, int depth)
 	switch (AT(sc)) {
 	case '{':
 	case '[':
-		return scan_container(sc, depth, NULL, NULL, NULL);
+		return scan_container(sc, depth, NULL, NULL, NULL, NULL);
 	case '"':
 		return scan_string(sc);
 	case 't':
@@ -358,12 +394,6 @@ static int scan_end(struct scan *sc)
 	return sc->i == sc->n ? 0 : fail(sc, "trailing data after the value");
 }
 
-/* True if the member name at i (its opening quote) is exactly key, with no escapes. */
-static bool name_is(struct scan *sc, const char *key, size_t keylen)
-{
-	return fill(sc, keylen + 2) && (&AT(sc))[keylen + 1] == '"' && memcmp(&AT(sc) + 1, key, keylen) == 0;
-}
-
 /*
  * The array of the whole text, or of member `member` of its top-level object
  * (member NULL: the top-level array itself): json_scan_array_at().
@@ -371,8 +401,7 @@ static bool name_is(struct scan *sc, const char *key, size_t keylen)
 static int scan_array(struct scan *sc, const char *member, json_elem_fn fn, void *ctx, size_t *ret_head,
 		      size_t *ret_tail)
 {
-	size_t head = 0, tail = 0, mlen = member ? strlen(member) : 0, at = 0;
-	bool found = false;
+	struct pick pick = { .name = member, .len = member ? strlen(member) : 0, .fn = fn, .ctx = ctx };
 	int r;
 
 	skip_ws(sc);
@@ -386,72 +415,31 @@ static int scan_array(struct scan *sc, const char *member, json_elem_fn fn, void
 			}
 			return sc->i >= sc->n ? fail(sc, "expected '['") : -EINVAL;
 		}
-		head = sc->i + 1;
-		if ((r = scan_container(sc, 0, fn, ctx, &tail)) < 0)
+		pick.head = sc->i + 1;
+		if ((r = scan_container(sc, 0, fn, ctx, &pick.tail, NULL)) < 0)
 			return r;
-		found = true;
-	} else if (!at_char(sc, '{')) {
-		if ((r = scan_value(sc, 0)) < 0)
-			return r;
-	} else {
+		pick.found = true;
+	} else if (at_char(sc, '{')) {
 		/* The object, member by member: the first `member` that is an array is scanned element by element. */
-		sc->i++;
-		skip_ws(sc);
-		if (at_char(sc, '}'))
-			sc->i++;
-		else
-			for (;;) {
-				bool mine;
-
-				if (!at_char(sc, '"'))
-					return fail(sc, "expected member name");
-				mine = !at && name_is(sc, member, mlen);
-				if ((r = scan_string(sc)) < 0)
-					return r;
-				skip_ws(sc);
-				if (!at_char(sc, ':'))
-					return fail(sc, "expected ':'");
-				sc->i++;
-				skip_ws(sc);
-				if (mine) {
-					at = sc->i + 1;
-					found = at_char(sc, '[');
-				}
-				if (mine && found) {
-					head = sc->i + 1;
-					r = scan_container(sc, 1, fn, ctx, &tail);
-				} else {
-					r = scan_value(sc, 1);
-				}
-				if (r < 0)
-					return r;
-				skip_ws(sc);
-				if (at_char(sc, ',')) {
-					sc->i++;
-					skip_ws(sc);
-					continue;
-				}
-				if (at_char(sc, '}')) {
-					sc->i++;
-					break;
-				}
-				return fail(sc, "expected ',' or '}'");
-			}
+		if ((r = scan_container(sc, 0, NULL, NULL, NULL, &pick)) < 0)
+			return r;
+	} else if ((r = scan_value(sc, 0)) < 0) {
+		return r;
 	}
 	if ((r = scan_end(sc)) < 0)
 		return r;
-	if (!found) {
+	if (!pick.found) {
 		if (sc->err) {
-			snprintf(sc->err->msg, sizeof(sc->err->msg), at ? "member \"%s\" is not an array"
-									: "no member \"%s\" in a top-level object", member);
-			sc->err->offset = at ? at - 1 : 0;
+			snprintf(sc->err->msg, sizeof(sc->err->msg), pick.at ? "member \"%s\" is not an array"
+									     : "no member \"%s\" in a top-level object", member);
+			sc->err->offset = pick.at ? pick.at - 1 : 0;
 		}
 		return -EINVAL;
 	}
 	if (ret_head)
-		*ret_head = head;
+		*ret_head = pick.head;
 	if (ret_tail)
-		*ret_tail = tail;
+		*ret_tail = pick.tail;
 	return 0;
 }
 

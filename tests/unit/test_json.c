@@ -745,6 +745,39 @@ static void test_not_array_message(void **state)
 	assert_string_equal(err.msg, "top-level value is not an array: unexpected '{'");
 }
 
+/*
+ * The array of a member: the first member of that name that is an array,
+ * element by element; a later one of the same name is only validated.
+ */
+static void test_member_array(void **state)
+{
+	/*               0         1         2         3         4         5
+	 *               0123456789012345678901234567890123456789012345678901234 */
+	const char *s = "{\"a\":1,\"messages\":[{\"x\":1}, 2],\"messages\":[3],\"b\":[4]}";
+	const char *not_array = "{\"messages\":{\"x\":[1]}}";
+	struct json_error err = { 0 };
+	struct spans sp = { 0 };
+	size_t h = 0, t = 0;
+
+	assert_int_equal(json_scan_array_at(s, strlen(s), "messages", collect, &sp, &h, &t, &err), 0);
+	assert_int_equal(h, 19);
+	assert_int_equal(sp.n, 2);
+	assert_int_equal(sp.pre[0], 19);
+	assert_int_equal(sp.start[0], 19);
+	assert_int_equal(sp.end[0], 26);
+	assert_int_equal(sp.pre[1], 26);
+	assert_int_equal(sp.start[1], 28);
+	assert_int_equal(sp.end[1], 29);
+	assert_int_equal(t, 29);
+	assert_int_equal(json_scan_array_at(not_array, strlen(not_array), "messages", NULL, NULL, &h, &t, &err),
+			 -EINVAL);
+	assert_string_equal(err.msg, "member \"messages\" is not an array");
+	assert_int_equal(err.offset, 12);
+	assert_int_equal(json_scan_array_at(s, strlen(s), "missing", NULL, NULL, &h, &t, &err), -EINVAL);
+	assert_string_equal(err.msg, "no member \"missing\" in a top-level object");
+	assert_int_equal(err.offset, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -765,6 +798,7 @@ int main(void)
 		cmocka_unit_test(test_read_error),
 		cmocka_unit_test(test_read_callback_stops),
 		cmocka_unit_test(test_not_array_message),
+		cmocka_unit_test(test_member_array),
 	};
 
 	log_set_level(LOG_LEVEL_ERR);
