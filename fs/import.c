@@ -346,14 +346,9 @@ static int take_doc(struct import_ctx *c, int dirfd, const char *name, const cha
 	}
 	if (only_counted(c))
 		return 0;
-	/* O_NONBLOCK: a FIFO put in the file's place must not block the mount. */
-	fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	fd = open_regular(dirfd, name, &fst);
 	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &fst) < 0)
-		return -errno;
-	if (!S_ISREG(fst.st_mode))
-		return -EINVAL;
+		return fd;
 	/* As a writer's save: a large file is copied, not held (commit.c). */
 	if ((r = commit_take(c->fs, fd, false, &data)) < 0)
 		return r;

@@ -122,6 +122,24 @@ int copy_file(int src_dirfd, const char *name, int dst_fd, const struct stat *st
  * seen is older than what was read, so the next take-in looks again. The
  * caller frees *ret_data.
  */
+int open_regular(int dirfd, const char *name, struct stat *ret_st)
+{
+	int fd, r;
+
+	/* O_NONBLOCK: a FIFO put in the file's place must not block the mount. */
+	fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, ret_st) < 0)
+		r = -errno;
+	else if (!S_ISREG(ret_st->st_mode))
+		r = -EINVAL;
+	else
+		return fd;
+	close(fd);
+	return r;
+}
+
 int read_file(int dirfd, const char *name, char **ret_data, size_t *ret_len, struct stat *ret_st)
 {
 	_cleanup_close_ int fd = -1;
@@ -129,14 +147,9 @@ int read_file(int dirfd, const char *name, char **ret_data, size_t *ret_len, str
 	struct stat st;
 	int r;
 
-	/* O_NONBLOCK: a FIFO put in the file's place must not block the mount. */
-	fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	fd = open_regular(dirfd, name, &st);
 	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) < 0)
-		return -errno;
-	if (!S_ISREG(st.st_mode))
-		return -EINVAL;
+		return fd;
 	if ((r = sb_grow(&sb, (size_t)st.st_size + 1)) < 0)
 		return r;
 	for (;;) {

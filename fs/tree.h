@@ -19,6 +19,12 @@ int walk(int dirfd, const char *prefix, walk_fn fn, void *ctx);
 /* Copies the regular file name (in src_dirfd) to dst_fd, then its mode and times. */
 int copy_file(int src_dirfd, const char *name, int dst_fd, const struct stat *st, mode_t mode);
 /*
+ * Opens the regular file name (in dirfd) to read it: not through a symlink,
+ * not blocking on a FIFO; *ret_st is its fstat(). Returns the fd, -EINVAL
+ * if it is not a regular file, or -errno.
+ */
+int open_regular(int dirfd, const char *name, struct stat *ret_st);
+/*
  * Reads the whole regular file name (in dirfd) into memory of our own, with
  * read(): another process may truncate or rewrite it meanwhile, which a
  * mapping would turn into SIGBUS. *ret_st is the fstat() of the fd read, taken
