@@ -13,7 +13,9 @@
 #   3. by temp + rename again, the big text replaced by another of the same
 #      length (another letter);
 #   4. through the view: its ui_messages.jsonl rewritten whole (cat >), with
-#      "\r\n" line ends, a 1 MiB message first and one more at the end.
+#      "\r\n" line ends, a 1 MiB message first and one more at the end;
+#   5. the same with a last line that is not an object: refused at close,
+#      nothing changed.
 # It proves that
 #   - after each save the file reads back byte-for-byte what was written
 #     (cmp), and jq counts the messages written; also after a remount;
@@ -157,6 +159,14 @@ cat "$T/gen/v4.jsonl" >"$M/workspaces/unknown/tasks/$TASK/ui_messages.jsonl" ||
 	problem "the rewrite of the view's ui_messages.jsonl failed"
 check_content "$T/gen/v4.json" 10 "after the rewrite of the view's JSON Lines"
 
+say "5. the same rewrite with a last line that is not an object: refused, nothing changes"
+{ cat "$T/gen/v4.jsonl"; printf '[1]\n'; } >"$T/gen/v5.jsonl"
+if cat "$T/gen/v5.jsonl" >"$M/workspaces/unknown/tasks/$TASK/ui_messages.jsonl" 2>/dev/null; then
+	problem "a rewrite of the view's ui_messages.jsonl whose last line is [1] succeeded; expected EINVAL at close"
+fi
+check_content "$T/gen/v4.json" 10 "after the refused rewrite"
+log_has "$STORE.log" "line 11 is not a JSON object; nothing stored" "the refused line"
+
 hwm=$(peak)
 echo "# peak RSS of the daemon (VmHWM): $hwm kB ($((hwm / 1024)) MB), limit $RSS_LIMIT_KB kB, for a $size-byte file with a $BIG-byte message"
 if ((check_rss)); then
@@ -172,5 +182,5 @@ unmount_convfs "$M"
 mount_convfs "$M" "$STORE"
 check_content "$T/gen/v4.json" 10 "after a remount"
 unmount_convfs "$M"
-check_log "$STORE.log"
+check_log "$STORE.log" "^convfs: warning: refusing to append to 'tasks/$TASK/ui_messages.json': line 11 is not a JSON object; nothing stored$"
 pass
