@@ -7,8 +7,9 @@
  * time and the array written as it goes, into memory up to COMMIT_INLINE
  * and then into a private file (fs_private_file()), so that a rewrite of
  * any size is converted in bounded memory; then each line is checked as an
- * append's line is (store_line_check(), or store_line_check_fd() in the
- * file). The caller commits the array like any save (commit_taken()).
+ * append's line is (store_line_check(); in the file, through a window, or
+ * with store_line_check_fd() for a line longer than it). The caller
+ * commits the array like any save (commit_taken()).
  */
 #include <errno.h>
 #include <stdlib.h>
