@@ -38,10 +38,17 @@ function version(fn, count) {
 
 for (const [kind, file, fn] of [['ui', 'ui_messages.json', uiMessage],
 	['api', 'api_conversation_history.json', apiMessage]]) {
-	if (last[kind] === 0)
-		continue; // nothing recorded yet: no file, or the first write
-	const got = fs.readFileSync(path.join(mount, 'tasks', TASK_A, file), 'utf8');
-	if (got === version(fn, last[kind]))
+	let got;
+	try {
+		got = fs.readFileSync(path.join(mount, 'tasks', TASK_A, file), 'utf8');
+	} catch (e) {
+		if (e.code === 'ENOENT' && last[kind] === 0)
+			continue; // nothing recorded yet, and the first save not begun
+		throw e;
+	}
+	if (got === '' && last[kind] === 0)
+		console.log(`${file}: empty (its first save was cut short after the create)`);
+	else if (got === version(fn, last[kind]))
 		console.log(`${file}: ${last[kind]} messages (the last recorded version)`);
 	else if (got === version(fn, last[kind] + 1))
 		console.log(`${file}: ${last[kind] + 1} messages (the one after the last recorded version)`);

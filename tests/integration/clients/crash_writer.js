@@ -60,17 +60,24 @@ async function main() {
 
 	// What the mount holds now (read before write, as Cline resumes a task).
 	fs.mkdirSync(dir, { recursive: true });
-	const load = (file) => {
+	// A file whose first save was cut short by the kill after its create
+	// (fs.writeFile's open) is empty, as on any filesystem that loses power
+	// there: with nothing of it recorded, that is a file with no messages.
+	const load = (file, kind) => {
+		let text;
 		try {
-			return JSON.parse(fs.readFileSync(path.join(dir, file), 'utf8'));
+			text = fs.readFileSync(path.join(dir, file), 'utf8');
 		} catch (e) {
 			if (e.code === 'ENOENT')
 				return [];
 			throw e;
 		}
+		if (text === '' && lastCount(before, kind) === 0)
+			return [];
+		return JSON.parse(text);
 	};
-	const ui = load('ui_messages.json');
-	const api = load('api_conversation_history.json');
+	const ui = load('ui_messages.json', 'ui');
+	const api = load('api_conversation_history.json', 'api');
 	const appended = fs.readFileSync(path.join(mount, VIEW_B), 'utf8')
 		.split('\n').filter((l) => l.includes('"crash append ')).length;
 	let app = appended;
