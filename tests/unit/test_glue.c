@@ -3,15 +3,16 @@
  * test_glue.c: the store's glue between the merge and the tables, through
  * store.h: merged commits against a writer's base, appends and their line
  * checks, a task's life cycle (create, trash, restore) and what it tells a
- * view that caches where tasks are, and a workspace's rewrite of its items,
- * which must never touch another workspace's. Each test opens a store in
- * memory.
+ * view that caches where tasks are, the list of workspaces, and a
+ * workspace's rewrite of its items, which must never touch another
+ * workspace's. Each test opens a store in memory.
  */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -220,6 +221,69 @@ static void test_task_life_cycle(void **state)
 	free(key);
 }
 
+/* ---- the list of workspaces ------------------------------------------------------------ */
+
+struct ws_seen {
+	char key[32];
+	int64_t ntasks, first_ns, last_ns;
+};
+
+static int ws_collect(void *ctx, const struct store_workspace *ws)
+{
+	struct ws_seen *v = ctx;
+
+	while (v->key[0])
+		v++;
+	snprintf(v->key, sizeof(v->key), "%s", ws->key);
+	v->ntasks = ws->ntasks;
+	v->first_ns = ws->first_ns;
+	v->last_ns = ws->last_ns;
+	return 0;
+}
+
+/*
+ * A workspace counts its live tasks; its first activity is its oldest task,
+ * trashed or not, and its last the last change of a live task's docs. One
+ * whose tasks are all in the trash is still listed (a task can go back).
+ */
+static void test_workspace_list(void **state)
+{
+	struct store *st = *state;
+	struct ws_seen all[4] = { 0 }, one[2] = { 0 };
+	struct store_stat live = { 0 };
+	char *a, *b;
+
+	assert_int_equal(commit(st, HISTORY, "[" ITEM("1700000000021", "/home/dev/a") "," ITEM("1700000000022", "/home/dev/a")
+				     "," ITEM("1700000000023", "/home/dev/b") "]"), 0);
+	assert_int_equal(commit(st, UI("1700000000022"), "[" M(1, "older") "]"), 0);
+	assert_int_equal(commit(st, UI("1700000000021"), "[" M(1, "a") "]"), 0);
+	assert_int_equal(commit(st, UI("1700000000023"), "[" M(1, "b") "]"), 0);
+	a = key_of(st, "1700000000021");
+	b = key_of(st, "1700000000023");
+	/* Changed last, then trashed: its change is no longer the workspace's last. */
+	assert_int_equal(commit(st, UI("1700000000022"), "[" M(1, "older") "," M(2, "newer") "]"), 0);
+	assert_int_equal(store_task_trash(st, "1700000000022", &mine), 0);
+	assert_int_equal(store_task_trash(st, "1700000000023", &mine), 0);
+	assert_int_equal(store_doc_stat(st, UI("1700000000021"), &live), 0);
+
+	assert_int_equal(store_workspace_list(st, ws_collect, all), 0);
+	assert_string_equal(all[0].key, a);
+	assert_int_equal(all[0].ntasks, 1);
+	assert_int_equal(all[0].first_ns, 1700000000021LL * 1000000);
+	assert_int_equal(all[0].last_ns, live.mtime_ns);
+	assert_string_equal(all[1].key, b);
+	assert_int_equal(all[1].ntasks, 0);
+	assert_int_equal(all[1].first_ns, 1700000000023LL * 1000000);
+	assert_int_equal(all[2].key[0], '\0');
+
+	/* One workspace by its key: the same answer. */
+	assert_int_equal(store_workspace_get(st, b, ws_collect, one), 0);
+	assert_memory_equal(&one[0], &all[1], sizeof(one[0]));
+	assert_int_equal(store_workspace_get(st, "123", ws_collect, one), -ENOENT);
+	free(a);
+	free(b);
+}
+
 /* ---- a workspace's items ------------------------------------------------------------- */
 
 /* A rewrite of workspace A's items removes and adds A's, and never touches B's. */
@@ -261,6 +325,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_commit_refusals, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_append, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_task_life_cycle, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_workspace_list, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_workspace_rewrite, setup, teardown),
 	};
 
