@@ -737,7 +737,7 @@ int view_list(struct fs *fs, const struct view_path *vp, op_list_fn fn, void *ct
 		if (!vp->trash) {
 			bool any = false;
 
-			if (store_checkpoints(fs->store, vp->task, has_ckpt, &any) == 0 && any)
+			if (ckpt_each(fs, vp->task, has_ckpt, &any) == 0 && any)
 				r = fn(ctx, "checkpoints", S_IFDIR, 0);
 		}
 		return r;
@@ -746,7 +746,7 @@ int view_list(struct fs *fs, const struct view_path *vp, op_list_fn fn, void *ct
 
 		if ((r = fn(ctx, ".", S_IFDIR, 0)) < 0 || (r = fn(ctx, "..", S_IFDIR, 0)) < 0)
 			return r;
-		return store_checkpoints(fs->store, vp->task, list_ckpt, &cl);
+		return ckpt_each(fs, vp->task, list_ckpt, &cl);
 	}
 	case VIEW_CKPT: {
 		static const char *const names[] = { "messages.jsonl", "ui_messages.jsonl", "commit.json", "changes.diff" };

@@ -5,15 +5,16 @@
  * workspaces/<ws>/tasks/<id>/checkpoints/<NNN>-<short hash>/ is one folder a
  * checkpoint the task's ui messages name, in their order: the conversation
  * cut at it, its commit and diff, and the commit's files, read from the
- * workspace's shadow git repo (shadow.c). The last checkpoint folder
- * resolved is remembered until the next commit (store_generation()), since
- * `ls -l` of its files resolves it once a file.
+ * workspace's shadow git repo (shadow.c). The last task's checkpoints and
+ * the last checkpoint folder resolved are remembered until the next commit
+ * (store_generation()), since `ls -l` resolves a folder once a file.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fs/shadow.h"
@@ -132,11 +133,93 @@ static void ckpt_git_dir(struct fs *fs, struct view_path *vp)
 	close(dfd);
 }
 
+/*
+ * The checkpoints of the task last asked for, for as long as nothing is
+ * committed (store_generation()). store_checkpoints() reads every ui message
+ * of the task, and `ls -l checkpoints/` looks up each folder it lists: for a
+ * long task, a listing read the conversation once a checkpoint.
+ */
+struct ckpt_entry {
+	int64_t seq, ts, api_index;
+	char hash[48];
+};
+
+static struct {
+	pthread_mutex_t lock;
+	char task[64];
+	uint64_t gen;
+	struct ckpt_entry *v;
+	size_t n;
+} ckpt_list = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+struct ckpt_collect {
+	struct ckpt_entry *v;
+	size_t n, alloc;
+};
+
+static int ckpt_collect(void *ctx, const struct store_checkpoint *c)
+{
+	struct ckpt_collect *cc = ctx;
+	int r = ARRAY_GROW(cc->v, cc->n, cc->alloc, 16);
+
+	if (r < 0)
+		return r;
+	cc->v[cc->n] = (struct ckpt_entry){ .seq = c->seq, .ts = c->ts, .api_index = c->api_index };
+	snprintf(cc->v[cc->n].hash, sizeof(cc->v[cc->n].hash), "%s", c->hash);
+	cc->n++;
+	return 0;
+}
+
+int ckpt_each(struct fs *fs, const char *task, store_checkpoint_fn fn, void *ctx)
+{
+	uint64_t gen = store_generation(fs->store);
+	struct ckpt_collect cc = { 0 };
+	bool hit = false;
+	int r = 0;
+
+	pthread_mutex_lock(&ckpt_list.lock);
+	if (ckpt_list.gen == gen && *ckpt_list.task && strcmp(ckpt_list.task, task) == 0) {
+		hit = true;
+		if (ckpt_list.n && !(cc.v = malloc(ckpt_list.n * sizeof(*cc.v))))
+			r = -ENOMEM;
+		else if (ckpt_list.n)
+			memcpy(cc.v, ckpt_list.v, ckpt_list.n * sizeof(*cc.v));
+		cc.n = ckpt_list.n;
+	}
+	pthread_mutex_unlock(&ckpt_list.lock);
+	if (!hit) {
+		r = store_checkpoints(fs->store, task, ckpt_collect, &cc);
+		/* Kept under the generation taken before the query: a commit since makes it miss. */
+		if (r == 0 && strlen(task) < sizeof(ckpt_list.task)) {
+			struct ckpt_entry *keep = cc.n ? malloc(cc.n * sizeof(*keep)) : NULL;
+
+			if (keep || !cc.n) {
+				if (cc.n)
+					memcpy(keep, cc.v, cc.n * sizeof(*keep));
+				pthread_mutex_lock(&ckpt_list.lock);
+				free(ckpt_list.v);
+				ckpt_list.v = keep;
+				ckpt_list.n = cc.n;
+				ckpt_list.gen = gen;
+				snprintf(ckpt_list.task, sizeof(ckpt_list.task), "%s", task);
+				pthread_mutex_unlock(&ckpt_list.lock);
+			}
+		}
+	}
+	for (size_t i = 0; r == 0 && i < cc.n; i++) {
+		struct store_checkpoint c = { cc.v[i].seq, cc.v[i].ts, cc.v[i].hash, cc.v[i].api_index };
+
+		r = fn(ctx, &c);
+	}
+	free(cc.v);
+	return r;
+}
+
 /* Fills vp's checkpoint from its folder name "<NNN>-<short hash>". */
 static int ckpt_parse(struct fs *fs, struct view_path *vp, const char *name)
 {
 	struct ckpt_find f = { .vp = vp, .name = name };
-	int r = store_checkpoints(fs->store, vp->task, ckpt_match, &f);
+	int r = ckpt_each(fs, vp->task, ckpt_match, &f);
 
 	if (r < 0)
 		return r;

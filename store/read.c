@@ -372,12 +372,25 @@ int store_snap_limit(struct store *st, struct store_snap *s, int64_t n)
 		s->size = s->jsonl ? 0 : (int64_t)s->head_len; /* the compat rendering keeps its '[' */
 		return 0;
 	}
-	r = store_prepare_ints(st, "SELECT off + length(CAST(pre AS BLOB)) + len, coalesce(loff, 0) + len + 1 FROM elems "
-			           "WHERE doc_id = ?1 AND seq = ?2 AND rev_from <= ?3 AND (rev_to IS NULL OR rev_to > ?3)",
-			       STORE_INTS(s->doc_id, n - 1, s->rev), &stmt);
-	if (r < 0)
-		return r;
-	rc = sqlite3_step(stmt);
+	/*
+	 * The n-th element is most often still current: found by the index of
+	 * current rows. A closed one is found by a walk of the doc's rows, as
+	 * no index has (doc_id, seq) for them.
+	 */
+	static const char *const sql[] = {
+		"SELECT off + length(CAST(pre AS BLOB)) + len, coalesce(loff, 0) + len + 1 FROM elems "
+		"WHERE doc_id = ?1 AND seq = ?2 AND rev_to IS NULL AND rev_from <= ?3",
+		"SELECT off + length(CAST(pre AS BLOB)) + len, coalesce(loff, 0) + len + 1 FROM elems "
+		"WHERE doc_id = ?1 AND seq = ?2 AND rev_from <= ?3 AND rev_to > ?3",
+	};
+	rc = SQLITE_DONE;
+	for (size_t i = 0; i < ARRAY_SIZE(sql) && rc == SQLITE_DONE; i++) {
+		store_stmt_release(TAKE_PTR(stmt));
+		r = store_prepare_ints(st, sql[i], STORE_INTS(s->doc_id, n - 1, s->rev), &stmt);
+		if (r < 0)
+			return r;
+		rc = sqlite3_step(stmt);
+	}
 	if (rc == SQLITE_DONE)
 		return 0; /* fewer elements than n: the whole snapshot */
 	if (rc != SQLITE_ROW)
