@@ -711,6 +711,19 @@ int op_getattr_if_owner(uint64_t fh, pid_t tgid, struct stat *st)
 	return file_getattr(fs_get(), f, st);
 }
 
+bool op_handle_shows_other(uint64_t fh, void *rev)
+{
+	struct fs_file *f = (struct fs_file *)(uintptr_t)fh;
+	bool other = true;
+
+	if (f->kind == FILE_DOC && !f->fixed) {
+		pthread_mutex_lock(&f->lock);
+		other = f->fd >= 0 || store_snap_rev(f->snap) != *(const int64_t *)rev;
+		pthread_mutex_unlock(&f->lock);
+	}
+	return other;
+}
+
 int op_read(char *buf, size_t size, off_t off, struct fuse_file_info *fi)
 {
 	struct fs_file *f = file_of(fi);

@@ -21,6 +21,7 @@
  * stable number from the store, so it survives remounts.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -296,12 +297,19 @@ static int getattr_route(fuse_ino_t ino, const struct route *rt, bool removed, s
 	if (doc && !fi) {
 		struct owner_stat o = { .st = st };
 		struct fs_proc proc;
+		int64_t rev;
 
 		/*
 		 * Only a doc that is open needs to know who asks (two reads of
 		 * /proc): nodes_with_open() answers at once for one that is not.
+		 * Nor does one whose every handle shows the version stored now
+		 * (grep's fstat of the file it reads): all get the same answer.
 		 */
-		if (nodes_with_open(ino, NULL, NULL) && fs_proc_get(fs_caller_pid, &proc) == 0) {
+		if (!nodes_with_open(ino, NULL, NULL))
+			return op_getattr(rt, st, NULL);
+		if (!removed && op_getattr_doc(rt, st, &rev) == 0 && !nodes_with_open(ino, op_handle_shows_other, &rev))
+			return 0;
+		if (fs_proc_get(fs_caller_pid, &proc) == 0) {
 			o.tgid = proc.tgid;
 			if (nodes_with_open(ino, getattr_if_owner, &o))
 				return 0;
@@ -590,6 +598,9 @@ static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, -r);
 		return;
 	}
+	/* A handle that cannot write commits nothing at close: no FLUSH round trip (FOPEN_NOFLUSH). */
+	if ((fi->flags & O_ACCMODE) == O_RDONLY)
+		fi->noflush = 1;
 	nodes_open_add(ino, fi->fh);
 	if (fuse_reply_open(req, fi) == -ENOENT) {
 		/* The caller was interrupted: nobody will release this handle. */

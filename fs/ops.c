@@ -324,12 +324,24 @@ int plain_make(struct fs *fs, const struct route *rt, mode_t mode, const char *t
 
 /* ---- attributes ----------------------------------------------------------- */
 
+int op_getattr_doc(const struct route *rt, struct stat *st, int64_t *ret_rev)
+{
+	struct fs *fs = fs_get();
+	struct store_stat ss;
+	int r = store_doc_stat(fs->store, rt->rel, &ss);
+
+	if (r < 0)
+		return r;
+	doc_fill_stat(fs, &ss, st);
+	*ret_rev = ss.rev;
+	return 0;
+}
+
 int op_getattr(const struct route *rt, struct stat *st, struct fuse_file_info *fi)
 {
 	struct fs *fs = fs_get();
 	struct fs_file *f = fi ? (struct fs_file *)(uintptr_t)fi->fh : NULL;
 	const char *path = rt->rel, *leaf;
-	struct store_stat ss;
 	int dfd, r;
 
 	/*
@@ -340,13 +352,8 @@ int op_getattr(const struct route *rt, struct stat *st, struct fuse_file_info *f
 		return 0;
 	if (f)
 		return file_getattr(fs, f, st);
-	if (rt->kind == ROUTE_DOC) {
-		r = store_doc_stat(fs->store, path, &ss);
-		if (r < 0)
-			return r;
-		doc_fill_stat(fs, &ss, st);
-		return 0;
-	}
+	if (rt->kind == ROUTE_DOC)
+		return op_getattr_doc(rt, st, &(int64_t){ 0 });
 	if (!*path)
 		return fstat(fs->root_fd, st) < 0 ? -errno : 0;
 	if (rt->view_err < 0)
