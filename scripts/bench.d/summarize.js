@@ -106,6 +106,7 @@ timeRow('git_shadow', 'git add -A && commit, 100 files, shadow repo (.git in che
 timeRow('git_inside', 'git add -A && commit, 100 files, repo and work tree in checkpoints/123', 2);
 timeRow('view_ls', `ls -lR of one workspace in the view (${sz.wsTasks} tasks; plain: their task folders)`);
 timeRow('view_grep', `grep -r in one workspace in the view (${sz.wsTasks} tasks; plain: their task folders)`);
+timeRow('view_root', 'the list of the view\'s workspaces, ls -l workspaces/ (convfs only)');
 timeRow('ls', `ls -lR (${tasks} tasks)`);
 timeRow('find', `find (${tasks} tasks)`);
 timeRow('grep_warm', 'grep -r over all history, warm', 1.2);

@@ -29,7 +29,7 @@ grep -q -E '^\| workload +\| n +\| plain median +\| convfs median +\| convfs/pla
 	fail "no table header in the output"
 for row in 'import \(first mount\)' 'mount ready' 'save .* temp\+rename' 'save .* in place' 'merged save' \
 	'append 1 message to 10 ' 'append cost' 'git add -A' 'ls -lR' '^\| find' 'grep -r over all history, warm' \
-	'rsync -a, first copy' 'rsync -a, rerun' 'peak RSS'; do
+	'rsync -a, first copy' 'rsync -a, rerun' "the list of the view's workspaces" 'peak RSS'; do
 	grep -q -E -- "$row" "$out" || fail "no row matching /$row/ in the table"
 done
 # Every timed row has a number on both sides.
