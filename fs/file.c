@@ -718,7 +718,7 @@ bool op_handle_shows_other(uint64_t fh, void *rev)
 
 	if (f->kind == FILE_DOC && !f->fixed) {
 		pthread_mutex_lock(&f->lock);
-		other = f->fd >= 0 || store_snap_rev(f->snap) != *(const int64_t *)rev;
+		other = f->fd >= 0 || (rev && store_snap_rev(f->snap) != *(const int64_t *)rev);
 		pthread_mutex_unlock(&f->lock);
 	}
 	return other;

@@ -307,7 +307,8 @@ static int getattr_route(fuse_ino_t ino, const struct route *rt, bool removed, s
 		 */
 		if (!nodes_with_open(ino, NULL, NULL))
 			return op_getattr(rt, st, NULL);
-		if (!removed && op_getattr_doc(rt, st, &rev) == 0 && !nodes_with_open(ino, op_handle_shows_other, &rev))
+		if (!removed && !nodes_with_open(ino, op_handle_shows_other, NULL) && op_getattr_doc(rt, st, &rev) == 0 &&
+		    !nodes_with_open(ino, op_handle_shows_other, &rev))
 			return 0;
 		if (fs_proc_get(fs_caller_pid, &proc) == 0) {
 			o.tgid = proc.tgid;

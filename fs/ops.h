@@ -35,7 +35,8 @@ int op_getattr_if_owner(uint64_t fh, pid_t tgid, struct stat *st);
 /*
  * For nodes_with_open() under the node table's lock: true if the handle fh
  * would show a doc's attributes other than those of its version rev (an
- * int64_t): bytes of its own staged, or another version read.
+ * int64_t): bytes of its own staged, or another version read. With rev NULL,
+ * true only for staged bytes (or a handle of another kind).
  */
 bool op_handle_shows_other(uint64_t fh, void *rev);
 int op_chmod(const struct route *rt, mode_t mode, struct fuse_file_info *fi);
