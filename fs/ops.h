@@ -28,9 +28,9 @@ void ll_invalidate(struct fs *fs, const char *rel);
 void ll_placement_check(struct fs *fs);
 
 int op_getattr(const struct route *rt, struct stat *st, struct fuse_file_info *fi);
-/* fstat() of an open doc by the process that opened it: its own version; else -ENOENT. */
 /* The attributes of the doc rt names as stored now, and their version. */
 int op_getattr_doc(const struct route *rt, struct stat *st, int64_t *ret_rev);
+/* fstat() of an open doc by the process that opened it: its own version; else -ENOENT. */
 int op_getattr_if_owner(uint64_t fh, pid_t tgid, struct stat *st);
 /*
  * For nodes_with_open() under the node table's lock: true if the handle fh

@@ -114,14 +114,6 @@ int copy_file(int src_dirfd, const char *name, int dst_fd, const struct stat *st
 	return 0;
 }
 
-/*
- * Reads the whole regular file name (in dirfd) into memory of our own, with
- * read(): another process may truncate or rewrite it meanwhile, which a
- * mapping would turn into SIGBUS. *ret_st is the fstat() of the fd read, taken
- * before reading: if the file changes while it is read, what is recorded as
- * seen is older than what was read, so the next take-in looks again. The
- * caller frees *ret_data.
- */
 int open_regular(int dirfd, const char *name, struct stat *ret_st)
 {
 	int fd, r;
@@ -140,6 +132,14 @@ int open_regular(int dirfd, const char *name, struct stat *ret_st)
 	return r;
 }
 
+/*
+ * Reads the whole regular file name (in dirfd) into memory of our own, with
+ * read(): another process may truncate or rewrite it meanwhile, which a
+ * mapping would turn into SIGBUS. *ret_st is the fstat() of the fd read, taken
+ * before reading: if the file changes while it is read, what is recorded as
+ * seen is older than what was read, so the next take-in looks again. The
+ * caller frees *ret_data.
+ */
 int read_file(int dirfd, const char *name, char **ret_data, size_t *ret_len, struct stat *ret_st)
 {
 	_cleanup_close_ int fd = -1;

@@ -170,40 +170,43 @@ static int ckpt_collect(void *ctx, const struct store_checkpoint *c)
 	return 0;
 }
 
+/* A copy of n entries of v into *ret (NULL for none); 0 or -ENOMEM. */
+static int entries_dup(const struct ckpt_entry *v, size_t n, struct ckpt_entry **ret)
+{
+	*ret = NULL;
+	if (!n)
+		return 0;
+	*ret = malloc(n * sizeof(*v));
+	if (!*ret)
+		return -ENOMEM;
+	memcpy(*ret, v, n * sizeof(*v));
+	return 0;
+}
+
 int ckpt_each(struct fs *fs, const char *task, store_checkpoint_fn fn, void *ctx)
 {
 	uint64_t gen = store_generation(fs->store);
 	struct ckpt_collect cc = { 0 };
-	bool hit = false;
+	struct ckpt_entry *keep;
+	bool hit;
 	int r = 0;
 
 	pthread_mutex_lock(&ckpt_list.lock);
-	if (ckpt_list.gen == gen && *ckpt_list.task && strcmp(ckpt_list.task, task) == 0) {
-		hit = true;
-		if (ckpt_list.n && !(cc.v = malloc(ckpt_list.n * sizeof(*cc.v))))
-			r = -ENOMEM;
-		else if (ckpt_list.n)
-			memcpy(cc.v, ckpt_list.v, ckpt_list.n * sizeof(*cc.v));
+	hit = ckpt_list.gen == gen && *ckpt_list.task && strcmp(ckpt_list.task, task) == 0;
+	if (hit && (r = entries_dup(ckpt_list.v, ckpt_list.n, &cc.v)) == 0)
 		cc.n = ckpt_list.n;
-	}
 	pthread_mutex_unlock(&ckpt_list.lock);
 	if (!hit) {
 		r = store_checkpoints(fs->store, task, ckpt_collect, &cc);
 		/* Kept under the generation taken before the query: a commit since makes it miss. */
-		if (r == 0 && strlen(task) < sizeof(ckpt_list.task)) {
-			struct ckpt_entry *keep = cc.n ? malloc(cc.n * sizeof(*keep)) : NULL;
-
-			if (keep || !cc.n) {
-				if (cc.n)
-					memcpy(keep, cc.v, cc.n * sizeof(*keep));
-				pthread_mutex_lock(&ckpt_list.lock);
-				free(ckpt_list.v);
-				ckpt_list.v = keep;
-				ckpt_list.n = cc.n;
-				ckpt_list.gen = gen;
-				snprintf(ckpt_list.task, sizeof(ckpt_list.task), "%s", task);
-				pthread_mutex_unlock(&ckpt_list.lock);
-			}
+		if (r == 0 && strlen(task) < sizeof(ckpt_list.task) && entries_dup(cc.v, cc.n, &keep) == 0) {
+			pthread_mutex_lock(&ckpt_list.lock);
+			free(ckpt_list.v);
+			ckpt_list.v = keep;
+			ckpt_list.n = cc.n;
+			ckpt_list.gen = gen;
+			snprintf(ckpt_list.task, sizeof(ckpt_list.task), "%s", task);
+			pthread_mutex_unlock(&ckpt_list.lock);
 		}
 	}
 	for (size_t i = 0; r == 0 && i < cc.n; i++) {
