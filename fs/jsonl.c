@@ -7,9 +7,8 @@
  * time and the array written as it goes, into memory up to COMMIT_INLINE
  * and then into a private file (fs_private_file()), so that a rewrite of
  * any size is converted in bounded memory; then each line is checked as an
- * append's line is (store_line_check(); in the file, through a window, or
- * with store_line_check_fd() for a line longer than it). The caller
- * commits the array like any save (commit_taken()).
+ * append's line is (store_line_check(), or store_lines_check_fd() in the
+ * file). The caller commits the array like any save (commit_taken()).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -29,7 +28,7 @@ struct jsonl_out {
 	struct commit_bytes *b; /* mem, or fd once spilled */
 	size_t len;             /* bytes written in all */
 	struct sb buf;          /* once spilled: what is not in the file yet */
-	struct { size_t off, len; } *lines;
+	struct store_line_at *lines;
 	size_t nlines, alloc;
 };
 
@@ -140,48 +139,16 @@ static int convert(const char *path, int fd, struct jsonl_out *o)
 	return 0;
 }
 
-/* Lines up to this long are checked in memory, read CHECK_WINDOW bytes at a time. */
-#define CHECK_WINDOW ((size_t)1 << 20)
-
-/*
- * Checks each line of the converted JSON Lines (store_line_check()). In a
- * file, the lines are read in order through a window; a line longer than
- * the window is checked in the file (store_line_check_fd()).
- */
+/* Checks each line of the converted JSON Lines as an append's (store_line_check()). */
 static int check(const char *path, const char *require, const struct jsonl_out *o)
 {
-	_cleanup_sb_ struct sb win = SB_INIT;
-	size_t woff = 0;
 	int r = 0;
 
-	for (size_t i = 0; r == 0 && i < o->nlines; i++) {
-		size_t off = o->lines[i].off;
-		struct store_line l = { .len = o->lines[i].len };
-
-		if (o->b->fd < 0) {
-			l.data = o->b->mem.buf + off;
-		} else if (l.len > CHECK_WINDOW) {
-			r = store_line_check_fd(path, i, o->b->fd, (off_t)off, l.len, require);
-			continue;
-		} else if (off < woff || off + l.len > woff + win.len) {
-			size_t k = o->len - off < CHECK_WINDOW ? o->len - off : CHECK_WINDOW;
-			ssize_t n;
-
-			win.len = 0;
-			if ((r = sb_grow(&win, k)) < 0)
-				break;
-			n = pread_retry(o->b->fd, win.buf, k, off);
-			if (n < 0 || (size_t)n < l.len) {
-				r = n < 0 ? (int)n : -EIO;
-				break;
-			}
-			win.len = (size_t)n;
-			woff = off;
-		}
-		if (!l.data)
-			l.data = win.buf + (off - woff);
-		r = store_line_check(path, i, &l, require);
-	}
+	if (o->b->fd >= 0)
+		return store_lines_check_fd(path, o->b->fd, o->len, o->lines, o->nlines, require);
+	for (size_t i = 0; r == 0 && i < o->nlines; i++)
+		r = store_line_check(path, i, &(struct store_line){ o->b->mem.buf + o->lines[i].off, o->lines[i].len },
+				     require);
 	return r;
 }
 

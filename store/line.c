@@ -14,7 +14,7 @@
 #include "store/util.h"
 
 /*
- * What store_line_check() and store_line_check_fd() say of line i, its
+ * What store_line_check() and store_lines_check_fd() say of line i, its
  * checks done: r from json_validate() (jerr), whether it starts with '{'
  * and whether it has the member.
  */
@@ -55,20 +55,22 @@ int store_line_check(const char *path, size_t i, const struct store_line *l, con
 }
 
 struct line_in_file {
-	int fd;
-	off_t off;
+	const struct src *src;
+	size_t off;
 };
 
 static int line_read(void *ctx, size_t off, char *buf, size_t n)
 {
-	struct src src = { .fd = ((struct line_in_file *)ctx)->fd, .len = SIZE_MAX };
+	const struct line_in_file *lf = ctx;
 
-	return src_read(&src, (size_t)((struct line_in_file *)ctx)->off + off, buf, n);
+	return src_read(lf->src, lf->off + off, buf, n);
 }
 
-int store_line_check_fd(const char *path, size_t i, int fd, off_t off, size_t len, const char *require_member)
+/* Line i, [off, off + len) of src, too long for a window: checked a piece at a time. */
+static int line_check_read(const char *path, size_t i, const struct src *src, size_t off, size_t len,
+			   const char *require_member)
 {
-	struct line_in_file lf = { fd, off };
+	struct line_in_file lf = { src, off };
 	struct json_reader rd = { .read = line_read, .ctx = &lf, .len = len };
 	struct json_error jerr = { 0 };
 	size_t a, b, k = 0;
@@ -85,3 +87,20 @@ int store_line_check_fd(const char *path, size_t i, int fd, off_t off, size_t le
 	return line_verdict(path, i, r, &jerr, k < len && c == '{', !require_member || m == 0, require_member);
 }
 
+int store_lines_check_fd(const char *path, int fd, size_t size, const struct store_line_at *lines, size_t n,
+			 const char *require_member)
+{
+	_cleanup_src_window_ struct src_window w = SRC_WINDOW_INIT;
+	struct src src = { .fd = fd, .len = size };
+	int r = 0;
+
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		struct store_line l = { .len = lines[i].len };
+
+		if (l.len > SRC_WINDOW)
+			r = line_check_read(path, i, &src, lines[i].off, l.len, require_member);
+		else if ((r = src_get(&src, lines[i].off, l.len, &w, &l.data)) == 0)
+			r = store_line_check(path, i, &l, require_member);
+	}
+	return r;
+}

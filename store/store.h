@@ -157,12 +157,18 @@ struct store_line {
 
 /* Checks line i of JSON Lines text for path as store_doc_append() does; logs why not. */
 int store_line_check(const char *path, size_t i, const struct store_line *line, const char *require_member);
+/* Where a line lies in a file: bytes [off, off + len), without its "\n". */
+struct store_line_at {
+	size_t off, len;
+};
 /*
- * The same of the line at bytes [off, off + len) of file fd (which nothing
- * else changes meanwhile), read a piece at a time: for a line of any size.
- * Also -errno if it cannot be read.
+ * The same of n lines of file fd, size bytes long, which nothing else
+ * changes meanwhile: read in order through a window, a line longer than it
+ * a piece at a time, so lines of any size are checked in bounded memory.
+ * Also -errno if the file cannot be read.
  */
-int store_line_check_fd(const char *path, size_t i, int fd, off_t off, size_t len, const char *require_member);
+int store_lines_check_fd(const char *path, int fd, size_t size, const struct store_line_at *lines, size_t n,
+			 const char *require_member);
 
 /*
  * Appends n elements to the array doc at path (creating it as "[...]" if it
