@@ -165,6 +165,13 @@ static const char *const migrations[] = {
 	"CREATE INDEX elems_hash ON elems(doc_id, h) WHERE key IS NOT NULL;"
 	"CREATE INDEX elems_loff ON elems(doc_id, loff, rev_from, rev_to);"
 	"CREATE INDEX elems_cur ON elems(doc_id, seq) WHERE rev_to IS NULL;",
+
+	/*
+	 * 8 -> 9: a workspace's tasks without a scan of every task. Each
+	 * request on a path of the workspaces view sums up its workspace, and a
+	 * `>>` to messages.jsonl makes several.
+	 */
+	"CREATE INDEX tasks_workspace ON tasks(workspace_id);",
 };
 
 int store_schema_version(void)
