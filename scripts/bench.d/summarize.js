@@ -53,7 +53,8 @@ function row(cells, pt) {
 		r.splice(5, 0, ...(pt || ['—', '—']));
 	rows.push(r);
 }
-function timeRow(key, title, target) {
+// target: the most convfs/plain may be; maxMs: the most convfs may take.
+function timeRow(key, title, target, maxMs) {
 	const d = data[key];
 	if (!d)
 		return;
@@ -61,7 +62,8 @@ function timeRow(key, title, target) {
 	const n = Math.max((d.plain || []).length, (d.convfs || []).length);
 	const r = p !== undefined && c !== undefined ? c / p : undefined;
 	const pt = [ms(t), ratio(p !== undefined && t !== undefined ? t / p : undefined)];
-	row([title, n, ms(p), ms(c), ratio(r), target ? verdict(r, target, '×') : ''], pt);
+	const goal = target ? verdict(r, target, '×') : maxMs ? verdict(c, maxMs, ' ms') : '';
+	row([title, n, ms(p), ms(c), ratio(r), goal], pt);
 }
 
 const bigMB = `${sz.bigMB} MB`;
@@ -99,9 +101,10 @@ function appendRatio(small, long, title, target) {
 	row([title, '', ratio(rp), ratio(rc), '—', target ? verdict(rc, 1.2, '×') : '']);
 }
 appendRatio('append_small', 'append_long', `append cost ${longN} / 10 messages (compat file)`, !hasJsonl);
-timeRow('jsonl_small', '>> 1 line to messages.jsonl of 10 messages (plain: a .jsonl file)');
-timeRow('jsonl_long', `>> 1 line to messages.jsonl of ${longN} messages`);
+timeRow('jsonl_small', '>> 1 line to messages.jsonl of 10 messages (plain: a .jsonl file)', 0, 2);
+timeRow('jsonl_long', `>> 1 line to messages.jsonl of ${longN} messages`, 0, 2);
 appendRatio('jsonl_small', 'jsonl_long', `>> cost ${longN} / 10 messages`, true);
+timeRow('stat', `stat of ${sz.statFiles} conversation files of 100 tasks (one stat command)`);
 timeRow('git_shadow', 'git add -A && commit, 100 files, shadow repo (.git in checkpoints/123)', 2);
 timeRow('git_inside', 'git add -A && commit, 100 files, repo and work tree in checkpoints/123', 2);
 timeRow('view_ls', `ls -lR of one workspace in the view (${sz.wsTasks} tasks; plain: their task folders)`);

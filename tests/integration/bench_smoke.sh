@@ -29,11 +29,12 @@ grep -q -E '^\| workload +\| n +\| plain median +\| convfs median +\| convfs/pla
 	fail "no table header in the output"
 for row in 'import \(first mount\)' 'mount ready' 'save .* temp\+rename' 'save .* in place' 'merged save' \
 	'append 1 message to 10 ' 'append cost' 'git add -A' 'ls -lR' '^\| find' 'grep -r over all history, warm' \
-	'rsync -a, first copy' 'rsync -a, rerun' "the list of the view's workspaces" 'peak RSS'; do
+	'rsync -a, first copy' 'rsync -a, rerun' "the list of the view's workspaces" 'stat of [0-9]+ conversation files' \
+	'peak RSS'; do
 	grep -q -E -- "$row" "$out" || fail "no row matching /$row/ in the table"
 done
 # Every timed row has a number on both sides.
-missing=$(awk -F'|' '$2 ~ /^ (save|merged save|append 1|git|ls|find|grep|rsync)/ && ($4 ~ /—/ || $5 ~ /—/)' "$out")
+missing=$(awk -F'|' '$2 ~ /^ (save|merged save|append 1|stat|git|ls|find|grep|rsync)/ && ($4 ~ /—/ || $5 ~ /—/)' "$out")
 [[ -z $missing ]] || fail "workloads without a result:\n$missing"
 # With libfuse's passthrough_ll (--quick runs it when libfuse3-dev's example
 # builds), the rows it serves have its numbers too.
