@@ -373,6 +373,12 @@ void store_free(struct store *st)
 	if (!st->readonly)
 		sqlite3_exec(st->db, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL);
 	store_stmt_cache_drop(st->db);
+	free(st->ws_last.key);
+	free(st->ws_last.path);
+	free(st->ws_path_key);
+	free(st->ws_path);
+	free(st->task_last.task_id);
+	free(st->task_last.key);
 	if (sqlite3_close(st->db) != SQLITE_OK)
 		log_err("cannot close the store: %s", sqlite3_errmsg(st->db));
 	pthread_mutex_destroy(&st->lock);

@@ -35,6 +35,27 @@ struct store {
 	sqlite3_blob *blob;
 	const char *blob_table, *blob_column; /* string literals, compared by address */
 	int64_t blob_rowid;
+	/*
+	 * The view parses a path at every request on it, and a path walk
+	 * asks for one workspace and one task many times: kept here are the
+	 * last workspace summed up (good while the generation stays), the path
+	 * of the last workspace key looked up (good for ever: a workspace's row
+	 * is never changed or removed) and the placement of the last task
+	 * looked up (good while the placement generation stays). None is kept
+	 * from inside a batch, which may yet roll back without a bump.
+	 */
+	struct store_ws_cache {
+		uint64_t generation;
+		char *key, *path;
+		int64_t ntasks, first_ns, last_ns;
+	} ws_last;
+	char *ws_path_key, *ws_path;
+	struct store_task_cache {
+		uint64_t placement;
+		char *task_id, *key; /* key NULL: the task has no workspace */
+		bool trashed;
+		int r; /* 0, or -ENOENT: not a live task nor one in the trash */
+	} task_last;
 };
 
 /*

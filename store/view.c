@@ -101,9 +101,64 @@ int store_workspace_list(struct store *st, store_workspace_fn fn, void *ctx)
 	return ws_query(st, NULL, fn, ctx);
 }
 
+/* Keeps ws as the last workspace summed up at generation gen. Under the lock. */
+static int ws_keep(struct store *st, uint64_t gen, const struct store_workspace *ws)
+{
+	char *key = strdup(ws->key), *path = strdup(ws->path);
+
+	if (!key || !path) {
+		free(key);
+		free(path);
+		return -ENOMEM;
+	}
+	free(st->ws_last.key);
+	free(st->ws_last.path);
+	st->ws_last = (struct store_ws_cache){ gen, key, path, ws->ntasks, ws->first_ns, ws->last_ns };
+	return 0;
+}
+
+struct ws_copy {
+	struct store *st;
+	uint64_t gen;
+	store_workspace_fn fn;
+	void *ctx;
+};
+
+static int ws_copy_then_call(void *ctx, const struct store_workspace *ws)
+{
+	struct ws_copy *c = ctx;
+
+	{
+		STORE_LOCK(c->st);
+
+		if (c->st->batch_depth == 0)
+			(void)ws_keep(c->st, c->gen, ws); /* without memory for the copy, the next call asks again */
+	}
+	return c->fn(c->ctx, ws);
+}
+
 int store_workspace_get(struct store *st, const char *key, store_workspace_fn fn, void *ctx)
 {
-	return ws_query(st, key, fn, ctx);
+	/* Taken before the query: a commit during it leaves the copy stale, never trusted. */
+	struct ws_copy c = { st, store_generation(st), fn, ctx };
+	struct store_workspace ws = { 0 };
+	_cleanup_free_ char *ckey = NULL, *cpath = NULL;
+
+	{
+		STORE_LOCK(st);
+
+		if (st->ws_last.key && st->ws_last.generation == c.gen && strcmp(st->ws_last.key, key) == 0) {
+			ckey = strdup(st->ws_last.key);
+			cpath = strdup(st->ws_last.path);
+			if (!ckey || !cpath)
+				return -ENOMEM;
+			ws = (struct store_workspace){ ckey, cpath, st->ws_last.ntasks, st->ws_last.first_ns,
+						       st->ws_last.last_ns };
+		}
+	}
+	if (ws.key)
+		return fn(ctx, &ws);
+	return ws_query(st, key, ws_copy_then_call, &c);
 }
 
 int store_task_list(struct store *st, const char *ws_key, bool trashed, store_task_fn fn, void *ctx)
@@ -152,24 +207,55 @@ int store_task_list(struct store *st, const char *ws_key, bool trashed, store_ta
 	return r;
 }
 
+/* Keeps the answer for task_id at placement generation gen. Under the lock. */
+static void task_keep(struct store *st, uint64_t gen, const char *task_id, const char *key, bool trashed, int r)
+{
+	struct store_task_cache c = { gen, strdup(task_id), key ? strdup(key) : NULL, trashed, r };
+
+	if (st->batch_depth > 0 || !c.task_id || (key && !c.key)) { /* not kept: the next call asks again */
+		free(c.task_id);
+		free(c.key);
+		return;
+	}
+	free(st->task_last.task_id);
+	free(st->task_last.key);
+	st->task_last = c;
+}
+
 int store_task_workspace(struct store *st, const char *task_id, char **ret_key, bool *ret_trashed)
 {
 	STORE_LOCK(st);
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	uint64_t gen = store_placement_generation(st);
+	const struct store_task_cache *c = &st->task_last;
 	char *key = NULL;
+	bool trashed;
 	int r;
 
-	r = store_row_args(st, "SELECT w.key, t.trashed_ns IS NOT NULL FROM tasks t "
-			       "LEFT JOIN workspaces w ON w.id = t.workspace_id "
-			       "WHERE t.id = ?1 AND (" LIVE_TASK " OR t.trashed_ns IS NOT NULL)",
-			   STORE_TEXTS(task_id), NULL, 0, "cannot look up a task", &stmt);
-	if (r < 0)
-		return r;
-	if (sqlite3_column_type(stmt, 0) != SQLITE_NULL && !(key = strdup((const char *)sqlite3_column_text(stmt, 0))))
-		return -ENOMEM;
+	if (c->task_id && c->placement == gen && strcmp(c->task_id, task_id) == 0) {
+		if (c->r < 0)
+			return c->r;
+		if (c->key && !(key = strdup(c->key)))
+			return -ENOMEM;
+		trashed = c->trashed;
+	} else {
+		r = store_row_args(st, "SELECT w.key, t.trashed_ns IS NOT NULL FROM tasks t "
+				       "LEFT JOIN workspaces w ON w.id = t.workspace_id "
+				       "WHERE t.id = ?1 AND (" LIVE_TASK " OR t.trashed_ns IS NOT NULL)",
+				   STORE_TEXTS(task_id), NULL, 0, "cannot look up a task", &stmt);
+		if (r == -ENOENT)
+			task_keep(st, gen, task_id, NULL, false, r);
+		if (r < 0)
+			return r;
+		if (sqlite3_column_type(stmt, 0) != SQLITE_NULL &&
+		    !(key = strdup((const char *)sqlite3_column_text(stmt, 0))))
+			return -ENOMEM;
+		trashed = sqlite3_column_int(stmt, 1);
+		task_keep(st, gen, task_id, key, trashed, 0);
+	}
 	*ret_key = key;
 	if (ret_trashed)
-		*ret_trashed = sqlite3_column_int(stmt, 1);
+		*ret_trashed = trashed;
 	return 0;
 }
 
@@ -309,14 +395,34 @@ int store_workspace_path(struct store *st, const char *key, char **ret_path)
 {
 	STORE_LOCK(st);
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	char *k, *path;
 	int r;
 
+	if (st->ws_path_key && strcmp(st->ws_path_key, key) == 0) {
+		*ret_path = strdup(st->ws_path);
+		return *ret_path ? 0 : -ENOMEM;
+	}
 	r = store_row_args(st, "SELECT path FROM workspaces WHERE key = ?1", STORE_TEXTS(key), NULL, 0,
 			   "cannot look up a workspace", &stmt);
 	if (r < 0)
 		return r;
 	*ret_path = strdup((const char *)sqlite3_column_text(stmt, 0));
-	return *ret_path ? 0 : -ENOMEM;
+	if (!*ret_path)
+		return -ENOMEM;
+	if (st->batch_depth > 0) /* the row may yet roll back */
+		return 0;
+	k = strdup(key);
+	path = strdup(*ret_path);
+	if (!k || !path) { /* only the copy is lost */
+		free(k);
+		free(path);
+		return 0;
+	}
+	free(st->ws_path_key);
+	free(st->ws_path);
+	st->ws_path_key = k;
+	st->ws_path = path;
+	return 0;
 }
 
 /* One query for a task's versions, however many: the one numbering (STORE_NUMBERED_VERSIONS). */

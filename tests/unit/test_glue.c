@@ -185,6 +185,7 @@ static void test_task_life_cycle(void **state)
 
 	/* mkdir of a task in the workspace's view: empty conversation files, in that workspace. */
 	g0 = store_placement_generation(st);
+	assert_int_equal(store_task_workspace(st, "1700000000002", &k2, &trashed), -ENOENT); /* asked before: */
 	assert_int_equal(store_task_create(st, "1700000000002", key, &mine), 0);
 	assert_doc(st, UI("1700000000002"), "[]");
 	assert_doc(st, API("1700000000002"), "[]");
@@ -199,6 +200,7 @@ static void test_task_life_cycle(void **state)
 	assert_true(store_placement_generation(st) == g1);
 
 	/* To the trash: the docs leave the tree, the item leaves the history. */
+	free(key_of(st, "1700000000001")); /* asked before, too */
 	assert_int_equal(store_task_trash(st, "1700000000001", &mine), 0);
 	g2 = store_placement_generation(st);
 	assert_true(g2 != g1);
@@ -280,6 +282,21 @@ static void test_workspace_list(void **state)
 	assert_int_equal(store_workspace_get(st, b, ws_collect, one), 0);
 	assert_memory_equal(&one[0], &all[1], sizeof(one[0]));
 	assert_int_equal(store_workspace_get(st, "123", ws_collect, one), -ENOENT);
+
+	/* Asked again after each change: the answer of now, not of before. */
+	memset(one, 0, sizeof(one));
+	assert_int_equal(store_workspace_get(st, a, ws_collect, one), 0);
+	assert_int_equal(one[0].last_ns, live.mtime_ns);
+	assert_int_equal(commit(st, UI("1700000000021"), "[" M(1, "a") "," M(2, "a again") "]"), 0);
+	assert_int_equal(store_doc_stat(st, UI("1700000000021"), &live), 0);
+	memset(one, 0, sizeof(one));
+	assert_int_equal(store_workspace_get(st, a, ws_collect, one), 0);
+	assert_int_equal(one[0].last_ns, live.mtime_ns);
+	assert_int_equal(one[0].ntasks, 1);
+	assert_int_equal(store_task_trash(st, "1700000000021", &mine), 0);
+	memset(one, 0, sizeof(one));
+	assert_int_equal(store_workspace_get(st, a, ws_collect, one), 0);
+	assert_int_equal(one[0].ntasks, 0);
 	free(a);
 	free(b);
 }
