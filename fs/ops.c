@@ -679,6 +679,8 @@ static int task_trash(struct fs *fs, const char *id)
 		r = plain_rename(fs, from, to, 0);
 	if (r < 0 && r != -ENOENT)
 		log_warn("cannot move the folder '%s' to the trash: %s; it stays where it is", from, strerror(-r));
+	/* The kernel may hold the folder, gone behind its back when the trash was asked through the view. */
+	fs_invalidate(fs, from);
 	return 0;
 }
 

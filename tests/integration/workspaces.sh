@@ -298,6 +298,9 @@ check_restored()
 }
 
 save_task "$TA" "$VA" "$T/saved-$TA"
+# The kernel holds the compat folder of the task, fresh, as the view loses
+# it: it must not go on showing it either.
+stat "$mnt/tasks/$TA" >/dev/null
 if rm -r "$VA" 2>"$T/rm.err"; then
 	check_removed "$TA" "$VA" "rm -r of workspaces/$WS_A/tasks/$TA"
 	if mv "$W/.trash/$TA" "$VA" 2>"$T/mv.err"; then
