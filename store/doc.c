@@ -29,16 +29,21 @@
 int tx_begin(struct store *st)
 {
 	store_blob_drop(st);
+	if (!st->batch_depth)
+		st->touch_n = 0;
 	return store_exec(st, st->batch_depth ? "SAVEPOINT doc" : "BEGIN IMMEDIATE");
 }
 
 int tx_commit(struct store *st)
 {
 	int r = store_exec(st, st->batch_depth ? "RELEASE doc" : "COMMIT");
+	uint64_t gen;
 
 	if (r < 0)
 		return r;
-	__atomic_add_fetch(&st->generation, 1, __ATOMIC_RELEASE);
+	gen = __atomic_add_fetch(&st->generation, 1, __ATOMIC_RELEASE);
+	if (!st->batch_depth && !st->placement_pending)
+		ws_carry(st, gen - 1, gen);
 	if (st->placement_pending && !st->batch_depth) {
 		st->placement_pending = false;
 		__atomic_add_fetch(&st->placement, 1, __ATOMIC_RELEASE);
@@ -431,9 +436,19 @@ int doc_update(struct store *st, int64_t doc_id, int format, int64_t size, int64
 	       const char *head, size_t head_len, const char *tail, size_t tail_len, int64_t nelems,
 	       int64_t lsize)
 {
-	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL, *was = NULL;
 	int r, rc;
 
+	/* A doc made present again, or for the first time, may make its task live: a task may have moved. */
+	r = store_row_args(st, "SELECT present FROM docs WHERE id = ?1", NULL, 0, STORE_INTS(doc_id),
+			   "cannot look up a doc", &was);
+	if (r < 0)
+		return r;
+	if (!sqlite3_column_int(was, 0))
+		placement_moved(st);
+	st->touch_n++;
+	st->touch_doc = doc_id;
+	st->touch_ns = now;
 	r = store_prepare_ints(st, "UPDATE docs SET format = ?2, present = 1, size = ?3, mtime_ns = ?4, ctime_ns = ?4, "
 				   "rev = ?5, nelems = ?6, lsize = ?7, head = ?8, tail = ?9 WHERE id = ?1",
 			       STORE_INTS(doc_id, format, size, now, rev, nelems, lsize), &stmt);
@@ -749,5 +764,7 @@ int store_doc_set_mtime(struct store *st, const char *path, int64_t mtime_ns)
 		return -EROFS;
 	r = store_run_args(st, "UPDATE docs SET mtime_ns = ?2 WHERE path = ?1 AND present", STORE_TEXTS(path),
 			   STORE_INTS(mtime_ns), "cannot set a doc's mtime");
+	if (r > 0) /* a committed change like any other (its own statement's transaction) */
+		__atomic_add_fetch(&st->generation, 1, __ATOMIC_RELEASE);
 	return r < 0 ? r : r > 0 ? 0 : -ENOENT;
 }

@@ -24,6 +24,9 @@ struct store {
 	uint64_t generation; /* bumped by every committed change */
 	uint64_t placement;  /* bumped whenever a task may have moved (placement_moved()) */
 	bool placement_pending; /* a task moved in the transaction open now */
+	/* The docs whose content the transaction open now changed (doc_update()): how many, the last, its time. */
+	int touch_n;
+	int64_t touch_doc, touch_ns;
 	bool readonly;
 	/*
 	 * The last blob read, kept open: SQLite finds offset k of a blob by
@@ -42,7 +45,10 @@ struct store {
 	 * of the last workspace key looked up (good for ever: a workspace's row
 	 * is never changed or removed) and the placement of the last task
 	 * looked up (good while the placement generation stays). None is kept
-	 * from inside a batch, which may yet roll back without a bump.
+	 * from inside a batch, which may yet roll back without a bump. A
+	 * commit that changed one doc and moved no task carries the workspace
+	 * forward (ws_carry()): the workspace's last activity is then the
+	 * later of its own and the commit's.
 	 */
 	struct store_ws_cache {
 		uint64_t generation;
@@ -68,6 +74,9 @@ static inline void placement_moved(struct store *st)
 {
 	st->placement_pending = true;
 }
+
+/* Called by tx_commit(), with the lock held, after a commit outside a batch (store/view.c). */
+void ws_carry(struct store *st, uint64_t before, uint64_t after);
 
 /* Closes the kept blob handle, if any. Called with the store's lock held. */
 void store_blob_drop(struct store *st);

@@ -117,6 +117,37 @@ static int ws_keep(struct store *st, uint64_t gen, const struct store_workspace 
 	return 0;
 }
 
+/*
+ * A commit (generation before -> after) that moved no task: what it did to
+ * the workspace kept, if that was current before it. A commit that changed
+ * no doc's content, or one of a doc that is not in that workspace, leaves the
+ * workspace as it was; one that changed a doc of it leaves its tasks and
+ * their first activity, and makes the commit's time its last activity (the
+ * latest of all: if it is not, that doc's own time may have been the latest,
+ * and the workspace is asked again).
+ */
+void ws_carry(struct store *st, uint64_t before, uint64_t after)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	int r;
+
+	if (!st->ws_last.key || st->ws_last.generation != before || st->touch_n > 1)
+		return;
+	if (st->touch_n == 1) {
+		r = store_row_args(st, "SELECT w.key FROM docs d JOIN tasks t ON t.id = d.task_id "
+				       "JOIN workspaces w ON w.id = t.workspace_id WHERE d.id = ?1 AND t.trashed_ns IS NULL",
+				   NULL, 0, STORE_INTS(st->touch_doc), "cannot look up a doc's workspace", &stmt);
+		if (r < 0 && r != -ENOENT)
+			return;
+		if (r == 0 && strcmp((const char *)sqlite3_column_text(stmt, 0), st->ws_last.key) == 0) {
+			if (st->touch_ns < st->ws_last.last_ns)
+				return;
+			st->ws_last.last_ns = st->touch_ns;
+		}
+	}
+	st->ws_last.generation = after;
+}
+
 struct ws_copy {
 	struct store *st;
 	uint64_t gen;

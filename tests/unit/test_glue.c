@@ -293,10 +293,44 @@ static void test_workspace_list(void **state)
 	assert_int_equal(store_workspace_get(st, a, ws_collect, one), 0);
 	assert_int_equal(one[0].last_ns, live.mtime_ns);
 	assert_int_equal(one[0].ntasks, 1);
+	/* Its only doc removed, then saved again: a task that goes and comes back. */
+	assert_int_equal(store_doc_remove(st, UI("1700000000021"), &mine, "unlink"), 0);
+	memset(one, 0, sizeof(one));
+	assert_int_equal(store_workspace_get(st, a, ws_collect, one), 0);
+	assert_int_equal(one[0].ntasks, 0);
+	assert_int_equal(commit(st, UI("1700000000021"), "[" M(1, "a") "]"), 0);
+	memset(one, 0, sizeof(one));
+	assert_int_equal(store_workspace_get(st, a, ws_collect, one), 0);
+	assert_int_equal(one[0].ntasks, 1);
+	/* A change elsewhere (a task of no workspace) leaves it as it was. */
+	assert_int_equal(commit(st, UI("1700000000099"), "[" M(1, "x") "]"), 0);
+	memset(one, 0, sizeof(one));
+	assert_int_equal(store_workspace_get(st, a, ws_collect, one), 0);
+	assert_int_equal(commit(st, UI("1700000000099"), "[" M(1, "x") "," M(2, "y") "]"), 0);
+	assert_int_equal(store_doc_stat(st, UI("1700000000021"), &live), 0);
+	memset(one, 0, sizeof(one));
+	assert_int_equal(store_workspace_get(st, a, ws_collect, one), 0);
+	assert_int_equal(one[0].last_ns, live.mtime_ns);
+	/* A file of it dated ahead (touch -d): a save of another file of it is not the latest activity. */
+	assert_int_equal(commit(st, API("1700000000021"), "[{\"role\":\"user\",\"content\":\"q\"}]"), 0);
+	memset(one, 0, sizeof(one));
+	assert_int_equal(store_workspace_get(st, a, ws_collect, one), 0);
+	assert_int_equal(store_doc_set_mtime(st, UI("1700000000021"), 4000000000000000000LL), 0);
+	memset(one, 0, sizeof(one));
+	assert_int_equal(store_workspace_get(st, a, ws_collect, one), 0);
+	assert_int_equal(one[0].last_ns, 4000000000000000000LL);
+	assert_int_equal(commit(st, API("1700000000021"), "[{\"role\":\"user\",\"content\":\"r\"}]"), 0);
+	memset(one, 0, sizeof(one));
+	assert_int_equal(store_workspace_get(st, a, ws_collect, one), 0);
+	assert_int_equal(one[0].last_ns, 4000000000000000000LL);
 	assert_int_equal(store_task_trash(st, "1700000000021", &mine), 0);
 	memset(one, 0, sizeof(one));
 	assert_int_equal(store_workspace_get(st, a, ws_collect, one), 0);
 	assert_int_equal(one[0].ntasks, 0);
+	/* What every answer above was checked against: the whole list, asked afresh. */
+	memset(all, 0, sizeof(all));
+	assert_int_equal(store_workspace_list(st, ws_collect, all), 0);
+	assert_memory_equal(&one[0], &all[0], sizeof(one[0]));
 	free(a);
 	free(b);
 }
