@@ -37,6 +37,7 @@
 #include <limits.h>
 #include <malloc.h>
 #include <pwd.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -461,6 +462,33 @@ static const struct command {
 	{ "forget", cmd_forget },
 };
 
+/*
+ * libfuse's own messages go through ours: with our prefix, to syslog once
+ * the daemon has detached (libfuse's stderr is then /dev/null), and to
+ * `convfs status` if they are warnings. One is taken down to info: a read of
+ * /dev/fuse that races the kernel's teardown at an unmount fails with
+ * ECONNABORTED ("reading device: Software caused connection abort"); the end
+ * of the FUSE loop (serve()) tells that from a real abort, and
+ * logs an error for the latter.
+ */
+static void libfuse_log(enum fuse_log_level level, const char *fmt, va_list ap)
+{
+	char line[1024];
+	size_t n;
+	enum log_level ours = level <= FUSE_LOG_ERR	? LOG_LEVEL_ERR
+			      : level == FUSE_LOG_WARNING ? LOG_LEVEL_WARN
+			      : level == FUSE_LOG_DEBUG	? LOG_LEVEL_DEBUG
+							: LOG_LEVEL_INFO;
+
+	vsnprintf(line, sizeof(line), fmt, ap);
+	n = strlen(line);
+	while (n > 0 && line[n - 1] == '\n')
+		line[--n] = '\0';
+	if (ours < LOG_LEVEL_INFO && strstr(line, strerror(ECONNABORTED)))
+		ours = LOG_LEVEL_INFO;
+	log_msg(ours, "libfuse: %s", line);
+}
+
 int main(int argc, char **argv)
 {
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
@@ -505,6 +533,7 @@ int main(int argc, char **argv)
 	}
 	if (cmd.debug)
 		log_set_level(LOG_LEVEL_DEBUG);
+	fuse_set_log_func(libfuse_log);
 	/* One malloc arena per FUSE thread would multiply the daemon's footprint. */
 	mallopt(M_ARENA_MAX, 2);
 	for (int i = 0; i < args.argc; i++)

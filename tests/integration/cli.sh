@@ -17,6 +17,7 @@
 #     (owner-only), and the same mount point gets the same store again;
 #   - without -f, convfs returns once mounted; fusermount3 -u unmounts and the
 #     daemon goes away;
+#   - with -d, libfuse's request log comes as convfs's own lines;
 #   - private by default: the mount root is 0700, files created 0644 (or
 #     chmod 0644) are 0600, directories 0700, conversation files 0600;
 #   - a name longer than NAME_MAX fails with ENAMETOOLONG;
@@ -145,6 +146,31 @@ done
 echo data >"$M/file"
 fusermount3 -u "$M"
 wait_gone "$daemon" 10 || fail "the daemon (pid $daemon) still runs 10 s after fusermount3 -u"
+
+# ---- -d: libfuse's messages are convfs's ------------------------------------------
+
+say "-d"
+# Every line, libfuse's request log too, is convfs's: prefixed, one level,
+# to syslog once detached (never under valgrind: its lines are not ours).
+"$CONVFS" -d -o "store=$T/debug.db" "$M" 2>"$T/debug.log" &
+pid=$!
+for ((i = 0; i < 100; i++)); do
+	mountpoint -q "$M" && break
+	kill -0 "$pid" 2>/dev/null || break
+	sleep 0.1
+done
+if mountpoint -q "$M"; then
+	ls "$M" >/dev/null
+	fusermount3 -u "$M"
+	wait_gone "$pid" 10 || fail "convfs -d (pid $pid) still runs 10 s after fusermount3 -u"
+	grep -q '^convfs: debug: libfuse: unique: [0-9]*, opcode: READDIR' "$T/debug.log" ||
+		problem "convfs -d does not log libfuse's requests as its own: $(head -n 5 "$T/debug.log")"
+	other=$(grep -v '^convfs: ' "$T/debug.log" | head -n 3 || true)
+	[[ -z $other ]] || problem "convfs -d printed lines not its own: $other"
+else
+	problem "convfs -d did not mount: $(cat "$T/debug.log")"
+fi
+wait "$pid" 2>/dev/null || true
 
 # ---- private by default -------------------------------------------------------
 
