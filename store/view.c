@@ -205,12 +205,21 @@ int store_task_list(struct store *st, const char *ws_key, bool trashed, store_ta
 		STORE_LOCK(st);
 		_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
 
-		r = store_prepare(st, trashed
-			? "SELECT t.id, t.trashed_ns FROM tasks t WHERE t.trashed_ns IS NOT NULL ORDER BY t.id"
-			: "SELECT t.id, (SELECT max(d.mtime_ns) FROM docs d WHERE d.task_id = t.id AND d.present) "
-			  "FROM tasks t LEFT JOIN workspaces w ON w.id = t.workspace_id "
-			  "WHERE t.trashed_ns IS NULL AND " LIVE_TASK " AND (?1 IS NULL AND w.id IS NULL OR w.key = ?1) "
-			  "ORDER BY t.id", &stmt);
+		/*
+		 * One statement for a key and one for no workspace, each through
+		 * the index of tasks by workspace: a condition that allowed both
+		 * (?1 IS NULL OR ...) made SQLite scan every task, 20 ms at
+		 * 10,000 tasks for a listing of 7. (A workspace's row is never
+		 * removed, so a task's workspace_id names one or is NULL.)
+		 */
+#define TASK_LIST(where) \
+			"SELECT t.id, (SELECT max(d.mtime_ns) FROM docs d WHERE d.task_id = t.id AND d.present) " \
+			"FROM tasks t WHERE " where " AND t.trashed_ns IS NULL AND " LIVE_TASK " ORDER BY t.id"
+		r = store_prepare(st, trashed ? "SELECT t.id, t.trashed_ns FROM tasks t WHERE t.trashed_ns IS NOT NULL ORDER BY t.id"
+				    : ws_key ? TASK_LIST("t.workspace_id = (SELECT id FROM workspaces WHERE key = ?1)")
+					     : TASK_LIST("t.workspace_id IS NULL"),
+				  &stmt);
+#undef TASK_LIST
 		if (r < 0)
 			return r;
 		if (ws_key)

@@ -335,6 +335,45 @@ static void test_workspace_list(void **state)
 	free(b);
 }
 
+static int task_collect(void *ctx, const char *id, int64_t mtime_ns)
+{
+	struct sb *sb = ctx;
+
+	(void)mtime_ns;
+	return sb_addf(sb, "%s ", id);
+}
+
+/* The tasks of a workspace, of none, and in the trash: each its own, and only those. */
+static void test_task_list(void **state)
+{
+	struct store *st = *state;
+	_cleanup_sb_ struct sb ka = SB_INIT, kb = SB_INIT, none = SB_INIT, trash = SB_INIT, after = SB_INIT;
+	char *a, *b;
+
+	assert_int_equal(commit(st, HISTORY, "[" ITEM("1700000000031", "/home/dev/a") "," ITEM("1700000000032", "/home/dev/b")
+				     "," ITEM("1700000000034", "/home/dev/a") "]"), 0);
+	assert_int_equal(commit(st, UI("1700000000031"), "[" M(1, "a") "]"), 0);
+	assert_int_equal(commit(st, UI("1700000000032"), "[" M(1, "b") "]"), 0);
+	assert_int_equal(commit(st, UI("1700000000033"), "[" M(1, "none") "]"), 0);
+	assert_int_equal(commit(st, UI("1700000000034"), "[" M(1, "a too") "]"), 0);
+	a = key_of(st, "1700000000031");
+	b = key_of(st, "1700000000032");
+	assert_int_equal(store_task_trash(st, "1700000000034", &mine), 0);
+
+	assert_int_equal(store_task_list(st, a, false, task_collect, &ka), 0);
+	assert_string_equal(sb_str(&ka), "1700000000031 ");
+	assert_int_equal(store_task_list(st, b, false, task_collect, &kb), 0);
+	assert_string_equal(sb_str(&kb), "1700000000032 ");
+	assert_int_equal(store_task_list(st, NULL, false, task_collect, &none), 0);
+	assert_string_equal(sb_str(&none), "1700000000033 ");
+	assert_int_equal(store_task_list(st, NULL, true, task_collect, &trash), 0);
+	assert_string_equal(sb_str(&trash), "1700000000034 ");
+	assert_int_equal(store_task_list(st, "123", false, task_collect, &after), 0);
+	assert_string_equal(sb_str(&after), "");
+	free(a);
+	free(b);
+}
+
 /* ---- a workspace's items ------------------------------------------------------------- */
 
 /* A rewrite of workspace A's items removes and adds A's, and never touches B's. */
@@ -377,6 +416,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_append, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_task_life_cycle, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_workspace_list, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_task_list, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_workspace_rewrite, setup, teardown),
 	};
 
