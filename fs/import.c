@@ -27,12 +27,12 @@
  *
  * Export (export.c) is the way back out; tree.c walks and copies for both.
  */
-#include <cjson/cJSON.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <sys/stat.h>
@@ -40,6 +40,7 @@
 #include "fs/fs.h"
 #include "fs/progress.h"
 #include "fs/tree.h"
+#include "store/json.h"
 #include "store/store_seen.h"
 #include "store/util.h"
 
@@ -81,7 +82,7 @@ struct import_ctx {
 	struct progress progress;
 	/* new task folders, to find the ones taskHistory.json does not list */
 	char **task_dirs;
-	size_t ntask_dirs;
+	size_t ntask_dirs, task_dirs_alloc;
 };
 
 #define IMPORT_BATCH_ROWS 8192 /* rows of `underneath` per transaction */
@@ -428,12 +429,8 @@ static int take_dir(struct import_ctx *c, const char *rel, const struct stat *st
 			c->rep.folders++;
 		/* Cline's rule: a task folder must be listed in taskHistory.json (report_orphans). */
 		if (strncmp(rel, "tasks/", 6) == 0) {
-			char **v = realloc(c->task_dirs, (c->ntask_dirs + 1) * sizeof(*v));
-
-			if (!v)
-				return -ENOMEM;
-			c->task_dirs = v;
-			if (!(v[c->ntask_dirs] = strdup(rel + 6)))
+			if (ARRAY_GROW(c->task_dirs, c->ntask_dirs, c->task_dirs_alloc, 256) < 0 ||
+			    !(c->task_dirs[c->ntask_dirs] = strdup(rel + 6)))
 				return -ENOMEM;
 			c->ntask_dirs++;
 		}
@@ -506,46 +503,78 @@ static int mark_missing(struct import_ctx *c)
 	return 0;
 }
 
-/* Reports new task folders with content that state/taskHistory.json underneath does not list. */
+/* The ids of the history's items, gathered by a scan that builds no tree. */
+struct hist_ids {
+	const char *text;
+	char **v;
+	size_t n, alloc;
+};
+
+static int hist_id(void *ctx, size_t pre, size_t start, size_t end)
+{
+	struct hist_ids *h = ctx;
+	char *id;
+
+	(void)pre;
+	id = json_member_string(h->text + start, end - start, "id");
+	if (!id)
+		return 0; /* not an object, no string id: it lists no folder */
+	if (ARRAY_GROW(h->v, h->n, h->alloc, 256) < 0) {
+		free(id);
+		return -ENOMEM;
+	}
+	h->v[h->n++] = id;
+	return 0;
+}
+
+static int cmp_strp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/*
+ * Reports new task folders with content that state/taskHistory.json underneath
+ * does not list. The history's ids are sorted once and each folder looked up:
+ * a walk of the items per folder cost 10,000 x 10,000 string compares at
+ * 10,000 tasks, and a parsed tree of the file 100 MB at 50,000.
+ */
 static void report_orphans(struct import_ctx *c, int src_fd)
 {
 	_cleanup_free_ char *data = NULL;
-	cJSON *hist = NULL;
+	struct hist_ids ids = { 0 };
 	struct stat st;
-	size_t len = 0;
-	int hfd;
+	size_t len = 0, head, tail;
+	int hfd, r = -ENOENT;
 
+	if (!c->ntask_dirs)
+		return;
 	hfd = openat(src_fd, "state", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (hfd >= 0) {
-		if (read_file(hfd, "taskHistory.json", &data, &len, &st) == 0)
-			hist = cJSON_ParseWithLength(data, len);
+		if (read_file(hfd, "taskHistory.json", &data, &len, &st) == 0) {
+			ids.text = data;
+			r = json_scan_array(data, len, hist_id, &ids, &head, &tail, &(struct json_error){ 0 });
+		}
 		close(hfd);
 	}
-	if (c->ntask_dirs && !cJSON_IsArray(hist)) {
+	if (r == -ENOMEM) {
+		log_warn("out of memory while reading state/taskHistory.json; task folders it does not list are not reported");
+	} else if (r < 0) {
 		log_warn("state/taskHistory.json is missing or does not parse; %zu task folders are kept but not listed",
 			 c->ntask_dirs);
 		c->rep.orphans = c->ntask_dirs;
 	} else {
+		qsort(ids.v, ids.n, sizeof(*ids.v), cmp_strp);
 		for (size_t i = 0; i < c->ntask_dirs; i++) {
-			bool listed = false;
-			const cJSON *item;
-
-			cJSON_ArrayForEach(item, hist) {
-				const cJSON *id = cJSON_GetObjectItemCaseSensitive(item, "id");
-
-				if (cJSON_IsString(id) && strcmp(id->valuestring, c->task_dirs[i]) == 0) {
-					listed = true;
-					break;
-				}
-			}
-			if (!listed) {
-				c->rep.orphans++;
-				log_warn("task folder 'tasks/%s' is not listed in state/taskHistory.json; kept as it is",
-					 c->task_dirs[i]);
-			}
+			if (bsearch(&c->task_dirs[i], ids.v, ids.n, sizeof(*ids.v), cmp_strp))
+				continue;
+			c->rep.orphans++;
+			log_warn("task folder 'tasks/%s' is not listed in state/taskHistory.json; kept as it is",
+				 c->task_dirs[i]);
 		}
 	}
-	cJSON_Delete(hist);
+	for (size_t i = 0; i < ids.n; i++)
+		free(ids.v[i]);
+	free(ids.v);
 }
 
 static void report(const struct import_ctx *c)
