@@ -198,6 +198,23 @@ void store_snap_free(struct store_snap *snap)
 	free(snap);
 }
 
+int store_snap_dup(const struct store_snap *snap, struct store_snap **ret)
+{
+	struct store_snap *s = malloc(sizeof(*s));
+
+	if (!s)
+		return -ENOMEM;
+	*s = *snap;
+	s->head = strdup(snap->head);
+	s->tail = strdup(snap->tail);
+	if (!s->head || !s->tail) {
+		store_snap_free(s);
+		return -ENOMEM;
+	}
+	*ret = s;
+	return 0;
+}
+
 int64_t store_snap_size(const struct store_snap *snap)
 {
 	return snap->size;

@@ -142,6 +142,8 @@ int store_doc_stat(struct store *st, const char *path, struct store_stat *ret);
 struct store_snap;
 int store_snap_open(struct store *st, const char *path, struct store_snap **ret);
 void store_snap_free(struct store_snap *snap);
+/* A second snapshot of the same version, *ret (free it too). -ENOMEM. */
+int store_snap_dup(const struct store_snap *snap, struct store_snap **ret);
 int64_t store_snap_size(const struct store_snap *snap);
 /* The doc's attributes as of the snapshot. */
 void store_snap_stat(const struct store_snap *snap, struct store_stat *ret);

@@ -5,7 +5,7 @@
  * checks, a task's life cycle (create, trash, restore) and what it tells a
  * view that caches where tasks are, the list of workspaces, and a
  * workspace's rewrite of its items, which must never touch another
- * workspace's. Each test opens a store in memory.
+ * workspace's; and a snapshot's copy. Each test opens a store in memory.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -125,6 +125,25 @@ static void test_commit_refusals(void **state)
 	assert_int_equal(store_commit(st, &c, NULL, NULL), -EINVAL);
 	assert_int_equal(commit(st, UI("102"), "{\"not\": \"an array\"}"), -EINVAL);
 	assert_int_equal(store_doc_stat(st, UI("102"), &(struct store_stat){ 0 }), -ENOENT);
+}
+
+/* A copy of a snapshot reads the version it was taken at, whole, after later commits too. */
+static void test_snap_dup(void **state)
+{
+	const char *v1 = "[" M(1, "a") "," M(2, "b") "]";
+	struct store *st = *state;
+	struct store_snap *snap = NULL, *dup = NULL;
+	char buf[256] = { 0 };
+
+	assert_int_equal(commit(st, UI("103"), v1), 0);
+	assert_int_equal(store_snap_open(st, UI("103"), &snap), 0);
+	assert_int_equal(store_snap_dup(snap, &dup), 0);
+	store_snap_free(snap);
+	assert_int_equal(commit(st, UI("103"), "[" M(1, "a") "]"), 0);
+	assert_int_equal(store_snap_size(dup), (int64_t)strlen(v1));
+	assert_int_equal(store_snap_read(st, dup, buf, sizeof(buf) - 1, 0), (ssize_t)strlen(v1));
+	assert_string_equal(buf, v1);
+	store_snap_free(dup);
 }
 
 /* ---- appends ------------------------------------------------------------------------ */
@@ -413,6 +432,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_merged_commit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unmerged_commit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_commit_refusals, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_snap_dup, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_append, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_task_life_cycle, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_workspace_list, setup, teardown),
