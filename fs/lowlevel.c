@@ -34,6 +34,7 @@
 #include "store/util.h"
 
 #define TIMEOUT 1.0 /* seconds the kernel may cache entries and attributes */
+#define VERSION_TIMEOUT 86400.0 /* a version node's attributes: they never change (nodes.h) */
 
 struct fs *fs_current;
 __thread pid_t fs_caller_pid;
@@ -82,13 +83,18 @@ static void begin(fuse_req_t req)
 void ll_invalidate(struct fs *fs, const char *rel)
 {
 	fuse_ino_t ino;
+	bool version;
 
 	(void)fs;
 	if (!session)
 		return;
-	ino = nodes_find(rel);
-	/* The node may be freed meanwhile; the kernel ignores an unknown id. */
-	if (ino)
+	ino = nodes_find(rel, &version);
+	/*
+	 * The node may be freed meanwhile; the kernel ignores an unknown id. A
+	 * version node's pages and attributes never change: a commit leaves
+	 * them alone (and dropping pages would wait for those being read in).
+	 */
+	if (ino && !version)
 		fuse_lowlevel_notify_inval_inode(session, ino, 0, 0);
 }
 
@@ -182,6 +188,36 @@ static double attr_timeout(const struct stat *st, double timeout)
 }
 
 /*
+ * A doc looked up: its node stands for the revision it has now (nodes.h), so
+ * the kernel keeps its attributes and pages for good and reads it through its
+ * page cache (op_open_version()). The entry is never kept (timeout 0): every
+ * path walk to the doc asks again, and after a commit gets the new version's
+ * node. That is what makes "right after a commit returns, stat and read show
+ * the new version" hold without telling the kernel anything.
+ */
+static void reply_version_entry(fuse_req_t req, fuse_ino_t parent, const char *name, const struct route *rt)
+{
+	struct fuse_entry_param e = { .entry_timeout = 0 };
+	int64_t rev;
+	bool version;
+	int r = op_getattr_doc(rt, &e.attr, &rev);
+
+	if (r < 0) {
+		fuse_reply_err(req, -r);
+		return;
+	}
+	/* (A doc has a revision from its first commit on: rev 0 would be no version.) */
+	version = rev > 0;
+	e.ino = version ? nodes_lookup_version(parent, name, rev, &e.attr, &version) : nodes_lookup(parent, name, NULL);
+	if (!e.ino) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	e.attr_timeout = attr_timeout(&e.attr, version ? VERSION_TIMEOUT : 0);
+	fuse_reply_entry(req, &e);
+}
+
+/*
  * Replies with the entry parent/name, whose path is path, counting a lookup.
  * After a request that made it (mkdir, create, ...), what stands at path now
  * is looked up afresh.
@@ -194,6 +230,10 @@ static void reply_entry_at(fuse_req_t req, fuse_ino_t parent, const char *name, 
 	int r;
 
 	route_resolve(fs_current, path, &rt);
+	if (rt.kind == ROUTE_DOC && !fi) {
+		reply_version_entry(req, parent, name, &rt);
+		return;
+	}
 	r = op_getattr(&rt, &e.attr, fi);
 	if (never_cached(&rt) && !S_ISDIR(e.attr.st_mode))
 		e.attr_timeout = 0;
@@ -293,6 +333,10 @@ static int getattr_route(fuse_ino_t ino, const struct route *rt, bool removed, s
 {
 	bool doc = rt->kind == ROUTE_DOC;
 
+	if (doc && nodes_version_stat(ino, st)) {
+		*ret_timeout = VERSION_TIMEOUT;
+		return 0;
+	}
 	*ret_timeout = never_cached(rt) ? 0 : TIMEOUT;
 	if (doc && !fi) {
 		struct owner_stat o = { .st = st };
@@ -403,6 +447,9 @@ static void ll_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 
 	begin(req);
 	r = node_route(ino, &path, &rt, &removed);
+	/* (The reply's attributes, never cached, replace those the kernel kept of a version node.) */
+	if (r == 0 && rt.kind == ROUTE_DOC)
+		r = nodes_version_leave(ino, to_set & FUSE_SET_ATTR_SIZE, fs_caller_pid);
 	if (r == 0 && removed && !fi && rt.kind != ROUTE_DOC) {
 		/*
 		 * A removed plain file (fchmod of an unlinked open file): its path
@@ -581,11 +628,30 @@ static void ll_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 
 /* ---- files -------------------------------------------------------------------- */
 
+/*
+ * A reader of ino, a version node of revision ver, found its doc changed since
+ * the lookup. It reads that version too if a handle open on the node does
+ * (their snapshot shared); else, alone on the node, an ordinary doc handle
+ * (the node leaves: *ret_left); else -ESTALE, and the kernel retries.
+ */
+static int open_stale_version(fuse_ino_t ino, const struct route *rt, int64_t ver, struct fuse_file_info *fi,
+			      bool *ret_left)
+{
+	struct op_version_snap v = { .ver = ver };
+	int r;
+
+	if (nodes_with_open(ino, op_version_snap, &v))
+		return v.r < 0 ? v.r : op_open_version_snap(rt, v.snap, fi);
+	r = nodes_open_stale(ino, fs_caller_pid, ret_left);
+	return r < 0 ? r : op_open(rt, fi);
+}
+
 static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	_cleanup_sb_ struct sb path = SB_INIT;
 	struct route rt;
-	bool removed;
+	bool writes = (fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC), left = false, removed;
+	int64_t ver = 0;
 	int r;
 
 	begin(req);
@@ -594,15 +660,34 @@ static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (r == 0 && removed && rt.kind != ROUTE_DOC)
 		r = -ESTALE;
 	if (r == 0)
-		r = op_open(&rt, fi);
+		r = nodes_open_begin(ino, writes, fs_caller_pid, &ver, &left);
 	if (r < 0) {
+		fuse_reply_err(req, -r);
+		return;
+	}
+	r = ver ? op_open_version(&rt, ver, fi) : op_open(&rt, fi);
+	if (r == -ESTALE && ver)
+		r = open_stale_version(ino, &rt, ver, fi, &left);
+	/*
+	 * A version node that left: the kernel keeps its attributes for good, so
+	 * they are dropped before the reply (attributes only, which takes no
+	 * lock in the kernel), and asked for at each stat from now on.
+	 */
+	if (left && session)
+		fuse_lowlevel_notify_inval_inode(session, ino, -1, 0);
+	if (r == 0 && nodes_open_end(ino, &fi->fh) < 0) {
+		op_release(fi);
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	if (r < 0) {
+		nodes_open_end(ino, NULL);
 		fuse_reply_err(req, -r);
 		return;
 	}
 	/* A handle that cannot write commits nothing at close: no FLUSH round trip (FOPEN_NOFLUSH). */
 	if ((fi->flags & O_ACCMODE) == O_RDONLY)
 		fi->noflush = 1;
-	nodes_open_add(ino, fi->fh);
 	if (fuse_reply_open(req, fi) == -ENOENT) {
 		/* The caller was interrupted: nobody will release this handle. */
 		nodes_open_remove(ino, fi->fh);

@@ -9,7 +9,9 @@
  * (children) and no handle is open on it (opens): a replaced doc's node keeps
  * its last path, and a removed plain file's node keeps working through its
  * open handles. A removed or replaced node is unhashed: its (parent, name)
- * finds it no more, and nodes_path() says it was removed.
+ * finds it no more, and nodes_path() says it was removed. A doc's name gets
+ * a new node for each version a lookup finds (version nodes, nodes.h), so it
+ * may have several, one hashed.
  *
  * The node id is the node's address, as in libfuse's passthrough_ll; the
  * root is FUSE_ROOT_ID. One mutex guards the whole table; it is held only
@@ -20,6 +22,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sys/types.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,13 +40,24 @@ struct node {
 	char *name;
 	uint64_t nlookup;
 	unsigned children; /* nodes whose parent this is */
-	bool hashed;       /* still reachable by (parent, name) */
+	unsigned opening;  /* opens between nodes_open_begin() and nodes_open_end() */
+	bool hashed;       /* still reachable by (parent, name); else on the list of unhashed */
 	struct node *hnext;
+	struct node *unext, **uprev; /* the list of unhashed nodes */
 	struct open_ref *opens;
+	int64_t ver;       /* a version node: the doc's revision it stands for; else 0 */
+	pid_t hold;        /* an ordinary doc node kept for this thread's retry of an open (node_leave()) */
+	struct stat vst;   /* a version node's attributes */
 };
 
 static struct node root = { .hashed = true, .nlookup = 1 };
 static struct node *buckets[HASH_BUCKETS];
+/*
+ * Unhashed nodes the kernel still holds. A version node replaced by a
+ * lookup stays in the kernel's inode cache until memory runs short or the
+ * mount ends, when the kernel forgets nothing: listed, they are not lost.
+ */
+static struct node *unhashed;
 static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static struct node *ino_node(fuse_ino_t ino)
@@ -70,10 +84,22 @@ static struct node *child_find(struct node *parent, const char *name)
 	return NULL;
 }
 
+static void unhashed_remove(struct node *n)
+{
+	if (!n->uprev)
+		return;
+	*n->uprev = n->unext;
+	if (n->unext)
+		n->unext->uprev = n->uprev;
+	n->unext = NULL;
+	n->uprev = NULL;
+}
+
 static void node_hash(struct node *n)
 {
 	unsigned b = bucket_of(n->parent, n->name);
 
+	unhashed_remove(n);
 	n->hnext = buckets[b];
 	buckets[b] = n;
 	n->hashed = true;
@@ -90,15 +116,21 @@ static void node_unhash(struct node *n)
 		}
 	n->hashed = false;
 	n->hnext = NULL;
+	n->unext = unhashed;
+	if (unhashed)
+		unhashed->uprev = &n->unext;
+	unhashed = n;
+	n->uprev = &unhashed;
 }
 
 /* Frees n and then its parents, as long as nothing refers to them. */
 static void node_maybe_free(struct node *n)
 {
-	while (n != &root && n->nlookup == 0 && n->children == 0 && !n->opens) {
+	while (n != &root && n->nlookup == 0 && n->children == 0 && !n->opens && !n->opening) {
 		struct node *p = n->parent;
 
 		node_unhash(n);
+		unhashed_remove(n);
 		free(n->name);
 		free(n);
 		p->children--;
@@ -106,13 +138,16 @@ static void node_maybe_free(struct node *n)
 	}
 }
 
-static struct node *child_get(struct node *parent, const char *name)
+/* Whether a handle is open on n, or being opened, other than mine of them. */
+static bool node_busy(const struct node *n, unsigned mine)
 {
-	struct node *n = child_find(parent, name);
+	return n->opens || n->opening > mine;
+}
 
-	if (n)
-		return n;
-	n = calloc(1, sizeof(*n));
+static struct node *child_new(struct node *parent, const char *name)
+{
+	struct node *n = calloc(1, sizeof(*n));
+
 	if (!n || !(n->name = strdup(name))) {
 		free(n);
 		return NULL;
@@ -121,6 +156,18 @@ static struct node *child_get(struct node *parent, const char *name)
 	parent->children++;
 	node_hash(n);
 	return n;
+}
+
+/* The node at (parent, name), made if none; a version node there is replaced (see nodes.h). */
+static struct node *child_get(struct node *parent, const char *name)
+{
+	struct node *n = child_find(parent, name);
+
+	if (n && n->ver == 0)
+		return n;
+	if (n)
+		node_unhash(n);
+	return child_new(parent, name);
 }
 
 /* Moves n to (parent, name), taking name (allocated) over. */
@@ -188,7 +235,7 @@ int nodes_path(fuse_ino_t ino, const char *name, struct sb *out, bool *ret_remov
 	return r;
 }
 
-fuse_ino_t nodes_find(const char *rel)
+fuse_ino_t nodes_find(const char *rel, bool *ret_version)
 {
 	struct node *n = &root;
 	const char *c = rel;
@@ -206,6 +253,7 @@ fuse_ino_t nodes_find(const char *rel)
 			n = child_find(n, name);
 		c = *end ? end + 1 : end;
 	}
+	*ret_version = n && n->ver > 0;
 	pthread_mutex_unlock(&table_lock);
 	return n && n != &root ? node_ino(n) : 0;
 }
@@ -236,6 +284,147 @@ fuse_ino_t nodes_lookup(fuse_ino_t parent, const char *name, const uint64_t *fh)
 	return n ? node_ino(n) : 0;
 }
 
+fuse_ino_t nodes_lookup_version(fuse_ino_t parent, const char *name, int64_t rev, const struct stat *st,
+				 bool *ret_version)
+{
+	struct node *n;
+
+	pthread_mutex_lock(&table_lock);
+	n = child_find(ino_node(parent), name);
+	if (n && n->hold) {
+		n->nlookup++;
+		pthread_mutex_unlock(&table_lock);
+		*ret_version = false;
+		return node_ino(n);
+	}
+	*ret_version = true;
+	if (n && n->ver != rev) {
+		node_unhash(n);
+		n = NULL;
+	}
+	if (!n)
+		n = child_new(ino_node(parent), name);
+	if (n) {
+		n->nlookup++;
+		n->ver = rev;
+		n->vst = *st;
+	}
+	pthread_mutex_unlock(&table_lock);
+	return n ? node_ino(n) : 0;
+}
+
+bool nodes_version_stat(fuse_ino_t ino, struct stat *st)
+{
+	struct node *n = ino_node(ino);
+	bool version;
+
+	pthread_mutex_lock(&table_lock);
+	version = n->ver > 0;
+	if (version)
+		*st = n->vst;
+	pthread_mutex_unlock(&table_lock);
+	return version;
+}
+
+/*
+ * n stops standing for its version: alone (nobody but mine has it open) it
+ * becomes an ordinary doc node; shared, it is unhashed, its readers keep it,
+ * and -ESTALE. Table lock held.
+ */
+static int node_leave(struct node *n, unsigned mine, pid_t pid, bool *ret_left)
+{
+	if (n->ver == 0)
+		return 0;
+	if (node_busy(n, mine)) {
+		struct node *cur = child_find(n->parent, n->name);
+
+		/*
+		 * The kernel retries once, after looking the name up again: it
+		 * finds an ordinary node there (unless out of memory), which no
+		 * open can make stale, and which stays at the name until the
+		 * thread that retries has opened it. n may be unhashed already,
+		 * and the name hold the next version's node, as stale by then.
+		 */
+		if (!cur || cur->ver) {
+			if (cur)
+				node_unhash(cur);
+			cur = child_new(n->parent, n->name);
+		}
+		if (cur)
+			cur->hold = pid;
+		return -ESTALE;
+	}
+	n->ver = 0;
+	*ret_left = true;
+	return 0;
+}
+
+int nodes_open_begin(fuse_ino_t ino, bool writes, pid_t pid, int64_t *ret_ver, bool *ret_left)
+{
+	struct node *n = ino_node(ino);
+	int r = 0;
+
+	*ret_ver = 0;
+	*ret_left = false;
+	pthread_mutex_lock(&table_lock);
+	if (n->hold == pid)
+		n->hold = 0;
+	if (writes)
+		r = node_leave(n, 0, pid, ret_left);
+	else
+		*ret_ver = n->ver;
+	if (r == 0)
+		n->opening++;
+	pthread_mutex_unlock(&table_lock);
+	return r;
+}
+
+int nodes_open_stale(fuse_ino_t ino, pid_t pid, bool *ret_left)
+{
+	struct node *n = ino_node(ino);
+	int r;
+
+	*ret_left = false;
+	pthread_mutex_lock(&table_lock);
+	r = node_leave(n, 1, pid, ret_left);
+	pthread_mutex_unlock(&table_lock);
+	return r;
+}
+
+int nodes_open_end(fuse_ino_t ino, const uint64_t *fh)
+{
+	struct open_ref *o = fh ? malloc(sizeof(*o)) : NULL;
+	struct node *n = ino_node(ino);
+
+	pthread_mutex_lock(&table_lock);
+	n->opening--;
+	if (o) {
+		o->fh = *fh;
+		o->next = n->opens;
+		n->opens = o;
+	}
+	node_maybe_free(n);
+	pthread_mutex_unlock(&table_lock);
+	return fh && !o ? -ENOMEM : 0;
+}
+
+int nodes_version_leave(fuse_ino_t ino, bool truncates, pid_t pid)
+{
+	struct node *n = ino_node(ino);
+	bool left;
+	int r;
+
+	pthread_mutex_lock(&table_lock);
+	r = node_leave(n, 0, pid, &left);
+	if (r < 0 && !truncates) {
+		/* Unhashed already: its readers see their own version's attributes (through their handles). */
+		n->ver = 0;
+		r = 0;
+	}
+	pthread_mutex_unlock(&table_lock);
+	return r;
+}
+
 void nodes_forget(fuse_ino_t ino, uint64_t nlookup)
 {
 	struct node *n = ino_node(ino);
@@ -256,6 +445,7 @@ void nodes_removed(fuse_ino_t parent, const char *name)
 	n = child_find(ino_node(parent), name);
 	if (n) {
 		node_unhash(n);
+		n->ver = 0; /* its link count is 0 now */
 		node_maybe_free(n);
 	}
 	pthread_mutex_unlock(&table_lock);
@@ -279,6 +469,7 @@ void nodes_renamed(fuse_ino_t parent, const char *name, fuse_ino_t newparent, co
 	if (src) {
 		char *nn = strdup(newname);
 
+		src->ver = 0; /* a file at another path now */
 		if (nn)
 			node_move(src, ino_node(newparent), nn);
 		else
@@ -292,20 +483,6 @@ void nodes_renamed(fuse_ino_t parent, const char *name, fuse_ino_t newparent, co
 	} else if (dst && dst != src) {
 		node_maybe_free(dst);
 	}
-	pthread_mutex_unlock(&table_lock);
-}
-
-void nodes_open_add(fuse_ino_t ino, uint64_t fh)
-{
-	struct open_ref *o = malloc(sizeof(*o));
-	struct node *n = ino_node(ino);
-
-	if (!o)
-		return; /* only fstat() of this file after its removal suffers */
-	o->fh = fh;
-	pthread_mutex_lock(&table_lock);
-	o->next = n->opens;
-	n->opens = o;
 	pthread_mutex_unlock(&table_lock);
 }
 

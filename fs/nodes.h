@@ -5,6 +5,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
 
 #include <fuse_lowlevel.h>
 
@@ -25,14 +27,59 @@
  */
 int nodes_path(fuse_ino_t ino, const char *name, struct sb *out, bool *ret_removed);
 
-/* The node of the path rel (relative to the root, "a/b"), or 0 if the table has none. */
-fuse_ino_t nodes_find(const char *rel);
+/*
+ * The node of the path rel (relative to the root, "a/b"), or 0 if the table
+ * has none; *ret_version tells whether it is a version node.
+ */
+fuse_ino_t nodes_find(const char *rel, bool *ret_version);
 
 /*
  * Counts one lookup of parent/name, making its node if it has none; with fh,
  * also records fh as a handle open on it (a create). 0 if out of memory.
  */
 fuse_ino_t nodes_lookup(fuse_ino_t parent, const char *name, const uint64_t *fh);
+
+/*
+ * Version nodes. A doc's node from a lookup stands for the revision rev the
+ * doc had then, with its attributes st: they and the pages the kernel caches
+ * under it never change, so the kernel may keep them for good, and a lookup
+ * after the doc changed gets a new node (the old one is unhashed: its open
+ * handles keep it). A handle opened for writing, a truncate, a chmod make a
+ * version node an ordinary doc node again (it "leaves"), or, if other handles
+ * have it open, unhash it and fail with -ESTALE: the kernel then looks the
+ * name up again and retries the open once, so that nothing written ever shows
+ * under a node whose readers cache their version. The retry finds an
+ * ordinary node (*ret_version false) kept at the name until the thread pid
+ * that got -ESTALE opens it, so that it cannot fail again. Other lookups of
+ * the name (a create) replace a version node too.
+ */
+fuse_ino_t nodes_lookup_version(fuse_ino_t parent, const char *name, int64_t rev, const struct stat *st,
+				 bool *ret_version);
+
+/* Whether ino is a version node; its attributes into *st if so. */
+bool nodes_version_stat(fuse_ino_t ino, struct stat *st);
+
+/*
+ * A setattr of ino: a version node leaves; if others have it open, it is
+ * unhashed, and a truncate fails with -ESTALE (their size would change).
+ */
+int nodes_version_leave(fuse_ino_t ino, bool truncates, pid_t pid);
+
+/*
+ * An open of ino begins: a writer makes a version node leave (-ESTALE if
+ * others have it open); a reader gets the revision it stands for in *ret_ver
+ * (0 if none). Until nodes_open_end(), the open counts as a handle on ino.
+ */
+int nodes_open_begin(fuse_ino_t ino, bool writes, pid_t pid, int64_t *ret_ver, bool *ret_left);
+
+/*
+ * A reader of a version node found the doc at another revision, and no handle
+ * open on the node to share its version with: the node leaves, or -ESTALE.
+ */
+int nodes_open_stale(fuse_ino_t ino, pid_t pid, bool *ret_left);
+
+/* The open of ino ends; with fh, the handle it made (-ENOMEM: not recorded). */
+int nodes_open_end(fuse_ino_t ino, const uint64_t *fh);
 
 /* The kernel forgets nlookup lookups of ino. */
 void nodes_forget(fuse_ino_t ino, uint64_t nlookup);
@@ -44,8 +91,7 @@ void nodes_removed(fuse_ino_t parent, const char *name);
 void nodes_renamed(fuse_ino_t parent, const char *name, fuse_ino_t newparent, const char *newname,
 		   bool exchange);
 
-/* Handles open on a node: a removed file stays reachable through them. */
-void nodes_open_add(fuse_ino_t ino, uint64_t fh);
+/* A handle open on a node is released (a removed file stays reachable through its handles). */
 void nodes_open_remove(fuse_ino_t ino, uint64_t fh);
 
 /*

@@ -32,20 +32,23 @@
  */
 #define PLAIN_OPEN_FLAGS (O_ACCMODE | O_TRUNC | O_NONBLOCK | O_SYNC | O_DSYNC | O_NOATIME | O_NOFOLLOW | O_DIRECTORY)
 
-static int doc_open(struct fs *fs, const char *r, struct fuse_file_info *fi, bool created)
+/*
+ * Opens the doc r reading snap (taken over: freed on failure too), through
+ * the page cache if cached (a reader of a version node, nodes.h).
+ */
+static int doc_open_snap(struct fs *fs, const char *r, struct fuse_file_info *fi, bool created,
+			 struct store_snap *snap, bool cached)
 {
 	int acc = fi->flags & O_ACCMODE;
 	struct fs_file *f;
 	int res;
 
 	f = file_new(FILE_DOC, -1, r);
-	if (!f)
+	if (!f) {
+		store_snap_free(snap);
 		return -ENOMEM;
-	res = store_snap_open(fs->store, r, &f->snap);
-	if (res < 0) {
-		file_free(f);
-		return res;
 	}
+	f->snap = snap;
 	f->append = fi->flags & O_APPEND;
 	{
 		struct store_base *base;
@@ -61,9 +64,14 @@ static int doc_open(struct fs *fs, const char *r, struct fuse_file_info *fi, boo
 	/*
 	 * Each handle reads its own snapshot, so docs bypass the page cache that
 	 * all handles of an inode share: no reader can see another version's
-	 * pages, or be cut short by another version's size.
+	 * pages, or be cut short by another version's size. But for a reader of
+	 * a version node: every handle on it reads the one version it stands
+	 * for, so its pages are that version's, kept across opens.
 	 */
-	fi->direct_io = 1;
+	if (cached)
+		fi->keep_cache = 1;
+	else
+		fi->direct_io = 1;
 	if (acc != O_RDONLY) {
 		if (created || (fi->flags & O_TRUNC)) {
 			res = stage_begin(fs, f, true);
@@ -76,6 +84,21 @@ static int doc_open(struct fs *fs, const char *r, struct fuse_file_info *fi, boo
 	}
 	fi->fh = (uintptr_t)f;
 	return 0;
+}
+
+/* ver: the revision a reader of a version node must read (nodes.h), else 0; -ESTALE if the doc has another. */
+static int doc_open(struct fs *fs, const char *r, struct fuse_file_info *fi, bool created, int64_t ver)
+{
+	struct store_snap *snap;
+	int res = store_snap_open(fs->store, r, &snap);
+
+	if (res < 0)
+		return res;
+	if (ver && store_snap_rev(snap) != ver) {
+		store_snap_free(snap);
+		return -ESTALE;
+	}
+	return doc_open_snap(fs, r, fi, created, snap, ver != 0);
 }
 
 /* ---- the workspaces view: JSON Lines and generated files ----------------------------
@@ -270,7 +293,7 @@ static int view_open(struct fs *fs, const char *r, const struct view_path *vp, s
 	case VIEW_UI:
 		return jsonl_open(fs, vp, fi);
 	case VIEW_METADATA:
-		return doc_open(fs, vp->doc, fi, false);
+		return doc_open(fs, vp->doc, fi, false, 0);
 	case VIEW_WS_JSON:
 	case VIEW_WS_HISTORY:
 	case VIEW_TASK_JSON:
@@ -300,7 +323,7 @@ int op_open(const struct route *rt, struct fuse_file_info *fi)
 	int fd;
 
 	if (rt->kind == ROUTE_DOC)
-		return doc_open(fs, r, fi, false);
+		return doc_open(fs, r, fi, false, 0);
 	if (rt->view_err < 0)
 		return rt->view_err;
 	if (rt->kind == ROUTE_VIEW)
@@ -318,6 +341,34 @@ int op_open(const struct route *rt, struct fuse_file_info *fi)
 	return 0;
 }
 
+int op_open_version(const struct route *rt, int64_t ver, struct fuse_file_info *fi)
+{
+	if (rt->kind != ROUTE_DOC || (fi->flags & O_ACCMODE) != O_RDONLY)
+		return -ESTALE;
+	return doc_open(fs_get(), rt->rel, fi, false, ver);
+}
+
+bool op_version_snap(uint64_t fh, void *arg)
+{
+	struct fs_file *f = (struct fs_file *)(uintptr_t)fh;
+	struct op_version_snap *v = arg;
+
+	if (f->kind != FILE_DOC)
+		return false;
+	pthread_mutex_lock(&f->lock);
+	if (!f->dirty && f->fd < 0 && store_snap_rev(f->snap) == v->ver)
+		v->r = store_snap_dup(f->snap, &v->snap);
+	else
+		v->r = -ESTALE;
+	pthread_mutex_unlock(&f->lock);
+	return v->r != -ESTALE;
+}
+
+int op_open_version_snap(const struct route *rt, struct store_snap *snap, struct fuse_file_info *fi)
+{
+	return doc_open_snap(fs_get(), rt->rel, fi, false, snap, true);
+}
+
 int op_create(const struct route *rt, mode_t mode, struct fuse_file_info *fi)
 {
 	struct fs *fs = fs_get();
@@ -332,10 +383,10 @@ int op_create(const struct route *rt, mode_t mode, struct fuse_file_info *fi)
 	if (rt->kind == ROUTE_DOC) {
 		res = doc_create_by_caller(fs, r);
 		if (res == -EEXIST && !(fi->flags & O_EXCL))
-			return doc_open(fs, r, fi, false);
+			return doc_open(fs, r, fi, false, 0);
 		if (res < 0)
 			return res;
-		return doc_open(fs, r, fi, true);
+		return doc_open(fs, r, fi, true, 0);
 	}
 	if (rt->view_err == 0 && rt->kind == ROUTE_VIEW) {
 		/* A file of the view that exists only once its doc does. */

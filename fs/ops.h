@@ -53,6 +53,20 @@ int op_symlink(const char *target, const struct route *rt);
 int op_readlink(const struct route *rt, char *buf, size_t size);
 int op_mknod(const struct route *rt, mode_t mode, dev_t rdev);
 int op_open(const struct route *rt, struct fuse_file_info *fi);
+/* A read-only open of a doc's version node (fs/nodes.h) at revision ver: -ESTALE if the doc has another now. */
+int op_open_version(const struct route *rt, int64_t ver, struct fuse_file_info *fi);
+/*
+ * For nodes_with_open(): if handle fh reads revision ver of its doc, a copy
+ * of its snapshot into snap (r: 0 or -ENOMEM), and true. Opened with it, a
+ * reader of a version node whose doc changed since reads that version too.
+ */
+struct op_version_snap {
+	int64_t ver;
+	struct store_snap *snap;
+	int r;
+};
+bool op_version_snap(uint64_t fh, void *arg);
+int op_open_version_snap(const struct route *rt, struct store_snap *snap, struct fuse_file_info *fi);
 int op_create(const struct route *rt, mode_t mode, struct fuse_file_info *fi);
 int op_read(char *buf, size_t size, off_t off, struct fuse_file_info *fi);
 int op_write(const char *buf, size_t size, off_t off, struct fuse_file_info *fi);

@@ -1,0 +1,259 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# cache.sh: what the kernel caches of conversation files never shows a stale,
+# torn or mixed version.
+#
+# Docs are read through the kernel's page cache and their attributes kept,
+# by version (docs/ARCHITECTURE.md, "Caching"). Each check first makes the
+# kernel hold the old version (stat and a whole read), then changes the doc,
+# then looks at once, without waiting for any timeout. It proves that
+#   - a reader that opened a version before a commit reads that version to its
+#     end, whole, even when the new version is smaller and others stat and
+#     read the new one meanwhile (which sets the kernel's size of the file);
+#     readers that open after the commit read the new version, whole;
+#   - right after a commit returns, stat and read give the new version, also
+#     when the commit was a merge (the stored file differs from what its
+#     writer wrote): two writers that each read the file, then save by
+#     temp + rename (and again in place), both read back the merged bytes;
+#   - a change through the view (>> to messages.jsonl) shows at once in the
+#     compat file (tasks/<id>/api_conversation_history.json), a change of the
+#     compat file at once in the view, a file made through the view at once
+#     in the compat folder's listing, and the task's
+#     removal in the view at once in the compat tree, and so does its restore;
+#   - and that the kernel does keep them: a second read and stat of a doc that
+#     did not change send the daemon no READ and no GETATTR.
+# Every step waits for files the processes write, never for time.
+
+. "$(dirname "$0")/lib.sh"
+
+command -v jq >/dev/null || fail "jq is missing"
+M=$T/mnt
+STORE=$T/store.db
+TASK=1795306269021
+DOC=$M/tasks/$TASK/ui_messages.json
+API=$M/tasks/$TASK/api_conversation_history.json
+VIEW=$M/workspaces/unknown/tasks/$TASK
+mkdir -p "$M"
+mount_convfs "$M" "$STORE"
+mkdir -p "$M/tasks/$TASK"
+
+# hold_version FILE...: makes the kernel hold each FILE's version node, its
+# attributes and pages. A file just renamed into place keeps the temp file's
+# entry (and node) for the kernel's 1 s; once that lapsed, a stat looks the doc
+# up and gets the version node, and a read fills its pages.
+hold_version()
+{
+	sleep 1.1
+	stat "$@" >/dev/null
+	cat "$@" >/dev/null
+}
+
+# size_and_bytes FILE: "size bytes-read": what stat says, and what a read gives.
+size_and_bytes()
+{
+	echo "$(stat -c %s "$1") $(wc -c <"$1" | tr -d ' ')"
+}
+
+# ---- 1. a reader across a commit --------------------------------------------
+say "a reader that opened before a commit reads its version whole"
+node_client gen.js ui 3000 1 --size 700 >"$T/v1.json"
+node_client gen.js ui 800 2 --size 500 >"$T/v2.json"
+cat >"$T/reader.js" <<'EOF'
+// reader.js FILE OUT DIR: reads 256 KiB, says so (DIR/read), waits for DIR/go, reads to the end.
+'use strict';
+const fs = require('fs');
+const [file, out, dir] = process.argv.slice(2);
+const fd = fs.openSync(file, 'r');
+const parts = [];
+const buf = Buffer.alloc(65536);
+let total = 0, n;
+while (total < 262144 && (n = fs.readSync(fd, buf, 0, buf.length, null)) > 0) {
+	parts.push(Buffer.from(buf.subarray(0, n)));
+	total += n;
+}
+fs.writeFileSync(dir + '/read', String(total));
+while (!fs.existsSync(dir + '/go'))
+	Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10);
+while ((n = fs.readSync(fd, buf, 0, buf.length, null)) > 0)
+	parts.push(Buffer.from(buf.subarray(0, n)));
+fs.closeSync(fd);
+fs.writeFileSync(out, Buffer.concat(parts));
+EOF
+for how in rename inplace; do
+	say "... its version saved again by $how"
+	node_client write_atomic.js "$DOC" "$T/v1.json"
+	hold_version "$DOC" # v1's pages and size
+	rm -rf "$T/r1"
+	mkdir -p "$T/r1"
+	node "$T/reader.js" "$DOC" "$T/r1.out" "$T/r1" &
+	reader=$!
+	wait_for "$T/r1/read" 30 || fail "the reader never read its first 256 KiB"
+	# smaller, and read first, so its removals count
+	if [[ $how == rename ]]; then
+		node_client write_atomic.js "$DOC" "$T/v2.json"
+	else
+		node_client write_in_place.js "$DOC" "$T/v2.json"
+	fi
+	[[ $(size_and_bytes "$DOC") == "$(stat -c %s "$T/v2.json") $(stat -c %s "$T/v2.json")" ]] ||
+		problem "right after the commit of v2 by $how (a reader of v1 still open), stat and read give '$(size_and_bytes "$DOC")'; expected v2's size $(stat -c %s "$T/v2.json") for both"
+	same "$DOC" "$T/v2.json" "a read right after the commit of v2 by $how, with a reader of v1 open"
+	touch "$T/r1/go"
+	wait "$reader" || fail "the reader failed"
+	same "$T/r1.out" "$T/v1.json" "the reader that opened v1 before its commit by $how (256 KiB read before, the rest after)"
+	same "$DOC" "$T/v2.json" "a read once the reader of v1 closed ($how)"
+	same "$DOC" "$T/v2.json" "a second read of v2 (from the kernel's cache; $how)"
+	[[ $(size_and_bytes "$DOC") == "$(stat -c %s "$T/v2.json") $(stat -c %s "$T/v2.json")" ]] ||
+		problem "once the reader of v1 closed, stat and read give '$(size_and_bytes "$DOC")'; expected $(stat -c %s "$T/v2.json") ($how)"
+done
+
+# ---- 2. stat and read right after a merged commit -----------------------------
+cat >"$T/writer.js" <<'EOF'
+// writer.js FILE HOW TEXT DIR: reads FILE (its merge base), says so (DIR/read),
+// waits for DIR/go, saves it with one message more (HOW: rename or inplace),
+// says so (DIR/done), waits for DIR/check, then prints "size bytes" of FILE
+// into DIR/seen and its bytes into DIR/bytes.
+'use strict';
+const fs = require('fs');
+const [file, how, text, dir] = process.argv.slice(2);
+const wait = (f) => {
+	while (!fs.existsSync(f))
+		Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10);
+};
+const msgs = JSON.parse(fs.readFileSync(file, 'utf8'));
+fs.writeFileSync(dir + '/read', '');
+wait(dir + '/go');
+msgs.push({ ts: 1795306500000 + msgs.length * 10 + (text.includes('writer B') ? 1 : 0), type: 'say', say: 'text', text });
+const data = JSON.stringify(msgs);
+if (how === 'rename') {
+	const tmp = `${file}.tmp.${Date.now()}.${Math.random().toString(36).slice(2)}.json`;
+	fs.writeFileSync(tmp, data);
+	fs.renameSync(tmp, file);
+} else {
+	fs.writeFileSync(file, data);
+}
+fs.writeFileSync(dir + '/done', '');
+wait(dir + '/check');
+const size = fs.statSync(file).size;
+const bytes = fs.readFileSync(file);
+fs.writeFileSync(dir + '/bytes', bytes);
+fs.writeFileSync(dir + '/seen', `${size} ${bytes.length}`);
+EOF
+for how in rename inplace; do
+	say "two writers save by $how, the second merged: both read the merged version at once"
+	node_client write_atomic.js "$DOC" "$T/v1.json"
+	hold_version "$DOC"
+	rm -rf "$T/a" "$T/b"
+	mkdir -p "$T/a" "$T/b"
+	node "$T/writer.js" "$DOC" "$how" "from writer A ($how)" "$T/a" &
+	wa=$!
+	node "$T/writer.js" "$DOC" "$how" "from writer B ($how)" "$T/b" &
+	wb=$!
+	wait_for "$T/a/read" 30 && wait_for "$T/b/read" 30 || fail "the writers never read the file"
+	touch "$T/a/go"
+	wait_for "$T/a/done" 30 || fail "writer A never saved"
+	cat "$DOC" >/dev/null # the kernel holds A's version now
+	touch "$T/b/go"
+	wait_for "$T/b/done" 30 || fail "writer B never saved"
+	touch "$T/a/check" "$T/b/check"
+	wait "$wa" || fail "writer A failed"
+	wait "$wb" || fail "writer B failed"
+	cp "$DOC" "$T/merged.json"
+	n=$(jq 'map(select(.text == "from writer A ('"$how"')" or .text == "from writer B ('"$how"')")) | length' "$T/merged.json")
+	[[ $n == 2 ]] || problem "after two $how saves, the file holds $n of the 2 writers' messages; expected both (a merge)"
+	want="$(stat -c %s "$T/merged.json") $(stat -c %s "$T/merged.json")"
+	for w in a b; do
+		[[ $(cat "$T/$w/seen") == "$want" ]] ||
+			problem "writer ${w^^} ($how), right after B's merged save: stat and read give '$(cat "$T/$w/seen")'; expected '$want'"
+		same "$T/$w/bytes" "$T/merged.json" "what writer ${w^^} ($how) read right after B's merged save"
+	done
+done
+
+# ---- 3. the view and the compat tree --------------------------------------------
+say "a change through the view shows at once in the compat file, and back"
+node_client gen.js api 20 3 >"$T/api.json"
+node_client write_atomic.js "$API" "$T/api.json"
+hold_version "$API" "$VIEW/messages.jsonl"
+line='{"role":"user","content":[{"type":"text","text":"appended through the view"}],"ts":1795306600001}'
+printf '%s\n' "$line" >>"$VIEW/messages.jsonl"
+sz=$(stat -c %s "$API")
+cp "$API" "$T/api.after"
+[[ $sz == "$(stat -c %s "$T/api.after")" ]] ||
+	problem "right after >> to messages.jsonl, stat of the compat file gives size $sz; a read gives $(stat -c %s "$T/api.after") bytes"
+[[ $(jq -c '.[-1]' "$T/api.after") == "$line" ]] ||
+	problem "right after >> to messages.jsonl, the compat file's last message is $(jq -c '.[-1]' "$T/api.after"); expected $line"
+jq -c '. + [{"role":"assistant","content":[{"type":"text","text":"written through the compat file"}],"ts":1795306600002}]' \
+	"$T/api.after" >"$T/api.next"
+node_client write_atomic.js "$API" "$T/api.next"
+[[ $(tail -n 1 "$VIEW/messages.jsonl") == "$(jq -c '.[-1]' "$T/api.next")" ]] ||
+	problem "right after a save of the compat file, the view's last line is $(tail -n 1 "$VIEW/messages.jsonl")"
+[[ $(stat -c %s "$API") == "$(stat -c %s "$T/api.next")" ]] && same "$API" "$T/api.next" "the compat file read back" ||
+	problem "right after a save of the compat file, its size is $(stat -c %s "$API"); expected $(stat -c %s "$T/api.next")"
+
+say "a file made through the view is listed at once in the compat folder"
+ls "$M/tasks/$TASK" >/dev/null
+ls "$M/tasks/$TASK" >"$T/ls.before" # (were the listing kept, it would be this one)
+grep -q -x task_metadata.json "$T/ls.before" && fail "the task already has a task_metadata.json"
+echo '{"files_in_context":[],"model_usage":[],"environment_history":[]}' >"$VIEW/metadata.json"
+ls "$M/tasks/$TASK" >"$T/ls.after"
+grep -q -x task_metadata.json "$T/ls.after" ||
+	problem "right after metadata.json was made in the view, ls tasks/$TASK lists: $(tr '\n' ' ' <"$T/ls.after")"
+
+say "removing the task in the view shows at once in the compat tree, and its restore"
+stat "$API" "$DOC" "$M/tasks/$TASK" >/dev/null
+# (rmdir: rm -r would stop at the read-only checkpoints the generated messages name.)
+rmdir "$VIEW"
+for f in "$API" "$DOC"; do
+	! stat "$f" >/dev/null 2>&1 || problem "right after the task's removal in the view, stat of ${f#"$M"/} still succeeds"
+done
+mv "$M/workspaces/.trash/$TASK" "$VIEW"
+same "$API" "$T/api.next" "the compat file right after the task's restore"
+[[ $(stat -c %s "$DOC") == "$(stat -c %s "$T/merged.json")" ]] ||
+	problem "right after the task's restore, stat of ui_messages.json gives size $(stat -c %s "$DOC"); expected $(stat -c %s "$T/merged.json")"
+
+unmount_convfs "$M"
+check_log "$STORE.log"
+
+# ---- 4. what the kernel keeps -------------------------------------------------
+say "a second read of an unchanged doc reaches the daemon only to look it up and open it"
+# -d logs each request the daemon gets, one line each ("opcode: READ").
+mount_convfs "$M" "$STORE" -d
+cat "$DOC" >/dev/null
+stat "$DOC" >/dev/null
+before=$(wc -l <"$STORE.log")
+same "$DOC" "$T/merged.json" "a second read"
+stat "$DOC" >/dev/null
+# The doc's node is the one opened. (The task's folder may be asked for its
+# attributes, kept 1 s, when a slow run walks through it after they lapsed.)
+tail -n +"$((before + 1))" "$STORE.log" | grep -a -E 'opcode: ' >"$T/second"
+node=$(awk '/opcode: OPEN \(14\)/ { n = $10; sub(",", "", n); print n; exit }' "$T/second")
+[[ -n $node ]] || fail "no OPEN of the doc in the log of its second read"
+ops=$(grep -a -F "nodeid: $node," "$T/second" | grep -a -o -E 'opcode: [A-Z_]+' | sort | uniq -c | tr -s ' \n' ' ')
+for op in READ GETATTR; do
+	! grep -q -w "$op" <<<"$ops" || problem "a second read and stat of an unchanged doc sent the daemon $op requests for it: $ops"
+done
+
+say "a writer never opens the node a reader of the doc has open"
+# The reader's pages and size are its version's: had the writer the same
+# node, its O_TRUNC would set the size the kernel lets the reader read to.
+before=$(wc -l <"$STORE.log")
+me=$BASHPID # (in the pipeline below, $BASHPID is the subshell's)
+exec 9<"$DOC"
+node_client write_in_place.js "$DOC" "$T/v2.json"
+exec 9<&-
+# OPEN requests after the mark that succeeded, "0|1 pid nodeid": the reader's (this shell, 0) first.
+tail -n +"$((before + 1))" "$STORE.log" | awk -v me="$me" '
+	/opcode: OPEN \(14\)/ { u = $5; n = $10; p = $NF; sub(",", "", u); sub(",", "", n); node[u] = n; pid[u] = p }
+	/unique: [0-9]+, success/ { u = $5; sub(",", "", u); if (u in node) print (pid[u] == me ? 0 : 1), pid[u], node[u] }
+' | sort -n -s -k1,1 >"$T/opens"
+reader=$(awk '$1 == 0 { print $3; exit }' "$T/opens")
+[[ -n $reader ]] || fail "the log has no OPEN of the reader (pid $me):\n$(cat "$T/opens")"
+# The writer reads the doc first (as Cline does), then opens it to write: its last OPEN.
+writer=$(awk '$1 == 1 { n = $3 } END { print n }' "$T/opens")
+[[ -n $writer ]] || fail "the log has no OPEN of the writer"
+[[ $writer != "$reader" ]] ||
+	problem "the writer opened node $reader to write, which the reader had open:\n$(cat "$T/opens")"
+same "$DOC" "$T/v2.json" "the doc after the writer"
+unmount_convfs "$M"
+check_log "$STORE.log" '^convfs: debug: '
+pass
