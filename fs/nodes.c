@@ -16,13 +16,13 @@
  * The node id is the node's address, as in libfuse's passthrough_ll; the
  * root is FUSE_ROOT_ID. One mutex guards the whole table; it is held only
  * for hash look-ups and pointer updates, never across a store or backing
- * tree call (but for an open file's attributes in nodes_with_open()). The
- * table grows with what the kernel holds (its dentry cache), not with the
- * store.
+ * tree call (but for an open file's attributes, or a copy of its snapshot,
+ * in nodes_with_open()). The table grows with what the kernel holds (its
+ * dentry and inode caches: a replaced version's node stays until the kernel
+ * evicts its inode), not with the store.
  */
 #include <errno.h>
 #include <pthread.h>
-#include <sys/types.h>
 #include <stdlib.h>
 #include <string.h>
 
