@@ -33,7 +33,14 @@
 #include "fs/view.h"
 #include "store/util.h"
 
-#define TIMEOUT 1.0 /* seconds the kernel may cache entries and attributes */
+#define TIMEOUT 1.0 /* seconds the kernel may cache the view's and the root's entries and attributes */
+/*
+ * Seconds the kernel may cache the entries, attributes and listings of the
+ * backing tree's files and folders (the compat tree's folders included):
+ * they change only through the mount, which the kernel sees, or through
+ * convfs itself, which tells it (fs_invalidate()).
+ */
+#define CACHE_TIMEOUT 600.0
 #define VERSION_TIMEOUT 86400.0 /* a version node's attributes: they never change (nodes.h) */
 
 struct fs *fs_current;
@@ -93,6 +100,10 @@ void ll_invalidate(struct fs *fs, const char *rel)
 	 * The node may be freed meanwhile; the kernel ignores an unknown id. A
 	 * version node's pages and attributes never change: a commit leaves
 	 * them alone (and dropping pages would wait for those being read in).
+	 * Other docs have no pages (direct I/O); a folder's pages are the
+	 * listing the kernel keeps (cache_readdir, ll_opendir()), which it
+	 * locks only while it copies entries in or out, never across a request
+	 * to the daemon.
 	 */
 	if (ino && !version)
 		fuse_lowlevel_notify_inval_inode(session, ino, 0, 0);
@@ -183,8 +194,23 @@ void ll_placement_check(struct fs *fs)
 static double attr_timeout(const struct stat *st, double timeout)
 {
 	if (S_ISDIR(st->st_mode))
-		return TIMEOUT;
+		return timeout;
 	return st->st_nlink > 1 ? 0 : timeout;
+}
+
+/*
+ * How long the kernel may keep the attributes st of rt, before
+ * attr_timeout(): CACHE_TIMEOUT in the backing tree, 0 for docs and the
+ * view's files, TIMEOUT for the root and the view's folders. (A version
+ * node's attributes are kept for good: reply_version_entry().)
+ */
+static double route_timeout(const struct route *rt, const struct stat *st)
+{
+	if (rt->kind == ROUTE_PLAIN && *rt->rel)
+		return CACHE_TIMEOUT;
+	if (never_cached(rt) && !S_ISDIR(st->st_mode))
+		return 0;
+	return TIMEOUT;
 }
 
 /*
@@ -225,7 +251,7 @@ static void reply_version_entry(fuse_req_t req, fuse_ino_t parent, const char *n
 static void reply_entry_at(fuse_req_t req, fuse_ino_t parent, const char *name, const char *path,
 			   struct fuse_file_info *fi)
 {
-	struct fuse_entry_param e = { .attr_timeout = TIMEOUT, .entry_timeout = TIMEOUT };
+	struct fuse_entry_param e = { 0 };
 	struct route rt;
 	int r;
 
@@ -235,17 +261,16 @@ static void reply_entry_at(fuse_req_t req, fuse_ino_t parent, const char *name, 
 		return;
 	}
 	r = op_getattr(&rt, &e.attr, fi);
-	if (never_cached(&rt) && !S_ISDIR(e.attr.st_mode))
-		e.attr_timeout = 0;
-	if (S_ISDIR(e.attr.st_mode) && is_view_volatile_dir(path))
-		e.entry_timeout = e.attr_timeout = 0;
-	e.attr_timeout = attr_timeout(&e.attr, e.attr_timeout);
 	if (r < 0) {
 		if (fi)
 			op_release(fi);
 		fuse_reply_err(req, -r);
 		return;
 	}
+	e.attr_timeout = attr_timeout(&e.attr, route_timeout(&rt, &e.attr));
+	e.entry_timeout = rt.kind == ROUTE_PLAIN ? CACHE_TIMEOUT : TIMEOUT;
+	if (S_ISDIR(e.attr.st_mode) && is_view_volatile_dir(path))
+		e.entry_timeout = e.attr_timeout = 0;
 	e.ino = nodes_lookup(parent, name, fi ? &fi->fh : NULL);
 	if (!e.ino) {
 		if (fi)
@@ -328,16 +353,12 @@ static bool through_handle(uint64_t fh, void *arg)
 	return true;
 }
 
-static int getattr_route(fuse_ino_t ino, const struct route *rt, bool removed, struct fuse_file_info *fi,
-			 struct stat *st, double *ret_timeout)
+/* The attributes of node ino at rt, asked afresh (not a version node's). */
+static int getattr_fresh(fuse_ino_t ino, const struct route *rt, bool removed, struct fuse_file_info *fi,
+			 struct stat *st)
 {
 	bool doc = rt->kind == ROUTE_DOC;
 
-	if (doc && nodes_version_stat(ino, st)) {
-		*ret_timeout = VERSION_TIMEOUT;
-		return 0;
-	}
-	*ret_timeout = never_cached(rt) ? 0 : TIMEOUT;
 	if (doc && !fi) {
 		struct owner_stat o = { .st = st };
 		struct fs_proc proc;
@@ -373,6 +394,20 @@ static int getattr_route(fuse_ino_t ino, const struct route *rt, bool removed, s
 			return -ESTALE;
 	}
 	return op_getattr(rt, st, fi);
+}
+
+static int getattr_route(fuse_ino_t ino, const struct route *rt, bool removed, struct fuse_file_info *fi,
+			 struct stat *st, double *ret_timeout)
+{
+	int r;
+
+	if (rt->kind == ROUTE_DOC && nodes_version_stat(ino, st)) {
+		*ret_timeout = VERSION_TIMEOUT;
+		return 0;
+	}
+	r = getattr_fresh(ino, rt, removed, fi, st);
+	*ret_timeout = r == 0 ? route_timeout(rt, st) : 0;
+	return r;
 }
 
 static int getattr_node(fuse_ino_t ino, struct fuse_file_info *fi, struct stat *st, double *ret_timeout)
@@ -788,6 +823,17 @@ static void ll_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		return;
 	}
 	fi->fh = (uintptr_t)d;
+	/*
+	 * What a folder of the backing tree lists (the compat tree's folders
+	 * included) changes only through the mount, where the kernel sees it,
+	 * or through convfs, which tells it (fs_invalidate()): the kernel
+	 * keeps the listing (FOPEN_CACHE_DIR)
+	 * across opens. Not the root's nor the view's, which are made afresh.
+	 */
+	if (rt.kind == ROUTE_PLAIN && *rt.rel) {
+		fi->cache_readdir = 1;
+		fi->keep_cache = 1;
+	}
 	if (fuse_reply_open(req, fi) == -ENOENT)
 		dir_release(d);
 }

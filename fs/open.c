@@ -397,6 +397,8 @@ int op_create(const struct route *rt, mode_t mode, struct fuse_file_info *fi)
 			return res;
 		if (res == -EEXIST && (fi->flags & O_EXCL))
 			return -EEXIST;
+		if (res == 0)
+			fs_invalidate(fs, vp->doc); /* its compat folder lists it now */
 		return view_open(fs, r, vp, fi);
 	}
 	if (rt->view_err < 0 && rt->kind == ROUTE_VIEW)

@@ -74,14 +74,30 @@ int doc_remove_by_caller(struct fs *fs, const char *path, const char *kind)
 }
 
 /*
- * After a commit of doc r: the kernel drops what it cached of r, and of the
- * view's folders whose times follow the conversation r belongs to.
+ * After a commit of doc r, or when the folder r was made, moved away or
+ * back behind the kernel's back (a task's, through the view): the kernel
+ * drops what it cached of r (attributes; a folder's listing), the listing of
+ * r's folder, and what it cached of the view's folders whose times follow
+ * the conversation r belongs to. What is in a folder r needs nothing more:
+ * every path walk through r needs r's attributes first (the mount checks
+ * permissions in the kernel, default_permissions), so it asks the daemon,
+ * which says what is there now.
  */
 void fs_invalidate(struct fs *fs, const char *r)
 {
+	const char *slash = strrchr(r, '/');
 	char task[72];
 
 	ll_invalidate(fs, r);
+	if (slash) {
+		/* A commit may have made the doc (>> to a new conversation's view file): its folder lists it now. */
+		_cleanup_free_ char *dir = strndup(r, (size_t)(slash - r));
+
+		if (dir)
+			ll_invalidate(fs, dir);
+		else
+			log_warn("out of memory while telling the kernel that the folder of '%s' changed", r);
+	}
 	if (store_path_conversation(r, task, sizeof(task)) == 0)
 		view_invalidate_conversation(fs, task);
 	ll_placement_check(fs);
@@ -577,6 +593,12 @@ int op_list_dir(const struct route *rt, op_list_fn fn, void *ctx)
 	if (rt->kind == ROUTE_VIEW && rt->vp.kind != VIEW_ROOT)
 		return view_list(fs, &rt->vp, fn, ctx);
 	fd = plain_open(fs, r, O_RDONLY | O_DIRECTORY, 0);
+	if (fd == -ENOENT && rt->kind == ROUTE_PLAIN && backing_heal(fs, r) == 0) {
+		/* The kernel holds the folder's entry: listing it heals it, as a lookup does (op_getattr()). */
+		fd = plain_open(fs, r, O_RDONLY | O_DIRECTORY, 0);
+		if (fd >= 0)
+			log_warn("the folder '%s' was missing from the backing tree: made it again for its conversations", r);
+	}
 	if (fd == -ENOENT && rt->vp.kind == VIEW_ROOT) {
 		/* No workspaces/ of the client's: only the view's entries. */
 		if ((res = fn(ctx, ".", S_IFDIR, 0)) < 0 || (res = fn(ctx, "..", S_IFDIR, 0)) < 0)
@@ -649,6 +671,7 @@ int op_mkdir(const struct route *rt, mode_t mode)
 
 			snprintf(tdir, sizeof(tdir), "tasks/%s", vp->task);
 			res = plain_mkdirs(fs, tdir);
+			fs_invalidate(fs, tdir); /* tasks/ lists it now */
 		}
 		return res;
 	}
@@ -706,6 +729,7 @@ int task_restore(struct fs *fs, const char *id)
 	if (r < 0)
 		log_warn("cannot make the folder '%s' of the restored task: %s; its conversation is back", to,
 			 strerror(-r));
+	fs_invalidate(fs, to); /* back behind the kernel's back, when asked through the view */
 	return 0;
 }
 

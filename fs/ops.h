@@ -22,7 +22,7 @@ extern __thread pid_t fs_caller_pid;
 extern __thread uid_t fs_caller_uid;
 extern __thread gid_t fs_caller_gid;
 
-/* Drops the kernel's cached pages and attributes of the file at rel (lowlevel.c). */
+/* Drops the kernel's cached pages and attributes of the file at rel, a folder's listing (lowlevel.c). */
 void ll_invalidate(struct fs *fs, const char *rel);
 /* If a task may have moved since the last call, drops the kernel's attributes of the view's task folders. */
 void ll_placement_check(struct fs *fs);

@@ -18,11 +18,13 @@
 #     temp + rename (and again in place), both read back the merged bytes;
 #   - a change through the view (>> to messages.jsonl) shows at once in the
 #     compat file (tasks/<id>/api_conversation_history.json), a change of the
-#     compat file at once in the view, a file made through the view at once
-#     in the compat folder's listing, and the task's
-#     removal in the view at once in the compat tree, and so does its restore;
+#     compat file at once in the view, a file and a task made through the
+#     view at once in the compat folders' listings (which the kernel keeps),
+#     and the task's removal in the view at once in the compat tree, and so
+#     does its restore;
 #   - and that the kernel does keep them: a second read and stat of a doc that
-#     did not change send the daemon no READ and no GETATTR.
+#     did not change send the daemon no READ and no GETATTR, and a find of
+#     unchanged folders walked before no READDIR, LOOKUP or GETATTR.
 # Every step waits for files the processes write, never for time.
 
 . "$(dirname "$0")/lib.sh"
@@ -192,21 +194,39 @@ node_client write_atomic.js "$API" "$T/api.next"
 
 say "a file made through the view is listed at once in the compat folder"
 ls "$M/tasks/$TASK" >/dev/null
-ls "$M/tasks/$TASK" >"$T/ls.before" # (were the listing kept, it would be this one)
+ls "$M/tasks/$TASK" >"$T/ls.before" # the kernel keeps the listing
 grep -q -x task_metadata.json "$T/ls.before" && fail "the task already has a task_metadata.json"
 echo '{"files_in_context":[],"model_usage":[],"environment_history":[]}' >"$VIEW/metadata.json"
 ls "$M/tasks/$TASK" >"$T/ls.after"
 grep -q -x task_metadata.json "$T/ls.after" ||
 	problem "right after metadata.json was made in the view, ls tasks/$TASK lists: $(tr '\n' ' ' <"$T/ls.after")"
 
+say "a task made through the view is listed at once in tasks/"
+ls "$M/tasks" >/dev/null
+ls "$M/tasks" >/dev/null # kept
+mkdir "$M/workspaces/unknown/tasks/1795306269100"
+ls "$M/tasks" | grep -q -x 1795306269100 || problem "right after mkdir of a task in the view, ls tasks/ does not list it"
+
 say "removing the task in the view shows at once in the compat tree, and its restore"
-stat "$API" "$DOC" "$M/tasks/$TASK" >/dev/null
+# Another task, so that tasks/ lists something with the task gone; a plain
+# file in the task's folder, whose attributes the kernel keeps.
+mkdir "$M/tasks/1795306269099"
+echo '[]' >"$M/tasks/1795306269099/ui_messages.json"
+echo notes >"$M/tasks/$TASK/notes.txt"
+stat "$API" "$DOC" "$M/tasks/$TASK" "$M/tasks/$TASK/notes.txt" >/dev/null
+ls "$M/tasks" >/dev/null
+ls "$M/tasks" >"$T/tasks.before" # the kernel keeps the listing
+grep -q -x "$TASK" "$T/tasks.before" || fail "ls tasks/ does not list $TASK"
 # (rmdir: rm -r would stop at the read-only checkpoints the generated messages name.)
 rmdir "$VIEW"
-for f in "$API" "$DOC"; do
+for f in "$API" "$DOC" "$M/tasks/$TASK" "$M/tasks/$TASK/notes.txt"; do
 	! stat "$f" >/dev/null 2>&1 || problem "right after the task's removal in the view, stat of ${f#"$M"/} still succeeds"
 done
+! ls "$M/tasks" | grep -q -x "$TASK" || problem "right after the task's removal in the view, ls tasks/ still lists it"
+ls "$M/tasks" >/dev/null # kept again
 mv "$M/workspaces/.trash/$TASK" "$VIEW"
+ls "$M/tasks" | grep -q -x "$TASK" || problem "right after the task's restore, ls tasks/ does not list it"
+[[ $(cat "$M/tasks/$TASK/notes.txt") == notes ]] || problem "right after the task's restore, its notes.txt is not back"
 same "$API" "$T/api.next" "the compat file right after the task's restore"
 [[ $(stat -c %s "$DOC") == "$(stat -c %s "$T/merged.json")" ]] ||
 	problem "right after the task's restore, stat of ui_messages.json gives size $(stat -c %s "$DOC"); expected $(stat -c %s "$T/merged.json")"
@@ -231,6 +251,19 @@ node=$(awk '/opcode: OPEN \(14\)/ { n = $10; sub(",", "", n); print n; exit }' "
 ops=$(grep -a -F "nodeid: $node," "$T/second" | grep -a -o -E 'opcode: [A-Z_]+' | sort | uniq -c | tr -s ' \n' ' ')
 for op in READ GETATTR; do
 	! grep -q -w "$op" <<<"$ops" || problem "a second read and stat of an unchanged doc sent the daemon $op requests for it: $ops"
+done
+
+say "a walk of unchanged folders, once they are kept, reaches the daemon only to open them"
+find "$M/tasks" >/dev/null
+# (The first listing of a folder makes the kernel ask for its access time
+# once more, at the next stat: the second walk's.)
+find "$M/tasks" >/dev/null
+before=$(wc -l <"$STORE.log")
+find "$M/tasks" >"$T/find.second"
+tail -n +"$((before + 1))" "$STORE.log" | grep -a -o -E 'opcode: [A-Z_]+' | sort | uniq -c | tr -s ' \n' ' ' >"$T/walk"
+grep -q -x "$DOC" "$T/find.second" || fail "find does not list $DOC"
+for op in READDIR LOOKUP GETATTR; do
+	! grep -q -w "$op" "$T/walk" || problem "a third find of unchanged folders sent the daemon $op requests: $(cat "$T/walk")"
 done
 
 say "a writer never opens the node a reader of the doc has open"
