@@ -244,6 +244,24 @@ static void reply_version_entry(fuse_req_t req, fuse_ino_t parent, const char *n
 }
 
 /*
+ * How long the kernel may keep the entry of rt (not a doc's: those are
+ * never kept, reply_version_entry()). A file in a folder of docs is most
+ * often a temp file about to be renamed over a doc, and a rename keeps the
+ * entry's time: kept 600 s, the doc's name would stay on the temp file's
+ * node, which is read with direct I/O, for as long.
+ */
+static double entry_timeout(const struct route *rt)
+{
+	char buf[PATH_MAX];
+	struct route up;
+
+	if (rt->kind != ROUTE_PLAIN)
+		return TIMEOUT;
+	route_parent(fs_current, rt, &up, buf, sizeof(buf));
+	return up.store == STORE_PATH_DOC_DIR ? TIMEOUT : CACHE_TIMEOUT;
+}
+
+/*
  * Replies with the entry parent/name, whose path is path, counting a lookup.
  * After a request that made it (mkdir, create, ...), what stands at path now
  * is looked up afresh.
@@ -268,7 +286,7 @@ static void reply_entry_at(fuse_req_t req, fuse_ino_t parent, const char *name, 
 		return;
 	}
 	e.attr_timeout = attr_timeout(&e.attr, route_timeout(&rt, &e.attr));
-	e.entry_timeout = rt.kind == ROUTE_PLAIN ? CACHE_TIMEOUT : TIMEOUT;
+	e.entry_timeout = entry_timeout(&rt);
 	if (S_ISDIR(e.attr.st_mode) && is_view_volatile_dir(path))
 		e.entry_timeout = e.attr_timeout = 0;
 	e.ino = nodes_lookup(parent, name, fi ? &fi->fh : NULL);
