@@ -23,9 +23,12 @@
 #     and the task's removal in the view at once in the compat tree, and so
 #     does its restore;
 #   - and that the kernel does keep them: a second read and stat of a doc that
-#     did not change send the daemon no READ and no GETATTR, and a find of
+#     did not change since its save by temp + rename (and 1 s, for the temp
+#     file's entry to lapse) send the daemon no READ and no GETATTR, and a find of
 #     unchanged folders walked before no READDIR, LOOKUP or GETATTR.
-# Every step waits for files the processes write, never for time.
+# Every step waits for files the processes write; the only waits for time
+# are for the kernel's 1 s entry of a temp file renamed over a doc to lapse
+# (hold_version).
 
 . "$(dirname "$0")/lib.sh"
 
