@@ -23,9 +23,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/fuse.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fs/dirs.h"
 #include "fs/nodes.h"
@@ -49,6 +52,17 @@ __thread uid_t fs_caller_uid;
 __thread gid_t fs_caller_gid;
 
 static struct fuse_session *session;
+
+/*
+ * FUSE_NOTIFY_INC_EPOCH (protocol 7.44, Linux 6.16): the kernel counts
+ * epochs, stamps each entry with the epoch its lookup began in, and looks a
+ * name up again before it uses an entry of an older epoch. libfuse 3.14
+ * does not know it (so its header does not name it); the message is the
+ * header alone, written to the session's device like any notification.
+ */
+#define NOTIFY_INC_EPOCH 8
+#define EPOCH_MINOR 44
+static bool epochs; /* the kernel takes NOTIFY_INC_EPOCH: docs' entries are kept */
 
 /* The path of ino (plus "/name"), as nodes_path(); names the kernel must not reach refused. */
 static int path_of(fuse_ino_t ino, const char *name, struct sb *out, bool *ret_removed)
@@ -85,6 +99,30 @@ static void begin(fuse_req_t req)
 	fs_caller_pid = ctx->pid;
 	fs_caller_uid = ctx->uid;
 	fs_caller_gid = ctx->gid;
+}
+
+void ll_new_epoch(struct fs *fs)
+{
+	struct fuse_out_header h = { .len = sizeof(h), .error = NOTIFY_INC_EPOCH, .unique = 0 };
+	ssize_t n;
+
+	(void)fs;
+	if (!session || !__atomic_load_n(&epochs, __ATOMIC_ACQUIRE))
+		return;
+	/*
+	 * No lock is taken in the kernel: an increment. ENODEV: the mount is
+	 * gone, and with it all the kernel kept. Any other failure leaves the
+	 * kernel with entries of docs that may have changed, for as long as
+	 * CACHE_TIMEOUT: the entries of docs looked up from now on are not kept.
+	 */
+	n = write(fuse_session_fd(session), &h, sizeof(h));
+	if (n < 0 && errno == ENODEV)
+		return;
+	if (n != (ssize_t)sizeof(h)) {
+		log_err("cannot tell the kernel that docs changed (a new epoch): %s; docs' entries are not kept from now on",
+			n < 0 ? strerror(errno) : "short write");
+		__atomic_store_n(&epochs, false, __ATOMIC_RELEASE);
+	}
 }
 
 void ll_invalidate(struct fs *fs, const char *rel)
@@ -216,10 +254,11 @@ static double route_timeout(const struct route *rt, const struct stat *st)
 /*
  * A doc looked up: its node stands for the revision it has now (nodes.h), so
  * the kernel keeps its attributes and pages for good and reads it through its
- * page cache (op_open_version()). The entry is never kept (timeout 0): every
- * path walk to the doc asks again, and after a commit gets the new version's
- * node. That is what makes "right after a commit returns, stat and read show
- * the new version" hold without telling the kernel anything.
+ * page cache (op_open_version()). The entry is kept only until the next
+ * change of any doc (a new epoch), or not at all on a kernel without epochs:
+ * a path walk after a commit asks again and gets the new version's node. That
+ * is what makes "right after a commit returns, stat and read show the new
+ * version" hold without telling the kernel about any node.
  */
 static void reply_version_entry(fuse_req_t req, fuse_ino_t parent, const char *name, const struct route *rt)
 {
@@ -240,6 +279,15 @@ static void reply_version_entry(fuse_req_t req, fuse_ino_t parent, const char *n
 		return;
 	}
 	e.attr_timeout = attr_timeout(&e.attr, version ? VERSION_TIMEOUT : 0);
+	/*
+	 * Kept when the kernel counts epochs: every change of a doc begins a
+	 * new one before it returns (ll_new_epoch()), and the kernel looks a
+	 * name up again before it uses an entry of an older epoch than the
+	 * current, stamped with the epoch its lookup began in: so an answer
+	 * with the revision before a change never outlives it.
+	 */
+	if (version && __atomic_load_n(&epochs, __ATOMIC_ACQUIRE))
+		e.entry_timeout = CACHE_TIMEOUT;
 	fuse_reply_entry(req, &e);
 }
 
@@ -893,9 +941,19 @@ static void ll_destroy(void *userdata)
 
 static void ll_init(void *userdata, struct fuse_conn_info *conn)
 {
+	const char *no;
+
 	/* O_TRUNC arrives with open, not as a separate truncate. */
 	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
 		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+	epochs = conn->proto_major == FUSE_KERNEL_VERSION && conn->proto_minor >= EPOCH_MINOR;
+	/* CONVFS_NO_EPOCHS=1 (the tests): as on a kernel before 7.44, such as Debian 12's. */
+	no = getenv("CONVFS_NO_EPOCHS");
+	if (no && strcmp(no, "1") == 0)
+		epochs = false;
+	log_debug("the kernel speaks FUSE %u.%u: %s", conn->proto_major, conn->proto_minor,
+		  epochs ? "docs' entries are kept, and dropped at each change by a new epoch"
+			 : "docs' entries are never kept (no epochs)");
 }
 
 static const struct fuse_lowlevel_ops ll_ops = {

@@ -75,7 +75,9 @@ int doc_remove_by_caller(struct fs *fs, const char *path, const char *kind)
 
 /*
  * After a commit of doc r, or when the folder r was made, moved away or
- * back behind the kernel's back (a task's, through the view): the kernel
+ * back behind the kernel's back (a task's, through the view): a new epoch
+ * (the kernel looks each name up again before it uses a kept entry: a doc's
+ * name gets its new version's node), and the kernel
  * drops what it cached of r (attributes; a folder's listing), the listing of
  * r's folder, and what it cached of the view's folders whose times follow
  * the conversation r belongs to. What is in a folder r needs nothing more:
@@ -88,6 +90,7 @@ void fs_invalidate(struct fs *fs, const char *r)
 	const char *slash = strrchr(r, '/');
 	char task[72];
 
+	ll_new_epoch(fs);
 	ll_invalidate(fs, r);
 	if (slash) {
 		/* A commit may have made the doc (>> to a new conversation's view file): its folder lists it now. */

@@ -9,23 +9,26 @@
 # kernel hold the old version (stat and a whole read), then changes the doc,
 # then looks at once, without waiting for any timeout. It proves that
 #   - a reader that opened a version before a commit reads that version to its
-#     end, whole, even when the new version is smaller and others stat and
-#     read the new one meanwhile (which sets the kernel's size of the file);
-#     readers that open after the commit read the new version, whole;
+#     end, whole, and fstat gives its size, even when the new version is
+#     smaller and others stat and read the new one meanwhile (which sets the
+#     kernel's size of the file); readers that open after the commit read the
+#     new version, whole;
 #   - right after a commit returns, stat and read give the new version, also
 #     when the commit was a merge (the stored file differs from what its
 #     writer wrote): two writers that each read the file, then save by
 #     temp + rename (and again in place), both read back the merged bytes;
 #   - a change through the view (>> to messages.jsonl) shows at once in the
-#     compat file (tasks/<id>/api_conversation_history.json), a change of the
+#     compat file (tasks/<id>/api_conversation_history.json), while a reader
+#     of the compat file open across it reads (and fstats) its own; a change of the
 #     compat file at once in the view, a file and a task made through the
 #     view at once in the compat folders' listings (which the kernel keeps),
 #     and the task's removal in the view at once in the compat tree, and so
 #     does its restore;
 #   - and that the kernel does keep them: a second read and stat of a doc that
 #     did not change since its save by temp + rename (and 1 s, for the temp
-#     file's entry to lapse) send the daemon no READ and no GETATTR, and a find of
-#     unchanged folders walked before no READDIR, LOOKUP or GETATTR.
+#     file's entry to lapse) send the daemon no READ and no GETATTR (nor any
+#     LOOKUP, where the kernel counts epochs), and a find of unchanged folders
+#     walked before no READDIR, LOOKUP or GETATTR.
 # Every step waits for files the processes write; the only waits for time
 # are for the kernel's 1 s entry of a temp file renamed over a doc to lapse
 # (hold_version).
@@ -65,7 +68,8 @@ say "a reader that opened before a commit reads its version whole"
 node_client gen.js ui 3000 1 --size 700 >"$T/v1.json"
 node_client gen.js ui 800 2 --size 500 >"$T/v2.json"
 cat >"$T/reader.js" <<'EOF'
-// reader.js FILE OUT DIR: reads 256 KiB, says so (DIR/read), waits for DIR/go, reads to the end.
+// reader.js FILE OUT DIR: reads 256 KiB, says so (DIR/read), waits for DIR/go,
+// fstat()s the file (its size into DIR/size), reads to the end.
 'use strict';
 const fs = require('fs');
 const [file, out, dir] = process.argv.slice(2);
@@ -80,6 +84,7 @@ while (total < 262144 && (n = fs.readSync(fd, buf, 0, buf.length, null)) > 0) {
 fs.writeFileSync(dir + '/read', String(total));
 while (!fs.existsSync(dir + '/go'))
 	Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10);
+fs.writeFileSync(dir + '/size', String(fs.fstatSync(fd).size));
 while ((n = fs.readSync(fd, buf, 0, buf.length, null)) > 0)
 	parts.push(Buffer.from(buf.subarray(0, n)));
 fs.closeSync(fd);
@@ -106,6 +111,8 @@ for how in rename inplace; do
 	touch "$T/r1/go"
 	wait "$reader" || fail "the reader failed"
 	same "$T/r1.out" "$T/v1.json" "the reader that opened v1 before its commit by $how (256 KiB read before, the rest after)"
+	[[ $(cat "$T/r1/size") == "$(stat -c %s "$T/v1.json")" ]] ||
+		problem "the reader of v1, after the commit of v2 by $how: fstat gives size $(cat "$T/r1/size"); expected v1's $(stat -c %s "$T/v1.json")"
 	same "$DOC" "$T/v2.json" "a read once the reader of v1 closed ($how)"
 	same "$DOC" "$T/v2.json" "a second read of v2 (from the kernel's cache; $how)"
 	[[ $(size_and_bytes "$DOC") == "$(stat -c %s "$T/v2.json") $(stat -c %s "$T/v2.json")" ]] ||
@@ -180,8 +187,20 @@ say "a change through the view shows at once in the compat file, and back"
 node_client gen.js api 20 3 >"$T/api.json"
 node_client write_atomic.js "$API" "$T/api.json"
 hold_version "$API" "$VIEW/messages.jsonl"
+# A reader of the compat file open across the change, which keeps its node
+# at the name: its fstat gives its version's size.
+rm -rf "$T/r3"
+mkdir -p "$T/r3"
+node "$T/reader.js" "$API" "$T/r3.out" "$T/r3" &
+reader=$!
+wait_for "$T/r3/read" 30 || fail "the reader of the compat file never read it"
 line='{"role":"user","content":[{"type":"text","text":"appended through the view"}],"ts":1795306600001}'
 printf '%s\n' "$line" >>"$VIEW/messages.jsonl"
+touch "$T/r3/go"
+wait "$reader" || fail "the reader of the compat file failed"
+[[ $(cat "$T/r3/size") == "$(stat -c %s "$T/api.json")" ]] ||
+	problem "a reader of the compat file, after >> to messages.jsonl: fstat gives size $(cat "$T/r3/size"); expected its version's $(stat -c %s "$T/api.json")"
+same "$T/r3.out" "$T/api.json" "a reader of the compat file open across >> to messages.jsonl"
 sz=$(stat -c %s "$API")
 cp "$API" "$T/api.after"
 [[ $sz == "$(stat -c %s "$T/api.after")" ]] ||
@@ -246,6 +265,9 @@ mount_convfs "$M" "$STORE" -d
 # temp file's node (read with direct I/O) until the entry lapses, after 1 s.
 node_client write_atomic.js "$DOC" "$T/merged.json"
 hold_version "$DOC"
+# (The first read's pages came from the daemon, after which the kernel asks
+# once for the access time, at the next stat.)
+stat "$DOC" >/dev/null
 before=$(wc -l <"$STORE.log")
 same "$DOC" "$T/merged.json" "a second read"
 stat "$DOC" >/dev/null
@@ -258,6 +280,13 @@ ops=$(grep -a -F "nodeid: $node," "$T/second" | grep -a -o -E 'opcode: [A-Z_]+' 
 for op in READ GETATTR; do
 	! grep -q -w "$op" <<<"$ops" || problem "a second read and stat of an unchanged doc sent the daemon $op requests for it: $ops"
 done
+# Its entry is kept too, and its folder's, where the kernel counts epochs.
+if grep -q -a "docs' entries are kept" "$STORE.log"; then
+	! grep -q -a 'opcode: LOOKUP' "$T/second" ||
+		problem "a second read and stat of an unchanged doc sent the daemon LOOKUP requests: $(grep -c -a 'opcode: LOOKUP' "$T/second")"
+else
+	say "(no epochs, FUSE 7.44: docs' entries are not kept, and that is not checked)"
+fi
 
 say "a walk of unchanged folders, once they are kept, reaches the daemon only to open them"
 find "$M/tasks" >/dev/null
