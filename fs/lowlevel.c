@@ -110,13 +110,13 @@ void ll_new_epoch(struct fs *fs)
 	if (!session || !__atomic_load_n(&epochs, __ATOMIC_ACQUIRE))
 		return;
 	/*
-	 * No lock is taken in the kernel: an increment. ENODEV: the mount is
-	 * gone, and with it all the kernel kept. Any other failure leaves the
-	 * kernel with entries of docs that may have changed, for as long as
-	 * CACHE_TIMEOUT: the entries of docs looked up from now on are not kept.
+	 * No lock is taken in the kernel: an increment. ENODEV, EBADF: the
+	 * mount is gone, and with it all the kernel kept. Any other failure
+	 * leaves the kernel with entries of docs that may have changed, for as
+	 * long as CACHE_TIMEOUT: those looked up from now on are not kept.
 	 */
 	n = write(fuse_session_fd(session), &h, sizeof(h));
-	if (n < 0 && errno == ENODEV)
+	if (n < 0 && (errno == ENODEV || errno == EBADF))
 		return;
 	if (n != (ssize_t)sizeof(h)) {
 		log_err("cannot tell the kernel that docs changed (a new epoch): %s; docs' entries are not kept from now on",
