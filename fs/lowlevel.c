@@ -292,11 +292,12 @@ static void reply_version_entry(fuse_req_t req, fuse_ino_t parent, const char *n
 }
 
 /*
- * How long the kernel may keep the entry of rt (not a doc's: those are
- * never kept, reply_version_entry()). A file in a folder of docs is most
- * often a temp file about to be renamed over a doc, and a rename keeps the
- * entry's time: kept 600 s, the doc's name would stay on the temp file's
- * node, which is read with direct I/O, for as long.
+ * How long the kernel may keep the entry of rt (a doc's: reply_version_entry()).
+ * A file in a folder of docs is most often a temp file about to be renamed
+ * over a doc, and a rename keeps the entry's time: kept 600 s on a kernel
+ * without epochs, the doc's name would stay on the temp file's node, which
+ * is read with direct I/O, for as long. (With epochs, the commit of the
+ * rename begins a new one, which ends that entry anyway.)
  */
 static double entry_timeout(const struct route *rt)
 {
@@ -892,9 +893,9 @@ static void ll_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	/*
 	 * What a folder of the backing tree lists (the compat tree's folders
 	 * included) changes only through the mount, where the kernel sees it,
-	 * or through convfs, which tells it (fs_invalidate()): the kernel
-	 * keeps the listing (FOPEN_CACHE_DIR)
-	 * across opens. Not the root's nor the view's, which are made afresh.
+	 * or through convfs, which tells it (fs_invalidate()): the kernel keeps
+	 * the listing across opens (FOPEN_CACHE_DIR). Not the root's nor the
+	 * view's, which are made afresh.
 	 */
 	if (rt.kind == ROUTE_PLAIN && *rt.rel) {
 		fi->cache_readdir = 1;

@@ -77,10 +77,10 @@ int doc_remove_by_caller(struct fs *fs, const char *path, const char *kind)
  * After a commit of doc r, or when the folder r was made, moved away or
  * back behind the kernel's back (a task's, through the view): a new epoch
  * (the kernel looks each name up again before it uses a kept entry: a doc's
- * name gets its new version's node), and the kernel
- * drops what it cached of r (attributes; a folder's listing), the listing of
- * r's folder, and what it cached of the view's folders whose times follow
- * the conversation r belongs to. What is in a folder r needs nothing more:
+ * name gets its new version's node), and the kernel drops what it cached of
+ * r (attributes; a folder's listing), the listing of r's folder, and what it
+ * cached of the view's folders whose times follow the conversation r
+ * belongs to. What is in a folder r needs nothing more:
  * every path walk through r needs r's attributes first (the mount checks
  * permissions in the kernel, default_permissions), so it asks the daemon,
  * which says what is there now.
