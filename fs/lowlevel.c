@@ -5,8 +5,8 @@
  * The kernel names files by node ids it got from lookups. This file turns
  * each request's node id into a path (through the node table, nodes.c), the
  * path into a route (route.c), calls the operation in ops.c, open.c or
- * names.c with the route, then replies exactly once; it decides what the
- * kernel may cache, and for how long.
+ * names.c with the route, then replies exactly once, with what kcache.c
+ * says the kernel may keep of the reply, and for how long.
  *
  * Why not libfuse's high-level API, which does the same: when a file is
  * replaced by a rename, the high-level API forgets the replaced node at once,
@@ -23,46 +23,22 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <linux/fuse.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "fs/dirs.h"
+#include "fs/kcache.h"
 #include "fs/nodes.h"
 #include "fs/ops.h"
 #include "fs/view.h"
 #include "store/util.h"
 
-#define TIMEOUT 1.0 /* seconds the kernel may cache the view's and the root's entries and attributes */
-/*
- * Seconds the kernel may cache the entries, attributes and listings of the
- * backing tree's files and folders (the compat tree's folders included):
- * they change only through the mount, which the kernel sees, or through
- * convfs itself, which tells it (fs_invalidate()).
- */
-#define CACHE_TIMEOUT 600.0
-#define VERSION_TIMEOUT 86400.0 /* a version node's attributes: they never change (nodes.h) */
-
 struct fs *fs_current;
 __thread pid_t fs_caller_pid;
 __thread uid_t fs_caller_uid;
 __thread gid_t fs_caller_gid;
-
-static struct fuse_session *session;
-
-/*
- * FUSE_NOTIFY_INC_EPOCH (protocol 7.44, Linux 6.16): the kernel counts
- * epochs, stamps each entry with the epoch its lookup began in, and looks a
- * name up again before it uses an entry of an older epoch. libfuse 3.14
- * does not know it (so its header does not name it); the message is the
- * header alone, written to the session's device like any notification.
- */
-#define NOTIFY_INC_EPOCH 8
-#define EPOCH_MINOR 44
-static bool epochs; /* the kernel takes NOTIFY_INC_EPOCH: docs' entries are kept */
 
 /* The path of ino (plus "/name"), as nodes_path(); names the kernel must not reach refused. */
 static int path_of(fuse_ino_t ino, const char *name, struct sb *out, bool *ret_removed)
@@ -101,155 +77,7 @@ static void begin(fuse_req_t req)
 	fs_caller_gid = ctx->gid;
 }
 
-void ll_new_epoch(struct fs *fs)
-{
-	struct fuse_out_header h = { .len = sizeof(h), .error = NOTIFY_INC_EPOCH, .unique = 0 };
-	ssize_t n;
-
-	(void)fs;
-	if (!session || !__atomic_load_n(&epochs, __ATOMIC_ACQUIRE))
-		return;
-	/*
-	 * No lock is taken in the kernel: an increment. ENODEV, EBADF: the
-	 * mount is gone, and with it all the kernel kept. Any other failure
-	 * leaves the kernel with entries of docs that may have changed, for as
-	 * long as CACHE_TIMEOUT: those looked up from now on are not kept.
-	 */
-	n = write(fuse_session_fd(session), &h, sizeof(h));
-	if (n < 0 && (errno == ENODEV || errno == EBADF))
-		return;
-	if (n != (ssize_t)sizeof(h)) {
-		log_err("cannot tell the kernel that docs changed (a new epoch): %s; docs' entries are not kept from now on",
-			n < 0 ? strerror(errno) : "short write");
-		__atomic_store_n(&epochs, false, __ATOMIC_RELEASE);
-	}
-}
-
-void ll_invalidate(struct fs *fs, const char *rel)
-{
-	fuse_ino_t ino;
-	bool version;
-
-	(void)fs;
-	if (!session)
-		return;
-	ino = nodes_find(rel, &version);
-	/*
-	 * The node may be freed meanwhile; the kernel ignores an unknown id. A
-	 * version node's pages and attributes never change: a commit leaves
-	 * them alone (and dropping pages would wait for those being read in).
-	 * Other docs have no pages (direct I/O); a folder's pages are the
-	 * listing the kernel keeps (cache_readdir, ll_opendir()), which it
-	 * locks only while it copies entries in or out, never across a request
-	 * to the daemon.
-	 */
-	if (ino && !version)
-		fuse_lowlevel_notify_inval_inode(session, ino, 0, 0);
-}
-
 /* ---- entries ------------------------------------------------------------------ */
-
-/*
- * Docs and the view's files are never cached: they change under merges.
- * (A checkpoint's never change: those are. The view's folders are too:
- * their permissions are checked on every path walk through them, and what
- * they list is computed afresh anyway.)
- */
-static bool never_cached(const struct route *rt)
-{
-	return rt->kind == ROUTE_DOC || (rt->kind == ROUTE_VIEW && rt->vp.kind <= VIEW_CKPTS);
-}
-
-/*
- * A view folder shown under another name while the client has its own
- * (workspaces/<name>.view): it goes when the client's does, so the kernel
- * asks again on every path walk through it. (Dropping the entry when it
- * goes would take the folder's lock in the kernel from the daemon, which can
- * hang a daemon killed meanwhile for good.)
- */
-static bool is_view_volatile_dir(const char *path)
-{
-	const char *p;
-	size_t n, sl = strlen(VIEW_CLASH_SUFFIX);
-
-	if (strncmp(path, "/workspaces/", 12) != 0)
-		return false;
-	p = path + 12;
-	n = strlen(p);
-	return !strchr(p, '/') && n > sl && strcmp(p + n - sl, VIEW_CLASH_SUFFIX) == 0;
-}
-
-/* up names a task's folder in the view: workspaces/<ws>/tasks/<id> or workspaces/.trash/<id>. */
-static bool is_view_task(const char *const *up, size_t n)
-{
-	if (n == 3)
-		return strcmp(up[1], ".trash") == 0 && strcmp(up[2], "workspaces") == 0;
-	return n == 4 && strcmp(up[1], "tasks") == 0 && strcmp(up[3], "workspaces") == 0;
-}
-
-/*
- * A task's folder in the view comes and goes with changes made anywhere
- * (rm -r or mv in the compat tree, a history item that names its workspace,
- * the trash), yet a path walk through it must not ask the daemon each time:
- * `ls -l` of a checkpoint's 10,000 files walks through it twice a file. So
- * its entry is cached like any folder's, and whenever the store says a task
- * may have moved, the kernel drops the attributes of every task folder it
- * holds: the next stat or walk through one that moved asks, and gets ENOENT.
- * The entries themselves stay (see is_view_volatile_dir() for why they are
- * not dropped); a name the kernel still holds answers ENOENT until it goes.
- */
-void ll_placement_check(struct fs *fs)
-{
-	static uint64_t seen;
-	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-	_cleanup_free_ fuse_ino_t *inos = NULL;
-	size_t n = 0;
-	uint64_t now = store_placement_generation(fs->store);
-
-	if (!session || __atomic_load_n(&seen, __ATOMIC_ACQUIRE) == now)
-		return;
-	pthread_mutex_lock(&lock);
-	__atomic_store_n(&seen, now, __ATOMIC_RELEASE);
-	if (nodes_collect(is_view_task, &inos, &n) < 0)
-		/* The kernel keeps what it has for a second at most. */
-		log_warn("out of memory while telling the kernel that tasks moved");
-	/* A node freed meanwhile: the kernel ignores an unknown id. */
-	for (size_t i = 0; i < n; i++)
-		fuse_lowlevel_notify_inval_inode(session, inos[i], 0, 0);
-	pthread_mutex_unlock(&lock);
-}
-
-/*
- * How long the kernel may keep attributes it got with st. Each name of a file
- * is a node of its own here (a node is a path), so each name of a hard-linked
- * file is an inode of its own in the kernel too, and what changes through one
- * name (its link count, mode, owner, times, size, bytes) would not show under
- * another. So a file with more than one name (of any type but a folder: a
- * fifo, a socket, a symlink have links too) is never cached: every stat asks,
- * and every read of a regular file first checks its attributes and drops its
- * pages if the file changed (libfuse turns on auto_inval_data).
- */
-static double attr_timeout(const struct stat *st, double timeout)
-{
-	if (S_ISDIR(st->st_mode))
-		return timeout;
-	return st->st_nlink > 1 ? 0 : timeout;
-}
-
-/*
- * How long the kernel may keep the attributes st of rt, before
- * attr_timeout(): CACHE_TIMEOUT in the backing tree, 0 for docs and the
- * view's files, TIMEOUT for the root and the view's folders. (A version
- * node's attributes are kept for good: reply_version_entry().)
- */
-static double route_timeout(const struct route *rt, const struct stat *st)
-{
-	if (rt->kind == ROUTE_PLAIN && *rt->rel)
-		return CACHE_TIMEOUT;
-	if (never_cached(rt) && !S_ISDIR(st->st_mode))
-		return 0;
-	return TIMEOUT;
-}
 
 /*
  * A doc looked up: its node stands for the revision it has now (nodes.h), so
@@ -262,7 +90,7 @@ static double route_timeout(const struct route *rt, const struct stat *st)
  */
 static void reply_version_entry(fuse_req_t req, fuse_ino_t parent, const char *name, const struct route *rt)
 {
-	struct fuse_entry_param e = { .entry_timeout = 0 };
+	struct fuse_entry_param e = { 0 };
 	int64_t rev;
 	bool version;
 	int r = op_getattr_doc(rt, &e.attr, &rev);
@@ -278,36 +106,8 @@ static void reply_version_entry(fuse_req_t req, fuse_ino_t parent, const char *n
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	e.attr_timeout = attr_timeout(&e.attr, version ? VERSION_TIMEOUT : 0);
-	/*
-	 * Kept when the kernel counts epochs: every change of a doc begins a
-	 * new one before it returns (ll_new_epoch()), and the kernel looks a
-	 * name up again before it uses an entry of an older epoch than the
-	 * current, stamped with the epoch its lookup began in: so an answer
-	 * with the revision before a change never outlives it.
-	 */
-	if (version && __atomic_load_n(&epochs, __ATOMIC_ACQUIRE))
-		e.entry_timeout = CACHE_TIMEOUT;
+	kcache_doc_entry(&e, version);
 	fuse_reply_entry(req, &e);
-}
-
-/*
- * How long the kernel may keep the entry of rt (a doc's: reply_version_entry()).
- * A file in a folder of docs is most often a temp file about to be renamed
- * over a doc, and a rename keeps the entry's time: kept 600 s on a kernel
- * without epochs, the doc's name would stay on the temp file's node, which
- * is read with direct I/O, for as long. (With epochs, the commit of the
- * rename begins a new one, which ends that entry anyway.)
- */
-static double entry_timeout(const struct route *rt)
-{
-	char buf[PATH_MAX];
-	struct route up;
-
-	if (rt->kind != ROUTE_PLAIN)
-		return TIMEOUT;
-	route_parent(fs_current, rt, &up, buf, sizeof(buf));
-	return up.store == STORE_PATH_DOC_DIR ? TIMEOUT : CACHE_TIMEOUT;
 }
 
 /*
@@ -334,10 +134,7 @@ static void reply_entry_at(fuse_req_t req, fuse_ino_t parent, const char *name, 
 		fuse_reply_err(req, -r);
 		return;
 	}
-	e.attr_timeout = attr_timeout(&e.attr, route_timeout(&rt, &e.attr));
-	e.entry_timeout = entry_timeout(&rt);
-	if (S_ISDIR(e.attr.st_mode) && is_view_volatile_dir(path))
-		e.entry_timeout = e.attr_timeout = 0;
+	kcache_entry(fs_current, &rt, path, &e);
 	e.ino = nodes_lookup(parent, name, fi ? &fi->fh : NULL);
 	if (!e.ino) {
 		if (fi)
@@ -469,11 +266,11 @@ static int getattr_route(fuse_ino_t ino, const struct route *rt, bool removed, s
 	int r;
 
 	if (rt->kind == ROUTE_DOC && nodes_version_stat(ino, st)) {
-		*ret_timeout = VERSION_TIMEOUT;
+		*ret_timeout = kcache_links_timeout(st, KCACHE_VERSION_TIMEOUT);
 		return 0;
 	}
 	r = getattr_fresh(ino, rt, removed, fi, st);
-	*ret_timeout = r == 0 ? route_timeout(rt, st) : 0;
+	*ret_timeout = r == 0 ? kcache_attr_timeout(rt, st) : 0;
 	return r;
 }
 
@@ -496,7 +293,7 @@ static void reply_attr(fuse_req_t req, int r, const struct stat *st, double time
 	if (r < 0)
 		fuse_reply_err(req, -r);
 	else
-		fuse_reply_attr(req, st, attr_timeout(st, timeout));
+		fuse_reply_attr(req, st, timeout);
 }
 
 static void ll_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -675,12 +472,11 @@ static void ll_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent, const cha
 		return;
 	}
 	/*
-	 * The new name is a new node (attr_timeout()): the kernel's attributes
+	 * The new name is a new node (kcache_links_timeout()): the kernel's attributes
 	 * of the old one (its link count, its ctime) are stale now. Dropped
 	 * before the reply, so that a stat after link() returns asks afresh.
 	 */
-	if (session)
-		fuse_lowlevel_notify_inval_inode(session, ino, -1, 0);
+	kcache_drop_attrs(ino);
 	reply_entry_at(req, parent, name, to.buf, NULL);
 }
 
@@ -697,7 +493,7 @@ static void remove_entry(fuse_req_t req, fuse_ino_t parent, const char *name, bo
 		r = folder ? op_rmdir(route_of(&path, &rt)) : op_unlink(route_of(&path, &rt));
 	if (r == 0)
 		nodes_removed(parent, name);
-	ll_placement_check(fs_current);
+	kcache_placement_check(fs_current);
 	fuse_reply_err(req, -r);
 }
 
@@ -724,7 +520,7 @@ static void ll_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 		r = op_rename(&rf, &rt, flags);
 	if (r == 0)
 		nodes_renamed(parent, name, newparent, newname, flags & RENAME_EXCHANGE);
-	ll_placement_check(fs_current);
+	kcache_placement_check(fs_current);
 	fuse_reply_err(req, -r);
 }
 
@@ -775,8 +571,8 @@ static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	 * they are dropped before the reply (attributes only, which takes no
 	 * lock in the kernel), and asked for at each stat from now on.
 	 */
-	if (left && session)
-		fuse_lowlevel_notify_inval_inode(session, ino, -1, 0);
+	if (left)
+		kcache_drop_attrs(ino);
 	if (r == 0 && nodes_open_end(ino, &fi->fh) < 0) {
 		op_release(fi);
 		fuse_reply_err(req, ENOMEM);
@@ -942,19 +738,10 @@ static void ll_destroy(void *userdata)
 
 static void ll_init(void *userdata, struct fuse_conn_info *conn)
 {
-	const char *no;
-
 	/* O_TRUNC arrives with open, not as a separate truncate. */
 	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
 		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
-	epochs = conn->proto_major == FUSE_KERNEL_VERSION && conn->proto_minor >= EPOCH_MINOR;
-	/* CONVFS_NO_EPOCHS=1 (the tests): as on a kernel before 7.44, such as Debian 12's. */
-	no = getenv("CONVFS_NO_EPOCHS");
-	if (no && strcmp(no, "1") == 0)
-		epochs = false;
-	log_debug("the kernel speaks FUSE %u.%u: %s", conn->proto_major, conn->proto_minor,
-		  epochs ? "docs' entries are kept, and dropped at each change by a new epoch"
-			 : "docs' entries are never kept (no epochs)");
+	kcache_init(conn);
 }
 
 static const struct fuse_lowlevel_ops ll_ops = {
@@ -991,11 +778,13 @@ static const struct fuse_lowlevel_ops ll_ops = {
 struct fuse_session *ll_session_new(struct fuse_args *args, struct fs *fs)
 {
 	fs_current = fs;
-	session = fuse_session_new(args, &ll_ops, sizeof(ll_ops), fs);
-	return session;
+	struct fuse_session *se = fuse_session_new(args, &ll_ops, sizeof(ll_ops), fs);
+
+	kcache_session_set(se);
+	return se;
 }
 
 void ll_session_forget(void)
 {
-	session = NULL;
+	kcache_session_set(NULL);
 }

@@ -36,6 +36,7 @@
 
 #include "fs/ops_internal.h"
 #include "fs/fs.h"
+#include "fs/kcache.h"
 #include "fs/ops.h"
 #include "fs/shadow.h"
 #include "fs/view.h"
@@ -90,20 +91,20 @@ void fs_invalidate(struct fs *fs, const char *r)
 	const char *slash = strrchr(r, '/');
 	char task[72];
 
-	ll_new_epoch(fs);
-	ll_invalidate(fs, r);
+	kcache_new_epoch(fs);
+	kcache_invalidate(fs, r);
 	if (slash) {
 		/* A commit may have made the doc (>> to a new conversation's view file): its folder lists it now. */
 		_cleanup_free_ char *dir = strndup(r, (size_t)(slash - r));
 
 		if (dir)
-			ll_invalidate(fs, dir);
+			kcache_invalidate(fs, dir);
 		else
 			log_warn("out of memory while telling the kernel that the folder of '%s' changed", r);
 	}
 	if (store_path_conversation(r, task, sizeof(task)) == 0)
 		view_invalidate_conversation(fs, task);
-	ll_placement_check(fs);
+	kcache_placement_check(fs);
 }
 
 void doc_fill_stat(const struct fs *fs, const struct store_stat *s, struct stat *st)

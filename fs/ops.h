@@ -22,13 +22,6 @@ extern __thread pid_t fs_caller_pid;
 extern __thread uid_t fs_caller_uid;
 extern __thread gid_t fs_caller_gid;
 
-/* Drops the kernel's cached pages and attributes of the file at rel, a folder's listing (lowlevel.c). */
-void ll_invalidate(struct fs *fs, const char *rel);
-/* A doc changed: the kernel looks every name up again before it uses its entry (a new epoch). */
-void ll_new_epoch(struct fs *fs);
-/* If a task may have moved since the last call, drops the kernel's attributes of the view's task folders. */
-void ll_placement_check(struct fs *fs);
-
 int op_getattr(const struct route *rt, struct stat *st, struct fuse_file_info *fi);
 /* The attributes of the doc rt names as stored now, and their version. */
 int op_getattr_doc(const struct route *rt, struct stat *st, int64_t *ret_rev);

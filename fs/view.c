@@ -19,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "fs/kcache.h"
 #include "fs/shadow.h"
 #include "fs/view.h"
 #include "fs/view_ckpt.h"
@@ -829,7 +830,7 @@ void view_invalidate_conversation(struct fs *fs, const char *task_id)
 	char name[80], rel[128];
 	bool trashed;
 
-	ll_invalidate(fs, "workspaces");
+	kcache_invalidate(fs, "workspaces");
 	if (store_task_workspace(fs->store, task_id, &key, &trashed) < 0)
 		return;
 	if (key && store_workspace_path(fs->store, key, &wpath) == 0)
@@ -837,14 +838,14 @@ void view_invalidate_conversation(struct fs *fs, const char *task_id)
 	else
 		snprintf(name, sizeof(name), "unknown");
 	snprintf(rel, sizeof(rel), "workspaces/%s", name);
-	ll_invalidate(fs, rel);
+	kcache_invalidate(fs, rel);
 	snprintf(rel, sizeof(rel), "workspaces/%s/tasks", name);
-	ll_invalidate(fs, rel);
+	kcache_invalidate(fs, rel);
 	if (trashed)
 		snprintf(rel, sizeof(rel), "workspaces/.trash/%s", task_id);
 	else
 		snprintf(rel, sizeof(rel), "workspaces/%s/tasks/%s", name, task_id);
-	ll_invalidate(fs, rel);
+	kcache_invalidate(fs, rel);
 }
 
 int view_render(struct fs *fs, const struct view_path *vp, char **ret, size_t *ret_len, int64_t *ret_mtime_ns,
