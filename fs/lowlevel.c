@@ -529,18 +529,26 @@ static void ll_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 /*
  * A reader of ino, a version node of revision ver, found its doc changed since
  * the lookup. It reads that version too if a handle open on the node does
- * (their snapshot shared); else, alone on the node, an ordinary doc handle
- * (the node leaves: *ret_left); else -ESTALE, and the kernel retries.
+ * (their snapshot shared); else, once the other opens under way on the node
+ * have ended (one of them may record such a handle), an ordinary doc handle
+ * on the doc as it is now (the node leaves: *ret_left). -ESTALE only if a
+ * handle open on the node has no copy of its version to share, which a
+ * reader's always has.
  */
 static int open_stale_version(fuse_ino_t ino, const struct route *rt, int64_t ver, struct fuse_file_info *fi,
 			      bool *ret_left)
 {
-	struct op_version_snap v = { .ver = ver };
+	bool again = false;
 	int r;
 
-	if (nodes_with_open(ino, op_version_snap, &v))
-		return v.r < 0 ? v.r : op_open_version_snap(rt, v.snap, fi);
-	r = nodes_open_stale(ino, fs_caller_pid, ret_left);
+	do {
+		struct op_version_snap v = { .ver = ver };
+
+		if (nodes_with_open(ino, op_version_snap, &v))
+			return v.r < 0 ? v.r : op_open_version_snap(rt, v.snap, fi);
+		r = nodes_open_stale(ino, fs_caller_pid, again, ret_left);
+		again = true;
+	} while (r == -EAGAIN);
 	return r < 0 ? r : op_open(rt, fi);
 }
 

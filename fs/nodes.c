@@ -41,6 +41,7 @@ struct node {
 	uint64_t nlookup;
 	unsigned children; /* nodes whose parent this is */
 	unsigned opening;  /* opens between nodes_open_begin() and nodes_open_end() */
+	unsigned stale;    /* of those, readers waiting in nodes_open_stale() for the others */
 	bool hashed;       /* still reachable by (parent, name); else on the list of unhashed */
 	struct node *hnext;
 	struct node *unext, **uprev; /* the list of unhashed nodes */
@@ -59,6 +60,8 @@ static struct node *buckets[HASH_BUCKETS];
  */
 static struct node *unhashed;
 static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
+/* An open ended, or a node left: stale readers waiting in nodes_open_stale() look again. */
+static pthread_cond_t open_ended = PTHREAD_COND_INITIALIZER;
 
 static struct node *ino_node(fuse_ino_t ino)
 {
@@ -379,14 +382,39 @@ int nodes_open_begin(fuse_ino_t ino, bool writes, pid_t pid, int64_t *ret_ver, b
 	return r;
 }
 
-int nodes_open_stale(fuse_ino_t ino, pid_t pid, bool *ret_left)
+/*
+ * A reader whose version node went stale waits until every other open under
+ * way on the node has ended or is a stale reader waiting too: an open that
+ * read the node's version before the change may be about to record its
+ * handle, and the kernel may then read that version through the node's
+ * pages, with the node's size. Only then does the reader act on what it
+ * finds. Stale readers wait for each other only while some other open is
+ * under way, so two of them never wait for each other for good, and the
+ * first to act makes the node leave, which lets the others through.
+ */
+int nodes_open_stale(fuse_ino_t ino, pid_t pid, bool again, bool *ret_left)
 {
 	struct node *n = ino_node(ino);
 	int r;
 
 	*ret_left = false;
 	pthread_mutex_lock(&table_lock);
-	r = node_leave(n, 1, pid, ret_left);
+	n->stale++;
+	while (n->ver && !n->opens && n->opening > n->stale)
+		pthread_cond_wait(&open_ended, &table_lock);
+	n->stale--;
+	if (n->ver && n->opens && !again)
+		r = -EAGAIN; /* a handle to share the version with, perhaps */
+	else if (n->ver && !n->opens) {
+		/* Alone among handles: the others under way are stale readers, who find the node ordinary. */
+		n->ver = 0;
+		*ret_left = true;
+		r = 0;
+	} else {
+		r = node_leave(n, 1, pid, ret_left);
+	}
+	if (n->stale && !n->ver)
+		pthread_cond_broadcast(&open_ended); /* the readers still waiting find it ordinary */
 	pthread_mutex_unlock(&table_lock);
 	return r;
 }
@@ -398,6 +426,8 @@ int nodes_open_end(fuse_ino_t ino, const uint64_t *fh)
 
 	pthread_mutex_lock(&table_lock);
 	n->opening--;
+	if (n->stale)
+		pthread_cond_broadcast(&open_ended);
 	if (o) {
 		o->fh = *fh;
 		o->next = n->opens;

@@ -74,9 +74,14 @@ int nodes_open_begin(fuse_ino_t ino, bool writes, pid_t pid, int64_t *ret_ver, b
 
 /*
  * A reader of a version node found the doc at another revision, and no handle
- * open on the node to share its version with: the node leaves, or -ESTALE.
+ * open on the node to share its version with. It first waits for the other
+ * opens under way on the node (but those of readers in the same case). Then:
+ * -EAGAIN if a handle is open on the node now (its version may be shared;
+ * the second call, again, does not wait for that); else the node leaves
+ * (*ret_left) or has left, and the reader opens the doc as it is now; a
+ * handle open on it that did not share makes it -ESTALE, as for a writer.
  */
-int nodes_open_stale(fuse_ino_t ino, pid_t pid, bool *ret_left);
+int nodes_open_stale(fuse_ino_t ino, pid_t pid, bool again, bool *ret_left);
 
 /* The open of ino ends; with fh, the handle it made (-ENOMEM: not recorded). */
 int nodes_open_end(fuse_ino_t ino, const uint64_t *fh);

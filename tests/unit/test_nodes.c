@@ -1,0 +1,215 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * test_nodes.c: fs/nodes.c alone, the opens under way on a version node.
+ *
+ * A reader whose version node went stale (its doc changed after the lookup)
+ * must not fail while another open of the node is under way: that open may
+ * have read the node's version before the change and be about to record its
+ * handle, so the reader waits for it, and then shares that handle's version
+ * (-EAGAIN: look again) or, with no handle, makes the node an ordinary one.
+ * Two stale readers never wait for each other. Each case runs on threads,
+ * under an alarm that fails the test if a wait never ends.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "fs/nodes.h"
+
+struct stale_call {
+	fuse_ino_t ino;
+	pid_t pid;
+	bool again;
+	int r;
+	bool left;
+	bool done;
+	pthread_t thread;
+};
+
+static void *stale_open(void *arg)
+{
+	struct stale_call *c = arg;
+
+	c->r = nodes_open_stale(c->ino, c->pid, c->again, &c->left);
+	__atomic_store_n(&c->done, true, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static void stale_start(struct stale_call *c)
+{
+	assert_int_equal(pthread_create(&c->thread, NULL, stale_open, c), 0);
+}
+
+static void stale_join(struct stale_call *c)
+{
+	assert_int_equal(pthread_join(c->thread, NULL), 0);
+}
+
+/* A doc's node for revision rev, as a lookup makes it. */
+static fuse_ino_t version_node(const char *name, int64_t rev)
+{
+	struct stat st = { .st_mode = S_IFREG | 0600, .st_nlink = 1, .st_size = 10 };
+	bool version = false;
+	fuse_ino_t ino = nodes_lookup_version(FUSE_ROOT_ID, name, rev, &st, &version);
+
+	assert_true(ino != 0);
+	assert_true(version);
+	return ino;
+}
+
+/* A reader's open of ino begins: it gets the node's version. */
+static void reader_begins(fuse_ino_t ino, pid_t pid, int64_t want)
+{
+	int64_t ver = -1;
+	bool left = true;
+
+	assert_int_equal(nodes_open_begin(ino, false, pid, &ver, &left), 0);
+	assert_int_equal(ver, want);
+	assert_false(left);
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000 };
+
+	nanosleep(&ts, NULL);
+}
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	static const char msg[] = "test_nodes: a stale reader's wait never ended\n";
+
+	if (write(STDERR_FILENO, msg, sizeof(msg) - 1) < 0)
+		_exit(2);
+	_exit(1);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	signal(SIGALRM, on_alarm);
+	alarm(20);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	alarm(0);
+	return 0;
+}
+
+/* Alone on its node, a stale reader makes it ordinary at once. */
+static void test_stale_reader_alone_leaves(void **state)
+{
+	fuse_ino_t ino = version_node("alone", 3);
+	struct stale_call c = { .ino = ino, .pid = 100 };
+	struct stat st;
+
+	(void)state;
+	reader_begins(ino, 100, 3);
+	stale_open(&c);
+	assert_int_equal(c.r, 0);
+	assert_true(c.left);
+	assert_false(nodes_version_stat(ino, &st));
+	assert_int_equal(nodes_open_end(ino, NULL), 0);
+	nodes_forget(ino, 1);
+}
+
+/*
+ * Another reader's open is under way (it read version 5 before the change):
+ * the stale reader waits for it instead of failing, and once that open has
+ * recorded its handle, is told to share it (-EAGAIN). Without the wait it
+ * returned -ESTALE at once, and the kernel's one retry could fail the same
+ * way: the open() failed.
+ */
+static void test_stale_reader_waits_for_open_under_way(void **state)
+{
+	fuse_ino_t ino = version_node("shared", 5);
+	struct stale_call c = { .ino = ino, .pid = 200 };
+	const uint64_t fh = 0x1234;
+
+	(void)state;
+	reader_begins(ino, 100, 5);
+	reader_begins(ino, 200, 5);
+	stale_start(&c);
+	sleep_ms(200);
+	assert_false(__atomic_load_n(&c.done, __ATOMIC_ACQUIRE));
+	assert_int_equal(nodes_open_end(ino, &fh), 0); /* the first reader's handle */
+	stale_join(&c);
+	assert_int_equal(c.r, -EAGAIN);
+	assert_false(c.left);
+	assert_true(nodes_with_open(ino, NULL, NULL));
+	assert_int_equal(nodes_open_end(ino, NULL), 0);
+	nodes_open_remove(ino, fh);
+	nodes_forget(ino, 1);
+}
+
+/* The open under way ends without a handle: the stale reader then leaves the node. */
+static void test_stale_reader_after_failed_open(void **state)
+{
+	fuse_ino_t ino = version_node("failed", 6);
+	struct stale_call c = { .ino = ino, .pid = 200 };
+
+	(void)state;
+	reader_begins(ino, 100, 6);
+	reader_begins(ino, 200, 6);
+	stale_start(&c);
+	sleep_ms(100);
+	assert_false(__atomic_load_n(&c.done, __ATOMIC_ACQUIRE));
+	assert_int_equal(nodes_open_end(ino, NULL), 0);
+	stale_join(&c);
+	assert_int_equal(c.r, 0);
+	assert_true(c.left);
+	assert_int_equal(nodes_open_end(ino, NULL), 0);
+	nodes_forget(ino, 1);
+}
+
+/*
+ * Two readers of the node both found it stale: neither waits for the other
+ * for good, one makes the node ordinary and the other finds it so; neither
+ * gets -ESTALE.
+ */
+static void test_stale_readers_do_not_wait_for_each_other(void **state)
+{
+	fuse_ino_t ino = version_node("both", 7);
+	struct stale_call a = { .ino = ino, .pid = 100 }, b = { .ino = ino, .pid = 200 };
+	struct stat st;
+
+	(void)state;
+	reader_begins(ino, 100, 7);
+	reader_begins(ino, 200, 7);
+	stale_start(&a);
+	stale_start(&b);
+	stale_join(&a);
+	stale_join(&b);
+	assert_int_equal(a.r, 0);
+	assert_int_equal(b.r, 0);
+	assert_true(a.left != b.left);
+	assert_false(nodes_version_stat(ino, &st));
+	assert_int_equal(nodes_open_end(ino, NULL), 0);
+	assert_int_equal(nodes_open_end(ino, NULL), 0);
+	nodes_forget(ino, 1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_stale_reader_alone_leaves, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stale_reader_waits_for_open_under_way, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stale_reader_after_failed_open, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stale_readers_do_not_wait_for_each_other, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
