@@ -1,0 +1,659 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * test_store_docs.c: the docs of the SQLite store, through its interface
+ * (store/store.h): round trips of arrays and whole docs, reads at every
+ * offset and around a large element, snapshots that outlive later versions,
+ * the revisions and closed rows a rewrite keeps, invalid JSON and raw
+ * commits, and docs created, removed and listed.
+ *
+ * Each test gets a fresh store file in a private temporary directory
+ * (store_fixture.h), which plain sqlite3 also opens to see what the
+ * interface cannot show: the revision log and the rows a rewrite closes
+ * but must keep. Contents are always compared byte for byte, read back
+ * through snapshots in pieces of several sizes, because the FUSE layer
+ * reads at arbitrary offsets and a short read means end of file.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "store/store.h"
+#include "store/store_view.h"
+#include "store/util.h"
+#include "tests/unit/store_fixture.h"
+
+/* A string literal that may hold NUL bytes, with its length. */
+struct text {
+	const char *s;
+	size_t n;
+};
+#define T(lit) { lit, sizeof(lit) - 1 }
+
+/* ---- round trips ------------------------------------------------------------------ */
+
+static const char *const arrays[] = {
+	"[]",
+	"[ ]",
+	"[{\"ts\":1700000000000,\"type\":\"say\",\"say\":\"task\",\"text\":\"hello\"}]",
+	/* JSON.stringify(messages, null, 2) */
+	"[\n"
+	"  {\n"
+	"    \"ts\": 1700000000000,\n"
+	"    \"type\": \"say\",\n"
+	"    \"say\": \"task\",\n"
+	"    \"text\": \"hello\"\n"
+	"  },\n"
+	"  {\n"
+	"    \"ts\": 1700000000001,\n"
+	"    \"type\": \"ask\",\n"
+	"    \"ask\": \"followup\",\n"
+	"    \"text\": \"what next?\",\n"
+	"    \"images\": []\n"
+	"  }\n"
+	"]",
+	"[{\"ts\":1,\"text\":\"é 日本語 😀 \\u00e9 \\ud83d\\ude00 \\n\\t\\\"q\\\" \\\\ ]\"},{\"ts\":2,\"text\":\"\xf4\x8f\xbf\xbf\"}]",
+	" \n\t[ 1 ,\r\n 2 ]\n\n",
+	"[[1,[2]],{\"a\":[]},\"x\",null,true,false,0.5,-1e-7]",
+	"[{\"ts\":1700000000000,\"type\":\"say\",\"say\":\"task\",\"text\":\"hello\"},{\"ts\":1700000000002}]",
+};
+
+static void test_round_trip_arrays(void **state)
+{
+	static const char *const paths[] = { UI, API, HISTORY, "tasks/1700000000000/ui_messages.json" };
+	struct fixture *f = *state;
+
+	for (size_t p = 0; p < ARRAY_SIZE(paths); p++) {
+		/* Forwards and back again, so each version follows several others. */
+		for (size_t i = 0; i < 2 * ARRAY_SIZE(arrays); i++) {
+			size_t k = i < ARRAY_SIZE(arrays) ? i : 2 * ARRAY_SIZE(arrays) - 1 - i;
+
+			if (commit(f->st, paths[p], arrays[k]) != 0)
+				fail_msg("cannot commit array %zu to '%s'", k, paths[p]);
+			assert_doc_str(f->st, paths[p], arrays[k]);
+		}
+	}
+
+	/* Many elements. */
+	struct sb sb = SB_INIT;
+	assert_int_equal(sb_adds(&sb, "["), 0);
+	for (int i = 0; i < 500; i++)
+		assert_int_equal(sb_addf(&sb, "%s{\"ts\":%d,\"type\":\"say\",\"text\":\"message %d\"}", i ? "," : "",
+					 1700000000 + i, i), 0);
+	assert_int_equal(sb_adds(&sb, "]"), 0);
+	assert_int_equal(store_doc_commit(f->st, UI, sb.buf, sb.len, &who, "write"), 0);
+	assert_doc(f->st, UI, sb.buf, sb.len);
+	sb_release(&sb);
+}
+
+static void test_round_trip_whole(void **state)
+{
+	static const char *const paths[] = { META, "tasks/1/context_history.json", "tasks/1/settings.json" };
+	static const char *const values[] = {
+		"{\"files_in_context\":[],\"model_usage\":[],\"environment_history\":[]}",
+		"{\n  \"files_in_context\": [\n    {\n      \"path\": \"src/é.c\",\n      \"record_state\": \"active\"\n"
+		"    }\n  ],\n  \"model_usage\": []\n}",
+		" {} \n",
+		"[1,2]",
+		"\"just a string\"",
+		"null",
+		"{\"text\":\"😀 \\ud83d\\ude00\"}",
+	};
+	struct fixture *f = *state;
+
+	for (size_t p = 0; p < ARRAY_SIZE(paths); p++)
+		for (size_t i = 0; i < ARRAY_SIZE(values); i++) {
+			assert_int_equal(commit(f->st, paths[p], values[i]), 0);
+			assert_doc_str(f->st, paths[p], values[i]);
+		}
+}
+
+/* ---- offsets and sizes ------------------------------------------------------------ */
+
+/* A pretty-printed conversation of n messages of varied lengths. */
+static void make_conversation(struct sb *sb, int n)
+{
+	assert_int_equal(sb_adds(sb, "[\n"), 0);
+	for (int i = 0; i < n; i++) {
+		assert_int_equal(sb_addf(sb, "%s  {\n    \"ts\": %d,\n    \"type\": \"say\",\n    \"text\": \"", i ? ",\n" : "",
+					 1700000000 + i), 0);
+		for (int k = 0; k < (i * 37) % 300; k++)
+			assert_int_equal(sb_adds(sb, k % 50 == 49 ? "é" : "x"), 0);
+		assert_int_equal(sb_adds(sb, "\"\n  }"), 0);
+	}
+	assert_int_equal(sb_adds(sb, "\n]\n"), 0);
+}
+
+/* Reads at every offset of the doc, with several sizes, against data. */
+static void assert_every_offset(struct store *st, const char *path, const char *data, size_t len)
+{
+	static const size_t sizes[] = { 1, 7, 4096 };
+	struct store_snap *snap = NULL;
+	char buf[4096];
+
+	assert_int_equal(store_snap_open(st, path, &snap), 0);
+	for (size_t i = 0; i < ARRAY_SIZE(sizes); i++)
+		for (size_t off = 0; off <= len; off++) {
+			size_t want = len - off < sizes[i] ? len - off : sizes[i];
+			ssize_t n = store_snap_read(st, snap, buf, sizes[i], (off_t)off);
+
+			if (n != (ssize_t)want || memcmp(buf, data + off, want) != 0)
+				fail_msg("read of %zu bytes at %zu of '%s' returned %zd bytes, not the %zu written",
+					 sizes[i], off, path, n, want);
+		}
+	/* At and past the end, and empty or bad reads. */
+	assert_int_equal(store_snap_read(st, snap, buf, sizeof(buf), (off_t)len), 0);
+	assert_int_equal(store_snap_read(st, snap, buf, sizeof(buf), (off_t)len + 1), 0);
+	assert_int_equal(store_snap_read(st, snap, buf, sizeof(buf), (off_t)len + 1000000), 0);
+	assert_int_equal(store_snap_read(st, snap, buf, 0, 0), 0);
+	assert_int_equal(store_snap_read(st, snap, buf, sizeof(buf), -1), -EINVAL);
+	store_snap_free(snap);
+}
+
+static void test_offsets_and_sizes(void **state)
+{
+	struct fixture *f = *state;
+	struct sb sb = SB_INIT;
+
+	make_conversation(&sb, 60);
+	assert_int_equal(store_doc_commit(f->st, UI, sb.buf, sb.len, &who, "write"), 0);
+	assert_doc(f->st, UI, sb.buf, sb.len);
+	assert_every_offset(f->st, UI, sb.buf, sb.len);
+
+	assert_int_equal(store_doc_commit(f->st, META, sb.buf, sb.len, &who, "write"), 0);
+	assert_doc(f->st, META, sb.buf, sb.len);
+	assert_every_offset(f->st, META, sb.buf, sb.len);
+	sb_release(&sb);
+}
+
+static void test_large_element(void **state)
+{
+	struct fixture *f = *state;
+	struct store_snap *snap = NULL;
+	struct sb sb = SB_INIT;
+	size_t big_start, big_end;
+	char buf[64];
+
+	/* A 200 KB message between small ones: read with incremental blob I/O. */
+	assert_int_equal(sb_adds(&sb, "[\n  {\"ts\":1,\"text\":\"small\"},\n  "), 0);
+	big_start = sb.len;
+	assert_int_equal(sb_adds(&sb, "{\"ts\":2,\"type\":\"say\",\"text\":\""), 0);
+	for (int i = 0; i < 200000; i++)
+		assert_int_equal(sb_add(&sb, &"abcdefghijklmnopqrstuvwxyz0123456789"[i % 36], 1), 0);
+	assert_int_equal(sb_adds(&sb, "\"}"), 0);
+	big_end = sb.len;
+	assert_int_equal(sb_adds(&sb, ",\n  {\"ts\":3,\"text\":\"after\"}\n]"), 0);
+
+	assert_int_equal(store_doc_commit(f->st, UI, sb.buf, sb.len, &who, "write"), 0);
+	assert_true(db_int(f->path, "SELECT max(len) FROM elems") > 65536);
+	assert_doc(f->st, UI, sb.buf, sb.len);
+
+	/* Reads that start or end around the big element's edges. */
+	assert_int_equal(store_snap_open(f->st, UI, &snap), 0);
+	for (size_t edge = 0; edge < 2; edge++) {
+		size_t at = edge ? big_end : big_start;
+
+		for (size_t off = at - 20; off <= at + 20; off++) {
+			size_t want = sb.len - off < sizeof(buf) ? sb.len - off : sizeof(buf);
+			ssize_t n = store_snap_read(f->st, snap, buf, sizeof(buf), (off_t)off);
+
+			assert_int_equal(n, want);
+			if (memcmp(buf, sb.buf + off, want) != 0)
+				fail_msg("read at %zu near the big element's edge differs", off);
+		}
+	}
+	/* One read that spans small, big and small elements at once. */
+	{
+		_cleanup_free_ char *all = malloc(sb.len);
+		assert_non_null(all);
+		assert_int_equal(store_snap_read(f->st, snap, all, sb.len, 0), sb.len);
+		assert_memory_equal(all, sb.buf, sb.len);
+		assert_int_equal(store_snap_read(f->st, snap, all, sb.len, 5), sb.len - 5);
+		assert_memory_equal(all, sb.buf + 5, sb.len - 5);
+	}
+	store_snap_free(snap);
+
+	/* The same bytes as a whole doc. */
+	assert_int_equal(store_doc_commit(f->st, META, sb.buf, sb.len, &who, "write"), 0);
+	assert_doc(f->st, META, sb.buf, sb.len);
+	sb_release(&sb);
+}
+
+/* ---- snapshots -------------------------------------------------------------------- */
+
+static void assert_snap_str(struct store *st, struct store_snap *snap, const char *data)
+{
+	assert_snap_reads(st, snap, data, strlen(data));
+}
+
+static void test_snapshots(void **state)
+{
+	static const char v1[] = "[\n  {\"ts\":1,\"text\":\"one\"},\n  {\"ts\":2,\"text\":\"two\"},\n  {\"ts\":3,\"text\":\"three\"}\n]";
+	static const char v2[] = "[\n  {\"ts\":1,\"text\":\"one\"},\n  {\"ts\":2,\"text\":\"two\"},\n  {\"ts\":3,\"text\":\"three\"},\n"
+				 "  {\"ts\":4,\"text\":\"four\"}\n]";
+	static const char v3[] = "[\n  {\"ts\":1,\"text\":\"one\"},\n  {\"ts\":2,\"text\":\"edited\"}\n]";
+	static const char v4[] = "\n[\n  {\"ts\":1,\"text\":\"one\"}\n]";
+	struct fixture *f = *state;
+	struct store_snap *s1 = NULL, *s2 = NULL, *s3 = NULL, *s4 = NULL, *s5 = NULL;
+
+	assert_int_equal(commit(f->st, UI, v1), 0);
+	assert_int_equal(store_snap_open(f->st, UI, &s1), 0);
+
+	/* An append. */
+	assert_int_equal(commit(f->st, UI, v2), 0);
+	assert_int_equal(store_snap_open(f->st, UI, &s2), 0);
+	assert_snap_str(f->st, s1, v1);
+	assert_snap_str(f->st, s2, v2);
+
+	/* A rewrite that drops and edits messages. */
+	assert_int_equal(commit(f->st, UI, v3), 0);
+	assert_int_equal(store_snap_open(f->st, UI, &s3), 0);
+	assert_snap_str(f->st, s1, v1);
+	assert_snap_str(f->st, s2, v2);
+	assert_snap_str(f->st, s3, v3);
+
+	/* A new head: nothing is kept. */
+	assert_int_equal(commit(f->st, UI, v4), 0);
+	assert_int_equal(store_snap_open(f->st, UI, &s4), 0);
+
+	/* Back to the first version. */
+	assert_int_equal(commit(f->st, UI, v1), 0);
+	assert_int_equal(store_snap_open(f->st, UI, &s5), 0);
+	assert_snap_str(f->st, s1, v1);
+	assert_snap_str(f->st, s2, v2);
+	assert_snap_str(f->st, s3, v3);
+	assert_snap_str(f->st, s4, v4);
+	assert_snap_str(f->st, s5, v1);
+	assert_true(store_snap_rev(s1) < store_snap_rev(s2));
+	assert_true(store_snap_rev(s2) < store_snap_rev(s3));
+	assert_true(store_snap_rev(s3) < store_snap_rev(s4));
+	assert_true(store_snap_rev(s4) < store_snap_rev(s5));
+
+	/* Snapshots outlive the doc. */
+	assert_int_equal(store_doc_remove(f->st, UI, &who, "unlink"), 0);
+	assert_snap_str(f->st, s2, v2);
+	assert_snap_str(f->st, s5, v1);
+	store_snap_free(s1);
+	store_snap_free(s2);
+	store_snap_free(s3);
+	store_snap_free(s4);
+	store_snap_free(s5);
+
+	/* Whole docs too. */
+	assert_int_equal(commit(f->st, META, "{\"v\":1}"), 0);
+	assert_int_equal(store_snap_open(f->st, META, &s1), 0);
+	assert_int_equal(commit(f->st, META, "{\"v\":2,\"more\":true}"), 0);
+	assert_int_equal(store_snap_open(f->st, META, &s2), 0);
+	assert_int_equal(store_doc_remove(f->st, META, &who, "unlink"), 0);
+	assert_snap_str(f->st, s1, "{\"v\":1}");
+	assert_snap_str(f->st, s2, "{\"v\":2,\"more\":true}");
+	store_snap_free(s1);
+	store_snap_free(s2);
+
+	store_snap_free(NULL);
+}
+
+/* ---- revisions -------------------------------------------------------------------- */
+
+static void test_revisions_kept(void **state)
+{
+	static const char abc[] = "[{\"ts\":1,\"text\":\"a\"},{\"ts\":2,\"text\":\"b\"},{\"ts\":3,\"text\":\"c\"}]";
+	static const char a[] = "[{\"ts\":1,\"text\":\"a\"}]";
+	static const struct store_who node = { .pid = 99, .comm = "node" };
+	struct fixture *f = *state;
+	struct store_stat s1, s2, s3;
+	_cleanup_free_ char *kind1 = NULL, *comm1 = NULL, *kind2 = NULL, *comm2 = NULL, *json = NULL;
+	int64_t doc;
+
+	assert_int_equal(store_doc_commit(f->st, UI, abc, strlen(abc), &who, "write"), 0);
+	assert_int_equal(store_doc_stat(f->st, UI, &s1), 0);
+	assert_int_equal(store_doc_commit(f->st, UI, a, strlen(a), &node, "rename"), 0);
+	assert_int_equal(store_doc_stat(f->st, UI, &s2), 0);
+	assert_true(s2.rev > s1.rev);
+	assert_int_equal(s2.ino, s1.ino);
+	assert_doc_str(f->st, UI, a);
+
+	/* The dropped messages are still there, closed at the rewrite. */
+	doc = db_int(f->path, "SELECT id FROM docs WHERE path = %Q", UI);
+	assert_int_equal(db_int(f->path, "SELECT count(*) FROM elems WHERE doc_id = %lld", (long long)doc), 3);
+	assert_int_equal(db_int(f->path, "SELECT count(*) FROM elems WHERE doc_id = %lld AND rev_to IS NULL",
+				(long long)doc), 1);
+	assert_int_equal(db_int(f->path, "SELECT count(*) FROM elems WHERE doc_id = %lld AND rev_to = %lld",
+				(long long)doc, (long long)s2.rev), 2);
+	json = db_text(f->path, "SELECT group_concat(json, '|') FROM (SELECT json FROM elems WHERE doc_id = %lld "
+			"AND rev_to IS NOT NULL ORDER BY seq)", (long long)doc);
+	assert_string_equal(json, "{\"ts\":2,\"text\":\"b\"}|{\"ts\":3,\"text\":\"c\"}");
+	assert_int_equal(db_int(f->path, "SELECT ts FROM elems WHERE doc_id = %lld AND seq = 2", (long long)doc), 3);
+
+	/* One revision a commit, saying who made it and how. */
+	assert_int_equal(db_int(f->path, "SELECT count(*) FROM revisions WHERE path = %Q", UI), 2);
+	assert_int_equal(db_int(f->path, "SELECT pid FROM revisions WHERE id = %lld", (long long)s1.rev), 4242);
+	comm1 = db_text(f->path, "SELECT comm FROM revisions WHERE id = %lld", (long long)s1.rev);
+	kind1 = db_text(f->path, "SELECT kind FROM revisions WHERE id = %lld", (long long)s1.rev);
+	assert_string_equal(comm1, "code");
+	assert_string_equal(kind1, "write");
+	assert_int_equal(db_int(f->path, "SELECT pid FROM revisions WHERE id = %lld", (long long)s2.rev), 99);
+	comm2 = db_text(f->path, "SELECT comm FROM revisions WHERE id = %lld", (long long)s2.rev);
+	kind2 = db_text(f->path, "SELECT kind FROM revisions WHERE id = %lld", (long long)s2.rev);
+	assert_string_equal(comm2, "node");
+	assert_string_equal(kind2, "rename");
+	assert_int_equal(db_int(f->path, "SELECT doc_id FROM revisions WHERE id = %lld", (long long)s2.rev), doc);
+
+	/* The same content again: no revision, no new metadata. */
+	assert_int_equal(store_doc_commit(f->st, UI, a, strlen(a), &node, "write"), 0);
+	assert_int_equal(store_doc_stat(f->st, UI, &s3), 0);
+	assert_int_equal(s3.rev, s2.rev);
+	assert_int_equal(s3.mtime_ns, s2.mtime_ns);
+	assert_int_equal(s3.ctime_ns, s2.ctime_ns);
+	assert_int_equal(s3.size, s2.size);
+	assert_int_equal(s3.ino, s2.ino);
+	assert_int_equal(db_int(f->path, "SELECT count(*) FROM revisions WHERE path = %Q", UI), 2);
+	assert_int_equal(db_int(f->path, "SELECT count(*) FROM elems WHERE doc_id = %lld", (long long)doc), 3);
+
+	/* A commit with nobody named records NULLs. */
+	assert_int_equal(store_doc_commit(f->st, UI, abc, strlen(abc), NULL, "import"), 0);
+	assert_int_equal(store_doc_stat(f->st, UI, &s3), 0);
+	assert_int_equal(db_int(f->path, "SELECT pid IS NULL AND comm IS NULL FROM revisions WHERE id = %lld",
+				(long long)s3.rev), 1);
+	assert_int_equal(db_int(f->path, "SELECT count(*) FROM elems WHERE doc_id = %lld", (long long)doc), 5);
+
+	/* Whole docs: each version kept, an identical commit is a no-op. */
+	assert_int_equal(commit(f->st, META, "{\"v\":1}"), 0);
+	assert_int_equal(commit(f->st, META, "{\"v\":2}"), 0);
+	assert_int_equal(store_doc_stat(f->st, META, &s1), 0);
+	assert_int_equal(commit(f->st, META, "{\"v\":2}"), 0);
+	assert_int_equal(store_doc_stat(f->st, META, &s2), 0);
+	assert_int_equal(s2.rev, s1.rev);
+	assert_int_equal(s2.mtime_ns, s1.mtime_ns);
+	assert_int_equal(db_int(f->path, "SELECT count(*) FROM revisions WHERE path = %Q", META), 2);
+	assert_int_equal(db_int(f->path, "SELECT count(*) FROM blobs WHERE doc_id = (SELECT id FROM docs WHERE path = %Q)",
+				META), 2);
+}
+
+/* ---- refusals --------------------------------------------------------------------- */
+
+static void assert_stat_equal(const struct store_stat *a, const struct store_stat *b)
+{
+	assert_int_equal(a->ino, b->ino);
+	assert_int_equal(a->size, b->size);
+	assert_int_equal(a->mtime_ns, b->mtime_ns);
+	assert_int_equal(a->ctime_ns, b->ctime_ns);
+	assert_int_equal(a->rev, b->rev);
+}
+
+static void test_invalid_json_refused(void **state)
+{
+	static const char good[] = "[{\"ts\":1,\"text\":\"good\"},{\"ts\":2,\"text\":\"also good\"}]";
+	static const struct text bad_arrays[] = {
+		T("[{\"ts\":1,\"text\":\"good\"},{\"ts\":2,\"text\":\"also"), /* torn mid-string */
+		T("[{\"ts\":1,\"text\":\"good\"},{\"ts\":2"),                /* torn mid-array */
+		T("{\"ts\":1}"),
+		T("\"[]\""),
+		T(""),
+		T("[1] x"),
+		T("[\"\xff\"]"),
+		T("[\"a\0b\"]"),
+		T("[01]"),
+	};
+	static const char *const bad_wholes[] = { "{\"v\":", "{\"v\":1}}", "", "{'v':1}", "\xef\xbb\xbf{}" };
+	struct fixture *f = *state;
+	struct store_stat before, after;
+	int64_t nrev;
+
+	assert_int_equal(commit(f->st, UI, good), 0);
+	assert_int_equal(store_doc_stat(f->st, UI, &before), 0);
+	nrev = db_int(f->path, "SELECT count(*) FROM revisions");
+	for (size_t i = 0; i < ARRAY_SIZE(bad_arrays); i++) {
+		int r = store_doc_commit(f->st, UI, bad_arrays[i].s, bad_arrays[i].n, &who, "write");
+
+		if (r != -EINVAL)
+			fail_msg("bad array %zu not refused with -EINVAL (got %d)", i, r);
+		assert_int_equal(store_doc_stat(f->st, UI, &after), 0);
+		assert_stat_equal(&before, &after);
+		assert_doc_str(f->st, UI, good);
+	}
+
+	assert_int_equal(commit(f->st, META, "{\"v\":1}"), 0);
+	assert_int_equal(store_doc_stat(f->st, META, &before), 0);
+	nrev++;
+	for (size_t i = 0; i < ARRAY_SIZE(bad_wholes); i++) {
+		assert_int_equal(commit(f->st, META, bad_wholes[i]), -EINVAL);
+		assert_int_equal(store_doc_stat(f->st, META, &after), 0);
+		assert_stat_equal(&before, &after);
+		assert_doc_str(f->st, META, "{\"v\":1}");
+	}
+	assert_int_equal(db_int(f->path, "SELECT count(*) FROM revisions"), nrev);
+
+	/* A refused first write leaves no doc behind. */
+	assert_int_equal(commit(f->st, API, "[{\"role\":\"user\""), -EINVAL);
+	assert_int_equal(store_doc_stat(f->st, API, &after), -ENOENT);
+	assert_int_equal(commit(f->st, "tasks/1/context_history.json", "{"), -EINVAL);
+	assert_int_equal(store_doc_stat(f->st, "tasks/1/context_history.json", &after), -ENOENT);
+
+	/* Paths the store does not manage. */
+	assert_int_equal(commit(f->st, "tasks/abc/ui_messages.json", "[]"), -EINVAL);
+	assert_int_equal(commit(f->st, "settings/x.json", "{}"), -EINVAL);
+	assert_int_equal(commit(f->st, "tasks/1", "[]"), -EINVAL);
+	assert_int_equal(db_int(f->path, "SELECT count(*) FROM revisions"), nrev);
+}
+
+static void test_commit_raw(void **state)
+{
+	static const char damaged[] = "\x00\xff[{\"ts\":1,\"text\":\"torn\r\n\x01";
+	struct fixture *f = *state;
+	struct store_snap *raw_snap = NULL;
+	struct store_stat s;
+	_cleanup_free_ char *kind = NULL, *detail = NULL;
+	int64_t nrev;
+
+	assert_int_equal(commit(f->st, UI, "[1,2,3]"), 0);
+	assert_int_equal(store_doc_commit_raw(f->st, UI, damaged, sizeof(damaged) - 1, &who, "import-damaged"), 0);
+	assert_doc(f->st, UI, damaged, sizeof(damaged) - 1);
+	assert_int_equal(store_doc_stat(f->st, UI, &s), 0);
+	kind = db_text(f->path, "SELECT kind FROM revisions WHERE id = %lld", (long long)s.rev);
+	detail = db_text(f->path, "SELECT detail FROM revisions WHERE id = %lld", (long long)s.rev);
+	assert_string_equal(kind, "import-damaged");
+	assert_string_equal(detail, "{\"raw\":true}");
+
+	/* A valid commit replaces it; a snapshot of the raw bytes still reads them. */
+	assert_int_equal(store_snap_open(f->st, UI, &raw_snap), 0);
+	assert_int_equal(commit(f->st, UI, "[1,2,3,4]"), 0);
+	assert_doc_str(f->st, UI, "[1,2,3,4]");
+	assert_snap_reads(f->st, raw_snap, damaged, sizeof(damaged) - 1);
+	store_snap_free(raw_snap);
+
+	/* Whole docs take raw bytes too; empty raw content is an empty file. */
+	assert_int_equal(store_doc_commit_raw(f->st, META, damaged, sizeof(damaged) - 1, &who, "import-damaged"), 0);
+	assert_doc(f->st, META, damaged, sizeof(damaged) - 1);
+	assert_int_equal(store_doc_commit_raw(f->st, API, "", 0, &who, "import-damaged"), 0);
+	assert_doc(f->st, API, "", 0);
+
+	/* The same raw bytes again change nothing. */
+	nrev = db_int(f->path, "SELECT count(*) FROM revisions");
+	assert_int_equal(store_doc_commit_raw(f->st, API, "", 0, &who, "import-damaged"), 0);
+	assert_int_equal(store_doc_commit_raw(f->st, META, damaged, sizeof(damaged) - 1, &who, "import-damaged"), 0);
+	assert_int_equal(db_int(f->path, "SELECT count(*) FROM revisions"), nrev);
+
+	/* Not for paths the store does not manage. */
+	assert_int_equal(store_doc_commit_raw(f->st, "settings/x.json", "x", 1, &who, "import"), -EINVAL);
+	assert_int_equal(store_doc_commit_raw(f->st, "tasks/1", "x", 1, &who, "import"), -EINVAL);
+}
+
+/* ---- create, remove, list --------------------------------------------------------- */
+
+#define MAX_LISTED 16
+
+struct listing {
+	size_t n;
+	char *names[MAX_LISTED];
+	struct store_stat stats[MAX_LISTED];
+	int stop_with; /* returned by the callback if nonzero */
+};
+
+static int list_collect(void *ctx, const char *name, const struct store_stat *stat)
+{
+	struct listing *l = ctx;
+
+	assert_true(l->n < MAX_LISTED);
+	l->names[l->n] = strdup(name);
+	assert_non_null(l->names[l->n]);
+	l->stats[l->n] = *stat;
+	l->n++;
+	return l->stop_with;
+}
+
+static void listing_release(struct listing *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->names[i]);
+	*l = (struct listing){ 0 };
+}
+
+static void assert_listing(const struct listing *l, const char *const *names, size_t n)
+{
+	assert_int_equal(l->n, n);
+	for (size_t i = 0; i < n; i++)
+		assert_string_equal(l->names[i], names[i]);
+}
+
+static void test_create_remove(void **state)
+{
+	struct fixture *f = *state;
+	struct store_snap *snap = NULL;
+	struct store_stat s;
+	char buf[16];
+	int64_t doc;
+
+	assert_int_equal(store_doc_create(f->st, UI, &who), 0);
+	assert_int_equal(store_doc_stat(f->st, UI, &s), 0);
+	assert_int_equal(s.size, 0);
+	assert_true(s.ino >= STORE_INO_BASE);
+	assert_int_equal(store_snap_open(f->st, UI, &snap), 0);
+	assert_int_equal(store_snap_size(snap), 0);
+	assert_int_equal(store_snap_read(f->st, snap, buf, sizeof(buf), 0), 0);
+	store_snap_free(snap);
+	assert_int_equal(store_doc_create(f->st, UI, &who), -EEXIST);
+
+	/* An empty doc takes content; then it exists all the more. */
+	assert_int_equal(commit(f->st, UI, "[{\"ts\":1}]"), 0);
+	assert_doc_str(f->st, UI, "[{\"ts\":1}]");
+	assert_int_equal(store_doc_create(f->st, UI, &who), -EEXIST);
+	assert_doc_str(f->st, UI, "[{\"ts\":1}]");
+
+	assert_int_equal(store_doc_create(f->st, META, &who), 0);
+	assert_doc(f->st, META, "", 0);
+	assert_int_equal(commit(f->st, META, "{}"), 0);
+	assert_doc_str(f->st, META, "{}");
+
+	assert_int_equal(store_doc_create(f->st, "tasks/1/notes.json", &who), -EINVAL);
+	assert_int_equal(store_doc_create(f->st, "tasks", &who), -EINVAL);
+	assert_int_equal(store_doc_create(f->st, "tasks/1", &who), -EINVAL);
+
+	/* Removed: gone from the tree, kept in the store. */
+	doc = db_int(f->path, "SELECT id FROM docs WHERE path = %Q", UI);
+	assert_int_equal(store_snap_open_removed(f->st, UI, false, &snap), -ENOENT); /* not removed yet */
+	assert_int_equal(commit(f->st, UI, "[{\"ts\":1},{\"ts\":2}]"), 0);
+	assert_int_equal(commit(f->st, UI, "[{\"ts\":1}]"), 0); /* a row closed before the removal */
+	assert_int_equal(store_doc_remove(f->st, UI, &who, "unlink"), 0);
+	assert_int_equal(store_doc_stat(f->st, UI, &s), -ENOENT);
+	assert_int_equal(store_snap_open(f->st, UI, &snap), -ENOENT);
+	/* ... and its last version reads back, as JSON and as JSON Lines (the trash). */
+	assert_int_equal(store_snap_open_removed(f->st, UI, false, &snap), 0);
+	assert_snap_reads(f->st, snap, "[{\"ts\":1}]", 10);
+	store_snap_free(snap);
+	assert_int_equal(store_snap_open_removed(f->st, UI, true, &snap), 0);
+	assert_snap_reads(f->st, snap, "{\"ts\":1}\n", 9);
+	store_snap_free(snap);
+	assert_int_equal(store_doc_remove(f->st, UI, &who, "unlink"), -ENOENT);
+	assert_int_equal(db_int(f->path, "SELECT count(*) FROM elems WHERE doc_id = %lld AND json = '{\"ts\":1}'",
+				(long long)doc), 1);
+	assert_int_equal(db_int(f->path, "SELECT count(*) FROM elems WHERE doc_id = %lld AND rev_to IS NULL",
+				(long long)doc), 0);
+	assert_int_equal(db_int(f->path, "SELECT count(*) FROM revisions WHERE path = %Q AND kind = 'unlink'", UI), 1);
+
+	assert_int_equal(store_doc_remove(f->st, META, &who, "unlink"), 0);
+	assert_int_equal(store_doc_stat(f->st, META, &s), -ENOENT);
+	assert_int_equal(db_int(f->path, "SELECT count(*) FROM blobs WHERE CAST(data AS TEXT) = '{}'"), 1);
+
+	assert_int_equal(store_doc_remove(f->st, "tasks/9/ui_messages.json", &who, "unlink"), -ENOENT);
+
+	/* It can come back, empty, and be written again. */
+	assert_int_equal(store_doc_create(f->st, UI, &who), 0);
+	assert_doc(f->st, UI, "", 0);
+	assert_int_equal(commit(f->st, UI, "[{\"ts\":1}]"), 0);
+	assert_doc_str(f->st, UI, "[{\"ts\":1}]");
+}
+
+static void test_list(void **state)
+{
+	static const char *const task1[] = { "api_conversation_history.json", "ui_messages.json" };
+	static const char *const all[] = {
+		HISTORY, API, UI, "tasks/2/ui_messages.json",
+	};
+	struct fixture *f = *state;
+	struct listing l = { 0 };
+
+	assert_int_equal(commit(f->st, UI, "[1]"), 0);
+	assert_int_equal(commit(f->st, API, "[1,2]"), 0);
+	assert_int_equal(commit(f->st, META, "{}"), 0);
+	assert_int_equal(commit(f->st, "tasks/2/ui_messages.json", "[]"), 0);
+	assert_int_equal(commit(f->st, HISTORY, "[]"), 0);
+	assert_int_equal(store_doc_remove(f->st, META, &who, "unlink"), 0);
+
+	assert_int_equal(store_doc_list(f->st, "tasks/1", list_collect, &l), 0);
+	assert_listing(&l, task1, ARRAY_SIZE(task1));
+	assert_int_equal(l.stats[0].size, 5);
+	assert_int_equal(l.stats[1].size, 3);
+	assert_true(l.stats[0].ino >= STORE_INO_BASE);
+	assert_true(l.stats[0].ino != l.stats[1].ino);
+	listing_release(&l);
+
+	assert_int_equal(store_doc_list(f->st, "state", list_collect, &l), 0);
+	assert_int_equal(l.n, 1);
+	assert_string_equal(l.names[0], "taskHistory.json");
+	listing_release(&l);
+
+	assert_int_equal(store_doc_list(f->st, "tasks/3", list_collect, &l), 0);
+	assert_int_equal(l.n, 0);
+	assert_int_equal(store_doc_list(f->st, "", list_collect, &l), 0);
+	assert_int_equal(l.n, 0);
+	assert_int_equal(store_doc_list(f->st, "tasks", list_collect, &l), 0);
+	assert_int_equal(l.n, 0);
+
+	assert_int_equal(store_doc_foreach(f->st, list_collect, &l), 0);
+	assert_listing(&l, all, ARRAY_SIZE(all));
+	listing_release(&l);
+
+	/* A callback's error stops the listing and is returned. */
+	l.stop_with = -EINTR;
+	assert_int_equal(store_doc_foreach(f->st, list_collect, &l), -EINTR);
+	assert_int_equal(l.n, 1);
+	listing_release(&l);
+	l.stop_with = -EINTR;
+	assert_int_equal(store_doc_list(f->st, "tasks/1", list_collect, &l), -EINTR);
+	assert_int_equal(l.n, 1);
+	listing_release(&l);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_round_trip_arrays, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_round_trip_whole, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_offsets_and_sizes, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_large_element, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_snapshots, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_revisions_kept, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_invalid_json_refused, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_commit_raw, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_create_remove, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_list, setup_store, teardown),
+	};
+
+	log_set_level(LOG_LEVEL_ERR);
+	return cmocka_run_group_tests_name("store docs", tests, NULL, NULL);
+}
