@@ -1,8 +1,23 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * dirs.c: open folders. A folder's listing is read whole when it is opened
- * (op_list_dir()), so that readdir offsets stay stable whatever changes
- * meanwhile; each handle is kept on a list until the kernel releases it.
+ * dirs.c: folder listings for readdir.
+ *
+ * The kernel keeps every folder's listing: ll_opendir() declines OPENDIR,
+ * so the kernel opens folders itself, keeps what it read of each
+ * (FOPEN_CACHE_DIR) until it is told the folder changed or sees it change
+ * through the mount, and sends no OPENDIR or RELEASEDIR at all. It asks the
+ * daemon for a listing only when it has none, in pieces, by offset, from 0
+ * on, with no handle.
+ *
+ * A listing is made whole at offset 0 (op_list_dir()) and kept for the
+ * pieces that follow, so that the offsets of one reading stay stable
+ * whatever changes meanwhile: each offset carries the listing's serial
+ * number in its high bits, and a reading goes on in its own listing. At
+ * most LISTINGS_KEPT are kept, the oldest dropped first, each as soon as its
+ * last piece is read: memory is bounded by a few folders' names, not by the
+ * store. A reading whose listing was dropped meanwhile (many folders listed
+ * at once) gets a fresh one from where it was, as a reading of a folder that
+ * changes may see.
  */
 #include <errno.h>
 #include <fuse_lowlevel.h>
@@ -14,132 +29,165 @@
 #include "fs/ops.h"
 #include "store/util.h"
 
+#define LISTINGS_KEPT 16
+#define SERIAL_SHIFT 40 /* an offset: serial << SERIAL_SHIFT | the next entry's index */
+#define SERIAL_MASK ((1u << 22) - 1)
+#define INDEX_MASK ((UINT64_C(1) << SERIAL_SHIFT) - 1)
+
 struct dir_entry {
 	char *name;
 	mode_t type;
 	uint64_t ino;
 };
 
-struct dir_handle {
+struct dir_listing {
+	fuse_ino_t node;
+	uint32_t serial;
+	unsigned refs; /* the table's (while kept) and each reply's under way */
 	struct dir_entry *v;
 	size_t n, alloc;
-	struct dir_handle *prev, *next; /* on open_dirs until released */
 };
 
-/*
- * Every dir handle given to the kernel and not yet released. A RELEASEDIR
- * still queued when the file system is unmounted is dropped by the kernel,
- * so ll_destroy() frees what is left here.
- */
-static struct dir_handle *open_dirs;
+static struct dir_listing *kept[LISTINGS_KEPT];
+static uint32_t last_serial;
 static pthread_mutex_t dirs_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void dir_track(struct dir_handle *d)
+static void listing_free(struct dir_listing *l)
 {
-	pthread_mutex_lock(&dirs_lock);
-	d->prev = NULL;
-	d->next = open_dirs;
-	if (open_dirs)
-		open_dirs->prev = d;
-	open_dirs = d;
-	pthread_mutex_unlock(&dirs_lock);
-}
-
-static void dir_untrack(struct dir_handle *d)
-{
-	pthread_mutex_lock(&dirs_lock);
-	if (d->prev)
-		d->prev->next = d->next;
-	else
-		open_dirs = d->next;
-	if (d->next)
-		d->next->prev = d->prev;
-	d->prev = d->next = NULL;
-	pthread_mutex_unlock(&dirs_lock);
-}
-
-static void dir_free(struct dir_handle *d)
-{
-	if (!d)
+	if (!l)
 		return;
-	for (size_t i = 0; i < d->n; i++)
-		free(d->v[i].name);
-	free(d->v);
-	free(d);
+	for (size_t i = 0; i < l->n; i++)
+		free(l->v[i].name);
+	free(l->v);
+	free(l);
 }
 
-static int dir_add(void *ctx, const char *name, mode_t type, uint64_t ino)
+/* Drops a reference; dirs_lock held. Returns the listing if it is to be freed (outside the lock). */
+static struct dir_listing *listing_put(struct dir_listing *l)
 {
-	struct dir_handle *d = ctx;
+	return --l->refs == 0 ? l : NULL;
+}
 
-	if (ARRAY_GROW(d->v, d->n, d->alloc, 32) < 0)
+/* The table lets go of slot i; dirs_lock held. */
+static struct dir_listing *unkeep(unsigned i)
+{
+	struct dir_listing *l = kept[i];
+
+	kept[i] = NULL;
+	return l ? listing_put(l) : NULL;
+}
+
+struct dir_listing *dir_listing_find(fuse_ino_t ino, off_t off)
+{
+	uint32_t serial = (uint32_t)((uint64_t)off >> SERIAL_SHIFT) & SERIAL_MASK;
+	struct dir_listing *l = NULL;
+
+	if (off == 0)
+		return NULL;
+	pthread_mutex_lock(&dirs_lock);
+	for (unsigned i = 0; i < LISTINGS_KEPT; i++)
+		if (kept[i] && kept[i]->node == ino && kept[i]->serial == serial) {
+			l = kept[i];
+			l->refs++;
+			break;
+		}
+	pthread_mutex_unlock(&dirs_lock);
+	return l;
+}
+
+static int listing_add(void *ctx, const char *name, mode_t type, uint64_t ino)
+{
+	struct dir_listing *l = ctx;
+
+	if (ARRAY_GROW(l->v, l->n, l->alloc, 32) < 0)
 		return -ENOMEM;
-	d->v[d->n].name = strdup(name);
-	if (!d->v[d->n].name)
+	l->v[l->n].name = strdup(name);
+	if (!l->v[l->n].name)
 		return -ENOMEM;
-	d->v[d->n].type = type;
+	l->v[l->n].type = type;
 	/* readdir() skips entries whose inode number is 0 */
-	d->v[d->n].ino = ino ? ino : hash64(name, strlen(name)) | 1;
-	d->n++;
+	l->v[l->n].ino = ino ? ino : hash64(name, strlen(name)) | 1;
+	l->n++;
 	return 0;
 }
 
-int dir_open(const struct route *rt, struct dir_handle **ret)
+int dir_listing_new(fuse_ino_t ino, const struct route *rt, struct dir_listing **ret)
 {
-	struct dir_handle *d = calloc(1, sizeof(*d));
+	struct dir_listing *l = calloc(1, sizeof(*l)), *gone;
+	unsigned oldest = 0;
 	int r;
 
-	if (!d)
+	if (!l)
 		return -ENOMEM;
-	r = op_list_dir(rt, dir_add, d);
+	r = op_list_dir(rt, listing_add, l);
 	if (r < 0) {
-		dir_free(d);
+		listing_free(l);
 		return r;
 	}
-	dir_track(d);
-	*ret = d;
+	l->node = ino;
+	l->refs = 2; /* the table's and the caller's */
+	pthread_mutex_lock(&dirs_lock);
+	l->serial = last_serial = (last_serial + 1) & SERIAL_MASK;
+	for (unsigned i = 0; i < LISTINGS_KEPT; i++) {
+		if (!kept[i]) {
+			oldest = i;
+			break;
+		}
+		/* serials grow, but for a wrap every 4 million listings: then the order is off once */
+		if (kept[i]->serial < kept[oldest]->serial)
+			oldest = i;
+	}
+	gone = unkeep(oldest);
+	kept[oldest] = l;
+	pthread_mutex_unlock(&dirs_lock);
+	listing_free(gone);
+	*ret = l;
 	return 0;
 }
 
-void dir_reply(fuse_req_t req, struct dir_handle *d, size_t size, off_t off)
+void dir_reply(fuse_req_t req, struct dir_listing *l, size_t size, off_t off)
 {
 	_cleanup_free_ char *buf = malloc(size);
-	size_t pos = 0;
+	struct dir_listing *gone = NULL;
+	uint64_t base = (uint64_t)l->serial << SERIAL_SHIFT;
+	size_t pos = 0, i = (size_t)((uint64_t)off & INDEX_MASK);
 
 	if (!buf) {
 		fuse_reply_err(req, ENOMEM);
-		return;
-	}
-	for (size_t i = (size_t)off; i < d->n; i++) {
-		struct stat st = { .st_ino = d->v[i].ino, .st_mode = d->v[i].type };
-		size_t need = fuse_add_direntry(req, buf + pos, size - pos, d->v[i].name, &st, (off_t)i + 1);
+	} else {
+		for (; i < l->n; i++) {
+			struct stat st = { .st_ino = l->v[i].ino, .st_mode = l->v[i].type };
+			size_t need = fuse_add_direntry(req, buf + pos, size - pos, l->v[i].name, &st,
+							(off_t)(base | (i + 1)));
 
-		if (need > size - pos)
-			break;
-		pos += need;
+			if (need > size - pos)
+				break;
+			pos += need;
+		}
+		fuse_reply_buf(req, buf, pos);
 	}
-	fuse_reply_buf(req, buf, pos);
-}
-
-void dir_release(struct dir_handle *d)
-{
-	dir_untrack(d);
-	dir_free(d);
+	pthread_mutex_lock(&dirs_lock);
+	/*
+	 * Read to its end (the reply after the last entry, which is empty):
+	 * the next reading of the folder starts from 0, with a new listing.
+	 */
+	if (i >= l->n && pos == 0)
+		for (unsigned k = 0; k < LISTINGS_KEPT; k++)
+			if (kept[k] == l)
+				(void)unkeep(k); /* the caller's reference is still held */
+	gone = listing_put(l);
+	pthread_mutex_unlock(&dirs_lock);
+	listing_free(gone);
 }
 
 void dir_release_all(void)
 {
-	unsigned n = 0;
+	struct dir_listing *gone[LISTINGS_KEPT];
 
 	pthread_mutex_lock(&dirs_lock);
-	while (open_dirs) {
-		struct dir_handle *d = open_dirs;
-
-		open_dirs = d->next;
-		dir_free(d);
-		n++;
-	}
+	for (unsigned i = 0; i < LISTINGS_KEPT; i++)
+		gone[i] = unkeep(i);
 	pthread_mutex_unlock(&dirs_lock);
-	if (n)
-		log_debug("freed %u directory handles the kernel did not release", n);
+	for (unsigned i = 0; i < LISTINGS_KEPT; i++)
+		listing_free(gone[i]);
 }

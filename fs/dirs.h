@@ -2,19 +2,28 @@
 #ifndef CONVFS_DIRS_H
 #define CONVFS_DIRS_H
 
-/* Open folders (dirs.c), for lowlevel.c's opendir, readdir and releasedir. */
+/*
+ * Folder listings for readdir (dirs.c). The kernel opens folders itself and
+ * keeps their listings (ll_opendir()); it asks for one only when it has
+ * none, in pieces by offset.
+ */
 
 #include <fuse_lowlevel.h>
 
-struct dir_handle;
+struct dir_listing;
 struct route;
 
-/* Lists the folder rt names (as op_list_dir() does) into a new handle. 0 or -errno. */
-int dir_open(const struct route *rt, struct dir_handle **ret);
-/* Replies to a readdir of the handle from offset off. */
-void dir_reply(fuse_req_t req, struct dir_handle *d, size_t size, off_t off);
-void dir_release(struct dir_handle *d);
-/* At unmount: frees the handles the kernel never released. */
+/*
+ * The listing of folder ino that a readdir from offset off continues, with a
+ * reference (dir_reply() drops it); NULL if none is kept for it (off 0, or
+ * a listing dropped meanwhile).
+ */
+struct dir_listing *dir_listing_find(fuse_ino_t ino, off_t off);
+/* Lists the folder rt names, node ino (as op_list_dir() does), into a new kept listing, with a reference. */
+int dir_listing_new(fuse_ino_t ino, const struct route *rt, struct dir_listing **ret);
+/* Replies to a readdir of the listing from offset off, and drops the reference. */
+void dir_reply(fuse_req_t req, struct dir_listing *l, size_t size, off_t off);
+/* At unmount: frees the listings still kept. */
 void dir_release_all(void);
 
 #endif

@@ -105,8 +105,9 @@ void kcache_invalidate(struct fs *fs, const char *rel)
 /*
  * Docs and the view's files are never cached: they change under merges.
  * (A checkpoint's never change: those are. The view's folders are too:
- * their permissions are checked on every path walk through them, and what
- * they list is computed afresh anyway.)
+ * their permissions are checked on every path walk through them, and their
+ * listings, kept like every folder's, go when a commit or a task that moved
+ * says so: kcache_invalidate(), kcache_placement_check().)
  */
 static bool never_cached(const struct route *rt)
 {
@@ -132,12 +133,21 @@ static bool is_view_volatile_dir(const char *path)
 	return !strchr(p, '/') && n > sl && strcmp(p + n - sl, VIEW_CLASH_SUFFIX) == 0;
 }
 
-/* up names a task's folder in the view: workspaces/<ws>/tasks/<id> or workspaces/.trash/<id>. */
-static bool is_view_task(const char *const *up, size_t n)
+/*
+ * up names a folder of the view whose listing or whose being there follows
+ * where the tasks are: workspaces/, a workspace's folder (or the trash),
+ * its tasks/, a task's folder (workspaces/<ws>/tasks/<id>,
+ * workspaces/.trash/<id>).
+ */
+static bool is_view_placed(const char *const *up, size_t n)
 {
+	if (n == 0 || n > 4 || strcmp(up[n - 1], "workspaces") != 0)
+		return false;
 	if (n == 3)
-		return strcmp(up[1], ".trash") == 0 && strcmp(up[2], "workspaces") == 0;
-	return n == 4 && strcmp(up[1], "tasks") == 0 && strcmp(up[3], "workspaces") == 0;
+		return strcmp(up[1], ".trash") == 0 || strcmp(up[0], "tasks") == 0;
+	if (n == 4)
+		return strcmp(up[1], "tasks") == 0;
+	return true;
 }
 
 /*
@@ -146,10 +156,14 @@ static bool is_view_task(const char *const *up, size_t n)
  * the trash), yet a path walk through it must not ask the daemon each time:
  * `ls -l` of a checkpoint's 10,000 files walks through it twice a file. So
  * its entry is cached like any folder's, and whenever the store says a task
- * may have moved, the kernel drops the attributes of every task folder it
- * holds: the next stat or walk through one that moved asks, and gets ENOENT.
- * The entries themselves stay (see is_view_volatile_dir() for why they are
- * not dropped); a name the kernel still holds answers ENOENT until it goes.
+ * may have moved, the kernel drops the attributes and listings of every
+ * view folder it holds whose listing follows where tasks are
+ * (is_view_placed()), and the root's (the task's backing folder may be the
+ * first of tasks/): the next stat or walk through a task folder that moved
+ * asks, and gets ENOENT, and the next listing of its workspace's folders is
+ * made afresh. The entries themselves stay (see is_view_volatile_dir() for
+ * why they are not dropped); a name the kernel still holds answers ENOENT
+ * until it goes.
  */
 void kcache_placement_check(struct fs *fs)
 {
@@ -163,8 +177,9 @@ void kcache_placement_check(struct fs *fs)
 		return;
 	pthread_mutex_lock(&lock);
 	__atomic_store_n(&seen, now, __ATOMIC_RELEASE);
-	if (nodes_collect(is_view_task, &inos, &n) < 0)
-		/* The kernel keeps what it has for a second at most. */
+	fuse_lowlevel_notify_inval_inode(session, FUSE_ROOT_ID, 0, 0);
+	if (nodes_collect(is_view_placed, &inos, &n) < 0)
+		/* The kernel keeps what it has until a folder's mtime moves, for a second at most. */
 		log_warn("out of memory while telling the kernel that tasks moved");
 	/* A node freed meanwhile: the kernel ignores an unknown id. */
 	for (size_t i = 0; i < n; i++)

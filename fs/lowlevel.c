@@ -678,46 +678,42 @@ static void ll_statfs(fuse_req_t req, fuse_ino_t ino)
 /* ---- directories -------------------------------------------------------------- */
 
 /* The listing is read whole at opendir, so that readdir offsets stay stable (dirs.c). */
+/*
+ * Declined: the kernel then opens every folder itself, from now on, keeping
+ * the listing it reads of each (FOPEN_KEEP_CACHE | FOPEN_CACHE_DIR) and
+ * sending no OPENDIR or RELEASEDIR: a walk of unchanged folders (find,
+ * ls -lR, rsync) asks the daemon nothing. A listing goes when the kernel
+ * sees the folder change through the mount, when the folder's mtime moves,
+ * or when convfs tells it (kcache.c: a commit, a task that moved); dirs.c
+ * makes one when the kernel asks for it.
+ */
 static void ll_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	_cleanup_sb_ struct sb path = SB_INIT;
-	struct route rt;
-	struct dir_handle *d = NULL;
-	int r;
-
-	begin(req);
-	r = node_route(ino, &path, &rt, NULL);
-	if (r == 0)
-		r = dir_open(&rt, &d);
-	if (r < 0) {
-		fuse_reply_err(req, -r);
-		return;
-	}
-	fi->fh = (uintptr_t)d;
-	/*
-	 * What a folder of the backing tree lists (the compat tree's folders
-	 * included) changes only through the mount, where the kernel sees it,
-	 * or through convfs, which tells it (fs_invalidate()): the kernel keeps
-	 * the listing across opens (FOPEN_CACHE_DIR). Not the root's nor the
-	 * view's, which are made afresh.
-	 */
-	if (rt.kind == ROUTE_PLAIN && *rt.rel) {
-		fi->cache_readdir = 1;
-		fi->keep_cache = 1;
-	}
-	if (fuse_reply_open(req, fi) == -ENOENT)
-		dir_release(d);
+	(void)ino;
+	(void)fi;
+	fuse_reply_err(req, ENOSYS);
 }
 
 static void ll_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
-	dir_reply(req, (struct dir_handle *)(uintptr_t)fi->fh, size, off);
-}
+	struct dir_listing *l = dir_listing_find(ino, off);
 
-static void ll_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
-{
-	dir_release((struct dir_handle *)(uintptr_t)fi->fh);
-	fuse_reply_err(req, 0);
+	(void)fi;
+	if (!l) {
+		_cleanup_sb_ struct sb path = SB_INIT;
+		struct route rt;
+		int r;
+
+		begin(req);
+		r = node_route(ino, &path, &rt, NULL);
+		if (r == 0)
+			r = dir_listing_new(ino, &rt, &l);
+		if (r < 0) {
+			fuse_reply_err(req, -r);
+			return;
+		}
+	}
+	dir_reply(req, l, size, off);
 }
 
 /* ---- control ---------------------------------------------------------------- */
@@ -738,7 +734,7 @@ static void ll_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
 	fuse_reply_err(req, -r);
 }
 
-/* The session ends (no request runs any more): frees the handles never released. */
+/* The session ends (no request runs any more): frees the listings still kept. */
 static void ll_destroy(void *userdata)
 {
 	dir_release_all();
@@ -776,7 +772,6 @@ static const struct fuse_lowlevel_ops ll_ops = {
 	.fsync = ll_fsync,
 	.opendir = ll_opendir,
 	.readdir = ll_readdir,
-	.releasedir = ll_releasedir,
 	.statfs = ll_statfs,
 	.create = ll_create,
 	.fallocate = ll_fallocate,

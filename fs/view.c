@@ -827,7 +827,7 @@ static int read_whole(struct fs *fs, const char *doc, char **ret, size_t *ret_le
 void view_invalidate_conversation(struct fs *fs, const char *task_id)
 {
 	_cleanup_free_ char *key = NULL, *wpath = NULL;
-	char name[80], rel[128];
+	char name[80], rel[256];
 	bool trashed;
 
 	kcache_invalidate(fs, "workspaces");
@@ -845,6 +845,11 @@ void view_invalidate_conversation(struct fs *fs, const char *task_id)
 		snprintf(rel, sizeof(rel), "workspaces/.trash/%s", task_id);
 	else
 		snprintf(rel, sizeof(rel), "workspaces/%s/tasks/%s", name, task_id);
+	kcache_invalidate(fs, rel);
+	/* Their listings too: a commit of the ui messages may add a checkpoint; each commit is a version. */
+	snprintf(rel, sizeof(rel), "workspaces/%s/tasks/%s/checkpoints", name, task_id);
+	kcache_invalidate(fs, rel);
+	snprintf(rel, sizeof(rel), "workspaces/%s/tasks/%s/versions", name, task_id);
 	kcache_invalidate(fs, rel);
 }
 

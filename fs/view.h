@@ -127,9 +127,11 @@ static inline bool view_is_top(const struct view_path *vp)
 
 /*
  * Tells the kernel that the folders showing conversation task_id changed
- * (their times follow its last activity): workspaces/, its workspace's folder
- * and tasks/. Only attributes are dropped (notify_inval_inode), which takes no
- * folder lock in the kernel: safe from inside a request.
+ * (their times follow its last activity, their listings its files, its
+ * checkpoints and its versions): workspaces/, its workspace's folder, tasks/,
+ * the task's folder, its checkpoints/ and versions/. Their attributes and
+ * listings are dropped (notify_inval_inode), which takes no folder lock in
+ * the kernel: safe from inside a request.
  */
 void view_invalidate_conversation(struct fs *fs, const char *task_id);
 

@@ -24,11 +24,15 @@
 #     view at once in the compat folders' listings (which the kernel keeps),
 #     and the task's removal in the view at once in the compat tree, and so
 #     does its restore;
+#   - the view's listings, which the kernel keeps too, at once after changes
+#     made in the compat tree: a new version, a new checkpoint, a task moved
+#     to a new workspace by its history item, a task removed (in the trash);
 #   - and that the kernel does keep them: a second read and stat of a doc that
 #     did not change since its save by temp + rename (and 1 s, for the temp
 #     file's entry to lapse) send the daemon no READ and no GETATTR (nor any
-#     LOOKUP, where the kernel counts epochs), and a find of unchanged folders
-#     walked before no READDIR, LOOKUP or GETATTR.
+#     LOOKUP, where the kernel counts epochs), a find of unchanged folders
+#     walked before no OPENDIR, RELEASEDIR, READDIR, LOOKUP or GETATTR, and
+#     one of the unchanged view no OPENDIR or READDIR.
 # Every step waits for files the processes write; the only waits for time
 # are for the kernel's 1 s entry of a temp file renamed over a doc to lapse
 # (hold_version).
@@ -254,6 +258,46 @@ same "$API" "$T/api.next" "the compat file right after the task's restore"
 [[ $(stat -c %s "$DOC") == "$(stat -c %s "$T/merged.json")" ]] ||
 	problem "right after the task's restore, stat of ui_messages.json gives size $(stat -c %s "$DOC"); expected $(stat -c %s "$T/merged.json")"
 
+say "the view's listings, which the kernel keeps, follow changes made in the compat tree at once"
+# Each listing is read twice first (the second from the kernel's cache), then
+# the change is made through the compat tree, and the view listed at once:
+# within the 1 s the kernel keeps the view folders' attributes, so only the
+# daemon telling it can make it list afresh. (Where the kernel counts epochs,
+# the change's new epoch makes it look the folders up again, and their new
+# mtimes drop their listings too: integration-cache-no_epochs is the run that
+# tells the daemon's part.)
+OTHER=1795306269099
+VO=$M/workspaces/unknown/tasks/$OTHER
+twice() { ls "$1" >/dev/null && ls "$1"; }
+twice "$VO/versions" >"$T/versions.before"
+echo '[{"ts":1795306269200,"type":"say","say":"text","text":"a second version"}]' >"$M/tasks/$OTHER/ui_messages.json"
+(($(ls "$VO/versions" | wc -l) == $(wc -l <"$T/versions.before") + 1)) ||
+	problem "right after a save of tasks/$OTHER/ui_messages.json, its versions/ lists: $(ls "$VO/versions" | tr '\n' ' ')"
+twice "$VIEW/checkpoints" >"$T/ckpts.before"
+jq -c '. + [{"ts":1795306600003,"type":"say","say":"checkpoint_created","lastCheckpointHash":"00000000000000000000000000000000deadbeef","conversationHistoryIndex":1}]' \
+	"$DOC" >"$T/ui.ckpt"
+node_client write_atomic.js "$DOC" "$T/ui.ckpt"
+(($(ls "$VIEW/checkpoints" | wc -l) == $(wc -l <"$T/ckpts.before") + 1)) ||
+	problem "right after a checkpoint was added to tasks/$TASK/ui_messages.json, its checkpoints/ lists $(ls "$VIEW/checkpoints" | wc -l) folders; $(wc -l <"$T/ckpts.before") before"
+twice "$M/workspaces" >/dev/null
+twice "$M/workspaces/unknown/tasks" >/dev/null
+echo "[{\"id\":\"$OTHER\",\"ts\":1795306269200,\"task\":\"moved\",\"tokensIn\":0,\"tokensOut\":0,\"totalCost\":0,\"cwdOnTaskInitialization\":\"/home/dev/projects/moved-here\"}]" >"$T/hist.json"
+mkdir -p "$M/state"
+node_client write_atomic.js "$M/state/taskHistory.json" "$T/hist.json"
+ws=$(ls "$M/workspaces" | grep -E '^moved-here-[0-9]+$') ||
+	problem "right after a history item named a new workspace, ls workspaces/ lists: $(ls "$M/workspaces" | tr '\n' ' ')"
+! ls "$M/workspaces/unknown/tasks" | grep -q -x "$OTHER" ||
+	problem "right after its history item named a workspace, workspaces/unknown/tasks/ still lists $OTHER"
+if [[ -n $ws ]]; then
+	twice "$M/workspaces/$ws/tasks" | grep -q -x "$OTHER" || problem "workspaces/$ws/tasks/ does not list $OTHER"
+	twice "$M/workspaces/.trash" >/dev/null
+	rm -r "$M/tasks/$OTHER"
+	! ls "$M/workspaces/$ws/tasks" | grep -q -x "$OTHER" ||
+		problem "right after rm -r tasks/$OTHER, workspaces/$ws/tasks/ still lists it"
+	ls "$M/workspaces/.trash" | grep -q -x "$OTHER" ||
+		problem "right after rm -r tasks/$OTHER, workspaces/.trash/ does not list it"
+fi
+
 unmount_convfs "$M"
 check_log "$STORE.log"
 
@@ -288,7 +332,7 @@ else
 	say "(no epochs, FUSE 7.44: docs' entries are not kept, and that is not checked)"
 fi
 
-say "a walk of unchanged folders, once they are kept, reaches the daemon only to open them"
+say "a walk of unchanged folders, once they are kept, asks the daemon nothing"
 find "$M/tasks" >/dev/null
 # (The first listing of a folder makes the kernel ask for its access time
 # once more, at the next stat: the second walk's.)
@@ -297,8 +341,19 @@ before=$(wc -l <"$STORE.log")
 find "$M/tasks" >"$T/find.second"
 tail -n +"$((before + 1))" "$STORE.log" | grep -a -o -E 'opcode: [A-Z_]+' | sort | uniq -c | tr -s ' \n' ' ' >"$T/walk"
 grep -q -x "$DOC" "$T/find.second" || fail "find does not list $DOC"
-for op in READDIR LOOKUP GETATTR; do
+for op in OPENDIR RELEASEDIR READDIR LOOKUP GETATTR; do
 	! grep -q -w "$op" "$T/walk" || problem "a third find of unchanged folders sent the daemon $op requests: $(cat "$T/walk")"
+done
+# The view's folders keep their attributes 1 s only, but their listings as
+# long: a walk of the view after that asks for attributes, never a listing.
+find "$M/workspaces" >/dev/null
+find "$M/workspaces" >/dev/null
+before=$(wc -l <"$STORE.log")
+sleep 1.1
+find "$M/workspaces" >/dev/null
+tail -n +"$((before + 1))" "$STORE.log" | grep -a -o -E 'opcode: [A-Z_]+' | sort | uniq -c | tr -s ' \n' ' ' >"$T/walk"
+for op in OPENDIR READDIR; do
+	! grep -q -w "$op" "$T/walk" || problem "a third find of the unchanged view sent the daemon $op requests: $(cat "$T/walk")"
 done
 
 say "a writer never opens the node a reader of the doc has open"
