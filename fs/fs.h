@@ -68,6 +68,8 @@ int plain_mkdirs(const struct fs *fs, const char *rel);
 
 /* renameat2() of from to to, both resolved as plain_open_parent() does. 0 or -errno. */
 int plain_rename(const struct fs *fs, const char *from, const char *to, unsigned int flags);
+/* linkat() of from to to, both resolved as plain_open_parent() does. 0 or -errno. */
+int plain_link(const struct fs *fs, const char *from, const char *to);
 
 /*
  * Opens (creating, 0700) the backing tree of the store at store_path. Called

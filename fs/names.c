@@ -206,8 +206,8 @@ int op_rename(const struct route *rf, const struct route *rt, unsigned int flags
 int op_link(const struct route *rf, const struct route *rt)
 {
 	struct fs *fs = fs_get();
-	const char *from = rf->rel, *to = rt->rel, *lf, *lt;
-	int df, dt, r;
+	const char *from = rf->rel, *to = rt->rel;
+	int r;
 
 	backing_check(fs);
 	if (in_readonly_view(fs, rf) || in_readonly_view(fs, rt))
@@ -217,18 +217,8 @@ int op_link(const struct route *rf, const struct route *rt)
 	r = view_refuses_create(fs, rt, "link");
 	if (r < 0)
 		return r;
-	df = plain_open_parent(fs, from, &lf);
-	if (df < 0)
-		return df;
-	dt = plain_open_parent(fs, to, &lt);
-	if (dt < 0) {
-		close(df);
-		return dt;
-	}
-	r = linkat(df, lf, dt, lt, 0) < 0 ? plain_fail("link", from, errno) : 0;
-	close(df);
-	close(dt);
-	return r;
+	r = plain_link(fs, from, to);
+	return r < 0 ? plain_fail("link", from, -r) : 0;
 }
 
 int op_symlink(const char *target, const struct route *rt)

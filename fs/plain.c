@@ -250,7 +250,8 @@ int plain_mkdirs(const struct fs *fs, const char *rel)
 	}
 }
 
-int plain_rename(const struct fs *fs, const char *from, const char *to, unsigned int flags)
+/* renameat2(), or with link linkat(), of from to to: both resolved as plain_open_parent() does. */
+static int two_names(const struct fs *fs, const char *from, const char *to, bool link, unsigned int flags)
 {
 	const char *lf, *lt;
 	int df, dt, r;
@@ -263,10 +264,23 @@ int plain_rename(const struct fs *fs, const char *from, const char *to, unsigned
 		close(df);
 		return dt;
 	}
-	r = renameat2(df, lf, dt, lt, flags) < 0 ? -errno : 0;
+	if (link)
+		r = linkat(df, lf, dt, lt, 0) < 0 ? -errno : 0;
+	else
+		r = renameat2(df, lf, dt, lt, flags) < 0 ? -errno : 0;
 	close(df);
 	close(dt);
 	return r;
+}
+
+int plain_rename(const struct fs *fs, const char *from, const char *to, unsigned int flags)
+{
+	return two_names(fs, from, to, false, flags);
+}
+
+int plain_link(const struct fs *fs, const char *from, const char *to)
+{
+	return two_names(fs, from, to, true, 0);
 }
 
 int plain_open_root(const char *store_path, char **ret_backing_path, int *ret_fd)
