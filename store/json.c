@@ -16,6 +16,7 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -164,6 +165,25 @@ static int hexval(char c)
 	return -1;
 }
 
+/*
+ * Whether none of the 8 bytes of w ends a run of plain text in a string: a
+ * quote, a backslash, a control character or a byte of a multi-byte UTF-8
+ * character. Each test finds whether any byte matches, exactly (the bit
+ * tricks may mark the wrong byte, never a match where there is none), so a
+ * word that passes is plain throughout; one that fails is looked at a byte
+ * at a time.
+ */
+static inline bool word_is_plain(uint64_t w)
+{
+	const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+	uint64_t quote = w ^ (ones * '"'), backslash = w ^ (ones * '\\');
+
+	return ((w & highs) |                                /* >= 0x80 */
+		((w - ones * 0x20) & ~w & highs) |           /* < 0x20 */
+		((quote - ones) & ~quote & highs) |           /* '"' */
+		((backslash - ones) & ~backslash & highs)) == 0; /* '\\' */
+}
+
 static int scan_string(struct scan *sc)
 {
 	sc->i++; /* opening quote */
@@ -171,6 +191,8 @@ static int scan_string(struct scan *sc)
 		/* Most of a conversation is plain text: skipped in one run to the window's end. */
 		const unsigned char *p = (const unsigned char *)&AT(sc), *q = p, *end = p + (sc->hi - sc->i);
 
+		for (uint64_t w; end - q >= 8 && (memcpy(&w, q, 8), word_is_plain(w));)
+			q += 8;
 		while (q < end && *q >= 0x20 && *q < 0x80 && *q != '"' && *q != '\\')
 			q++;
 		sc->i += (size_t)(q - p);

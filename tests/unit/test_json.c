@@ -13,6 +13,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -328,6 +329,44 @@ static void test_validate(void **state)
 			fail_msg("invalid value %zu not refused with -EINVAL (got %d)", i, r);
 		assert_true(err.msg[0] != '\0');
 	}
+}
+
+/*
+ * A string's plain text is skipped 8 bytes at a time: each byte that ends
+ * such a run (a control character, a quote, a backslash, a byte of a
+ * multi-byte UTF-8 character, one that is not UTF-8) at each position of a
+ * 24-byte string, so at each place in a word and across words, is seen: the
+ * same verdict, at the same byte, as the byte-at-a-time scan.
+ */
+static void test_string_every_position(void **state)
+{
+	static const struct {
+		const char *ins;
+		bool valid;
+		bool at; /* refused at the inserted byte */
+	} cases[] = {
+		{ "\x01", false, true }, { "\x1f", false, true }, { "\t", false, true }, { "\x7f", true, false },
+		{ "\\n", true, false }, { "\\u00e9", true, false }, { "\\x", false, false },
+		{ "\xc3\xa9", true, false }, { "\xe6\x97\xa5", true, false }, { "\xff", false, true },
+		{ "\xc3" "a", false, true }, { "\"", false, false },
+	};
+
+	(void)state;
+	for (size_t c = 0; c < ARRAY_SIZE(cases); c++)
+		for (size_t p = 0; p < 24; p++) {
+			char text[64];
+			struct json_error err = { 0 };
+			int n = snprintf(text, sizeof(text), "\"%.*s%s%.*s\"", (int)p, "aaaaaaaaaaaaaaaaaaaaaaaa",
+					 cases[c].ins, (int)(24 - p), "aaaaaaaaaaaaaaaaaaaaaaaa");
+			int r = json_validate(text, (size_t)n, &err);
+
+			if (cases[c].valid && r != 0)
+				fail_msg("case %zu at %zu refused: %s at byte %zu", c, p, err.msg, err.offset);
+			if (!cases[c].valid && r != -EINVAL)
+				fail_msg("case %zu at %zu not refused (%d)", c, p, r);
+			if (!cases[c].valid && cases[c].at && err.offset != p + 1)
+				fail_msg("case %zu at %zu refused at byte %zu, not %zu", c, p, err.offset, p + 1);
+		}
 }
 
 /* ---- json_object_member and json_to_int64 ---------------------------------------- */
@@ -789,6 +828,7 @@ int main(void)
 		cmocka_unit_test(test_scan_error_position),
 		cmocka_unit_test(test_depth_limit),
 		cmocka_unit_test(test_validate),
+		cmocka_unit_test(test_string_every_position),
 		cmocka_unit_test(test_object_member),
 		cmocka_unit_test(test_to_int64),
 		cmocka_unit_test(test_read_equals_memory),
