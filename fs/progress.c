@@ -8,7 +8,8 @@
  * JOURNAL_STREAM when stderr goes to the journal, even through a pty). In a
  * pipe, a log file or the journal, nothing: carriage returns there are noise.
  * CONVFS_PROGRESS=always shows it anyway (and at once: tests, curious users),
- * never hides it. Work that ends within half a second shows nothing.
+ * never hides it, now shows it where it would show, but at once. Work that
+ * ends within half a second shows nothing otherwise.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -22,20 +23,19 @@
 #define PROGRESS_DELAY_NS 500000000
 #define PROGRESS_EVERY_NS 100000000
 
-static bool always(void)
+/* Whether CONVFS_PROGRESS says value. */
+static bool says(const char *value)
 {
 	const char *e = getenv("CONVFS_PROGRESS");
 
-	return e && strcmp(e, "always") == 0;
+	return e && strcmp(e, value) == 0;
 }
 
 bool progress_wanted(void)
 {
-	const char *e = getenv("CONVFS_PROGRESS");
-
-	if (e && strcmp(e, "never") == 0)
+	if (says("never"))
 		return false;
-	if (always())
+	if (says("always"))
 		return true;
 	if (getenv("INVOCATION_ID") || getenv("JOURNAL_STREAM"))
 		return false;
@@ -45,7 +45,7 @@ bool progress_wanted(void)
 void progress_start(struct progress *p)
 {
 	*p = (struct progress){ .on = progress_wanted(), .start_ns = now_ns() };
-	if (p->on && always())
+	if (p->on && (says("always") || says("now")))
 		p->start_ns -= PROGRESS_DELAY_NS; /* at once */
 }
 

@@ -5,7 +5,8 @@
 /*
  * One line of progress on stderr for long work (progress.c): the take-in at
  * mount, check, forget, export. Shown only on a terminal, never in a pipe
- * or under systemd; CONVFS_PROGRESS=always or never overrides.
+ * or under systemd; CONVFS_PROGRESS=always or never overrides, and now shows
+ * it at once where it would show.
  */
 
 #include <stdbool.h>
@@ -23,7 +24,8 @@ bool progress_wanted(void);
 void progress_start(struct progress *p);
 /*
  * Rewrites the line with "convfs: " and the text, once the work has run half
- * a second and at most ten times a second (always when CONVFS_PROGRESS=always).
+ * a second and at most ten times a second (at once with CONVFS_PROGRESS=always
+ * or now).
  */
 void progress_show(struct progress *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The last state, ending the line, if a line was shown. */
