@@ -4,8 +4,9 @@
 // Reads scripts/bench's raw results (lines KEY <tab> plain|convfs|passthrough
 // <tab> VALUE: milliseconds, or kB for the rss_* keys) and prints the
 // markdown table: workload | n | plain median | convfs median | convfs/plain
-// | target; with results of libfuse's passthrough_ll (--quick), two columns
-// more before the target: its median and its ratio to plain.
+// | target; with results of libfuse's passthrough_ll (the rows it can serve
+// in --quick, the saves in the other runs), two columns more before the
+// target: its median and its ratio to plain.
 'use strict';
 
 const fs = require('fs');

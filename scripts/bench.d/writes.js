@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // writes.js: the write workloads of scripts/bench, done as Cline does them.
 //
-//   writes.js save rename|inplace REPS PLAIN_FILE CONVFS_FILE
+//   writes.js save rename|inplace REPS PLAIN_FILE CONVFS_FILE [PASSTHROUGH_FILE]
 //   writes.js merge REPS PLAIN_FILE CONVFS_FILE
 //   writes.js append REPS SMALL_PLAIN SMALL_CONVFS LONG_PLAIN LONG_CONVFS
 //   writes.js writer-a      (merge's other writer; driven through stdin)
@@ -15,11 +15,12 @@
 // timed; JSON.stringify and the conversion to bytes, the same on both sides,
 // are done before the clock starts.
 //
-// The plain and the convfs side alternate, in the order plain, convfs,
-// convfs, plain, ... so that neither always goes first; one untimed
-// repetition of each side comes first (warm-up). Prints one line per timed
-// save: LABEL <tab> plain|convfs <tab> milliseconds; and lines starting with
-// '#' for notes (checks of what the files hold afterwards).
+// The sides take turns going first: plain, convfs, then convfs, plain, ...
+// (with a third, libfuse's passthrough_ll, each of the three goes first in
+// turn); one untimed repetition of each side comes first (warm-up). Prints
+// one line per timed save: LABEL <tab> plain|convfs|passthrough <tab>
+// milliseconds; and lines starting with '#' for notes (checks of what the
+// files hold afterwards).
 'use strict';
 
 const fs = require('fs');
@@ -70,15 +71,18 @@ const note = (s) => process.stdout.write(`# ${s}\n`);
 
 // The sides in the order of repetition i (-1 is the warm-up).
 const order = (i) => ((i < 0 || i % 2 === 0) ? ['plain', 'convfs'] : ['convfs', 'plain']);
+// The same for any number of sides: each goes first in turn.
+const rotate = (sides, i) => sides.map((_, k) => sides[(k + Math.max(i, 0)) % sides.length]);
 
 async function save(mode, reps, files) {
+	const sides = Object.keys(files);
 	const arr = {};
-	for (const side of ['plain', 'convfs'])
+	for (const side of sides)
 		arr[side] = await load(files[side]);
 	const label = mode === 'rename' ? 'save_rename' : 'save_inplace';
 	for (let i = -1; i < reps; i++) {
 		const msg = newMessage('w');
-		for (const side of order(i)) {
+		for (const side of sides.length === 2 ? order(i) : rotate(sides, i)) {
 			arr[side].push(msg);
 			const data = Buffer.from(JSON.stringify(arr[side]));
 			const ms = await timed(() => mode === 'rename'
@@ -89,7 +93,7 @@ async function save(mode, reps, files) {
 		}
 	}
 	// Single writer round trip: the file is what was last written.
-	for (const side of ['plain', 'convfs']) {
+	for (const side of sides) {
 		const got = await fs.promises.readFile(files[side], 'utf8');
 		if (got !== JSON.stringify(arr[side]))
 			note(`WARNING: ${side} ${files[side]} does not read back as last written (${got.length} bytes)`);
@@ -168,7 +172,8 @@ async function main() {
 	const [cmd, ...args] = process.argv.slice(2);
 	switch (cmd) {
 	case 'save':
-		return save(args[0], Number(args[1]), { plain: args[2], convfs: args[3] });
+		return save(args[0], Number(args[1]), { plain: args[2], convfs: args[3],
+			...(args[4] ? { passthrough: args[4] } : {}) });
 	case 'merge':
 		return merge(Number(args[0]), { plain: args[1], convfs: args[2] });
 	case 'append':
