@@ -614,8 +614,15 @@ static void report(const struct import_ctx *c)
  * stops all threads at the first difference. If there is none and nothing
  * is missing, the take-in is done; otherwise the take-in proper walks again,
  * on one thread, and does what the differences need.
+ *
+ * More threads than CPUs: after a reboot the walk waits on the disk for each
+ * inode, and a disk serves many reads at once. At 10,000 tasks with caches
+ * dropped, the mount was ready in about 780 ms on 2 threads, 380 on 8, 310
+ * on 16 or 32 and 360 on 64; with the inodes in memory, in 78, 84, 90, 105
+ * and 136 ms (each thread lists the top-level folders whole, to find its
+ * share).
  */
-#define QUICK_THREADS 2
+#define QUICK_THREADS 16
 
 struct quick {
 	const struct store_seen_set *seen;
