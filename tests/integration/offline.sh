@@ -154,10 +154,12 @@ check_log "$T/log5"
 
 
 # ---- 6. one difference alone is found ----------------------------------------------
-# A mount looks for any difference first, on two threads, each over a share
-# of the folders one level down; each kind of difference, alone, must still
-# reach the take-in: a new file at the top, a new file in a task folder (a
-# share of one of the threads), a file gone.
+# A mount looks for any difference first: the top level on one thread, then
+# each entry one level down (a task folder, and all below it) taken by one
+# of many threads; each kind of difference, alone, must still reach the
+# take-in: a new file at the top, a new file in a task folder, a file in a
+# task folder rewritten in place (its folder's mtime unchanged, and every
+# path the store knows still there), a file gone.
 say "one difference alone"
 # alone N WHAT PATTERN: mounts, unmounts, and checks that the take-in logged PATTERN.
 alone()
@@ -171,7 +173,11 @@ echo 'top' >"$M/alone-top.txt"
 alone 1 "a new file at the top" "0 new conversation folders, 0 new conversation files, 0 changed \(0 merged\), 1 plain files copied in, .*; 0 files missing underneath"
 echo 'deep' >"$M/tasks/$A/alone-deep.txt"
 alone 2 "a new file in a task folder" "0 new conversation folders, 0 new conversation files, 0 changed \(0 merged\), 1 plain files copied in, .*; 0 files missing underneath"
+dir_mtime=$(stat -c %Y "$M/tasks/$A")
+echo 'deep, rewritten in place' >"$M/tasks/$A/alone-deep.txt"
+[[ $(stat -c %Y "$M/tasks/$A") == "$dir_mtime" ]] || fail "rewriting a file in place moved its folder's mtime"
+alone 3 "a file in a task folder rewritten in place" "0 new conversation folders, 0 new conversation files, 0 changed \(0 merged\), 1 plain files copied in, .*; 0 files missing underneath"
 rm "$M/tasks/$A/alone-deep.txt"
-alone 3 "a file gone" "0 new conversation folders, 0 new conversation files, 0 changed \(0 merged\), 0 plain files copied in, .*; 1 files missing underneath"
+alone 4 "a file gone" "0 new conversation folders, 0 new conversation files, 0 changed \(0 merged\), 0 plain files copied in, .*; 1 files missing underneath"
 
 pass
