@@ -69,10 +69,9 @@ async function timed(fn) {
 const emit = (label, side, ms) => process.stdout.write(`${label}\t${side}\t${ms.toFixed(3)}\n`);
 const note = (s) => process.stdout.write(`# ${s}\n`);
 
-// The sides in the order of repetition i (-1 is the warm-up).
-const order = (i) => ((i < 0 || i % 2 === 0) ? ['plain', 'convfs'] : ['convfs', 'plain']);
-// The same for any number of sides: each goes first in turn.
+// sides in the order of repetition i (-1 is the warm-up): each goes first in turn.
 const rotate = (sides, i) => sides.map((_, k) => sides[(k + Math.max(i, 0)) % sides.length]);
+const order = (i) => rotate(['plain', 'convfs'], i);
 
 async function save(mode, reps, files) {
 	const sides = Object.keys(files);
@@ -82,7 +81,7 @@ async function save(mode, reps, files) {
 	const label = mode === 'rename' ? 'save_rename' : 'save_inplace';
 	for (let i = -1; i < reps; i++) {
 		const msg = newMessage('w');
-		for (const side of sides.length === 2 ? order(i) : rotate(sides, i)) {
+		for (const side of rotate(sides, i)) {
 			arr[side].push(msg);
 			const data = Buffer.from(JSON.stringify(arr[side]));
 			const ms = await timed(() => mode === 'rename'
