@@ -80,37 +80,58 @@ static int row_matches(struct store *st, sqlite3_stmt *row, const char *pre, siz
 }
 
 /*
- * Counts the leading elements of the doc's current rendering whose bytes
- * equal the new content's: these rows are kept as they are.
+ * The doc's current elements that the new content goes on with, byte for
+ * byte, after the same head: their spans go onto sv, and *known says where
+ * they end, so that the scan starts there and only what changed is scanned.
+ * These rows are kept as they are. It stops before an element that does not
+ * close itself (struct json_known): a number may go on in the new content.
  */
-static int common_prefix(struct store *st, int64_t doc_id, const struct src *src, const struct span_vec *sv,
-			 size_t *ret_k)
+static int known_prefix(struct store *st, const struct doc_row *d, const struct src *src, struct span_vec *sv,
+			struct json_known *known)
 {
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
 	_cleanup_src_window_ struct src_window w = SRC_WINDOW_INIT;
-	size_t k = 0;
-	int r, rc;
+	size_t head = strlen(d->head), at = head;
+	const char *hd;
+	int r, rc = SQLITE_DONE;
 
+	*known = (struct json_known){ 0 };
+	if (head == 0 || head > src->len)
+		return 0;
+	if ((r = src_get(src, 0, head, &w, &hd)) < 0)
+		return r;
+	if (memcmp(hd, d->head, head) != 0)
+		return 0;
 	r = store_prepare_ints(st, "SELECT " ROW_COLUMNS " FROM elems WHERE doc_id = ?1 AND rev_to IS NULL ORDER BY seq",
-			       STORE_INTS(doc_id, (int64_t)ELEM_INLINE), &stmt);
+			       STORE_INTS(d->id, (int64_t)ELEM_INLINE), &stmt);
 	if (r < 0)
 		return r;
-	while (k < sv->n && (rc = sqlite3_step(stmt)) == SQLITE_ROW) {
-		const struct span *e = &sv->v[k];
-		const char *pre;
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		size_t pre_len = (size_t)sqlite3_column_bytes(stmt, 1), len = (size_t)sqlite3_column_int64(stmt, 2);
+		struct span e = { at, at + pre_len, at + pre_len + len };
+		const char *pre, *last;
 		bool same;
 
+		if (len == 0 || len > src->len || pre_len + len > src->len - at)
+			break;
 		/* The pre is compared before w moves on to the element. */
-		if ((r = src_get(src, e->pre, e->start - e->pre, &w, &pre)) < 0 ||
-		    (r = row_matches(st, stmt, pre, e->start - e->pre, src, e, &w, &same)) < 0)
+		if ((r = src_get(src, e.pre, pre_len, &w, &pre)) < 0 ||
+		    (r = row_matches(st, stmt, pre, pre_len, src, &e, &w, &same)) < 0)
 			return r;
 		if (!same)
 			break;
-		k++;
+		if ((r = src_get(src, e.end - 1, 1, &w, &last)) < 0)
+			return r;
+		if (*last != '}' && *last != ']' && *last != '"')
+			break;
+		if ((r = span_push(sv, e.pre, e.start, e.end)) < 0)
+			return r;
+		at = e.end;
 	}
-	if (k < sv->n && rc != SQLITE_ROW && rc != SQLITE_DONE)
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
 		return store_fail(st, rc, "cannot read elements");
-	*ret_k = k;
+	if (sv->n > 0)
+		*known = (struct json_known){ .head = head, .end = at };
 	return 0;
 }
 
@@ -595,7 +616,8 @@ int commit_array(struct store *st, const struct store_commit *c, const struct do
 	struct store_base *nb = NULL;
 	_cleanup_sb_ struct sb hbytes = SB_INIT, bbytes = SB_INIT, nbytes = SB_INIT;
 	_cleanup_src_window_ struct src_window hb = SRC_WINDOW_INIT, tb = SRC_WINDOW_INIT;
-	bool is_history = lay->ident == IDENT_ITEM_ID, merged = false;
+	struct json_known known = { 0 };
+	bool is_history = lay->ident == IDENT_ITEM_ID, merged = false, merging;
 	size_t head = 0, tail = 0, k = 0, len;
 	int64_t now = now_ns(), rev = 0, size, lsize = 0;
 	char detail[320];
@@ -604,20 +626,6 @@ int commit_array(struct store *st, const struct store_commit *c, const struct do
 	src_of_commit(c, &src);
 	len = src.len;
 	size = (int64_t)len;
-	r = src_scan_array(&src, lay->array_member, span_push, &sv, &head, &tail, &jerr);
-	if (r == -EINVAL)
-		log_warn("refusing to commit '%s': not %s: %s at byte %zu; nothing stored changes", path,
-			 lay->array_member ? "a JSON object with an array of messages" : "a JSON array", jerr.msg,
-			 jerr.offset);
-	else if (r < 0)
-		log_err("cannot read the content to commit to '%s': %s; nothing stored changes", path, strerror(-r));
-	/* What comes before the first element and after the last: small, held. */
-	if (r == 0 && (r = src_get(&src, 0, head, &hb, &hd)) == 0)
-		r = src_get(&src, tail, len - tail, &tb, &tl);
-	if (r < 0) {
-		free(sv.v);
-		return r;
-	}
 	pthread_mutex_lock(&st->lock);
 	r = doc_begin(st, path, DOC_ARRAY, now, &d);
 	if (r < 0)
@@ -634,8 +642,25 @@ int commit_array(struct store *st, const struct store_commit *c, const struct do
 	 * reload can race its own save, so a base that is the writer's own last
 	 * write does not license removals, and such a commit always merges.
 	 */
-	if (merge && d.format == DOC_ARRAY && (d.present ? d.nelems > 0 : base != NULL) &&
-	    (!base || base->explicit_list || base->rev != d.rev || (is_history && !base->read) || ws_key)) {
+	merging = merge && d.format == DOC_ARRAY && (d.present ? d.nelems > 0 : base != NULL) &&
+		  (!base || base->explicit_list || base->rev != d.rev || (is_history && !base->read) || ws_key);
+	/* Otherwise what is stored unchanged is kept, and only what follows it is scanned. */
+	if (!merging && d.format == DOC_ARRAY && d.present && (r = known_prefix(st, &d, &src, &sv, &known)) < 0)
+		goto rollback;
+	k = sv.n;
+	r = src_scan_array(&src, lay->array_member, &known, span_push, &sv, &head, &tail, &jerr);
+	if (r == -EINVAL)
+		log_warn("refusing to commit '%s': not %s: %s at byte %zu; nothing stored changes", path,
+			 lay->array_member ? "a JSON object with an array of messages" : "a JSON array", jerr.msg,
+			 jerr.offset);
+	else if (r < 0)
+		log_err("cannot read the content to commit to '%s': %s; nothing stored changes", path, strerror(-r));
+	/* What comes before the first element and after the last: small, held. */
+	if (r == 0 && (r = src_get(&src, 0, head, &hb, &hd)) == 0)
+		r = src_get(&src, tail, len - tail, &tb, &tl);
+	if (r < 0)
+		goto rollback;
+	if (merging) {
 		/* Someone committed since this writer's base: merge three ways. */
 		static const struct merge_list nothing_seen = { 0 };
 		/* Without a base the writer has seen nothing: what is stored stays. */
@@ -675,17 +700,13 @@ int commit_array(struct store *st, const struct store_commit *c, const struct do
 			 merged ? "true" : "false", base ? base->rev : (int64_t)-1, d.rev, nl.n, ml.n, ms.from_new,
 			 ms.from_head, ms.others_kept, ms.removed, ms.fields, size);
 	} else {
-		if (d.format == DOC_ARRAY && d.present && strlen(d.head) == head && memcmp(d.head, hd, head) == 0) {
-			r = common_prefix(st, d.id, &src, &sv, &k);
-			if (r < 0)
-				goto rollback;
-			if (k == sv.n && (int64_t)k == d.nelems && strlen(d.tail) == len - tail &&
-			    memcmp(d.tail, tl, len - tail) == 0) {
-				rev = d.rev; /* nothing changed: no revision, no new mtime */
-				r = 0;
-				tx_rollback(st);
-				goto done;
-			}
+		if (d.format == DOC_ARRAY && d.present && strlen(d.head) == head && memcmp(d.head, hd, head) == 0 &&
+		    k == sv.n && (int64_t)k == d.nelems && strlen(d.tail) == len - tail &&
+		    memcmp(d.tail, tl, len - tail) == 0) {
+			rev = d.rev; /* nothing changed: no revision, no new mtime */
+			r = 0;
+			tx_rollback(st);
+			goto done;
 		}
 		r = revision_add(st, path, who, kind, now, &rev);
 		if (r < 0)

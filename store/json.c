@@ -318,59 +318,78 @@ static bool name_is(struct scan *sc, const char *key, size_t keylen)
 	return fill(sc, keylen + 2) && (&AT(sc))[keylen + 1] == '"' && memcmp(&AT(sc) + 1, key, keylen) == 0;
 }
 
-/* Scans an array or object whose opening bracket is at sc->i; of an object, pick's member (may be NULL). */
 static int scan_container(struct scan *sc, int depth, json_elem_fn fn, void *ctx, size_t *ret_last_end,
-			  struct pick *pick)
+			  struct pick *pick);
+
+/*
+ * One member of an array or object (close: ']' or '}'), from sc->i to just
+ * past its value; *pre is where the bytes before it began, and is moved on.
+ */
+static int scan_member(struct scan *sc, int depth, char close, json_elem_fn fn, void *ctx, size_t *ret_last_end,
+		       struct pick *pick, size_t *pre)
 {
-	char close = AT(sc) == '[' ? ']' : '}';
-	size_t pre;
+	bool picked = false;
+	size_t start;
 	int r;
 
-	if (depth >= JSON_MAX_DEPTH)
-		return fail(sc, "nesting too deep");
-	sc->i++;
-	pre = sc->i;
+	if (close == '}') {
+		bool mine;
+
+		if (!at_char(sc, '"'))
+			return fail(sc, "expected member name");
+		mine = pick && !pick->at && name_is(sc, pick->name, pick->len);
+		if ((r = scan_string(sc)) < 0)
+			return r;
+		skip_ws(sc);
+		if (!at_char(sc, ':'))
+			return fail(sc, "expected ':'");
+		sc->i++;
+		skip_ws(sc);
+		if (mine) {
+			pick->at = sc->i + 1;
+			picked = pick->found = at_char(sc, '[');
+			pick->head = sc->i + 1;
+		}
+	}
+	start = sc->i;
+	if (picked)
+		r = scan_container(sc, depth + 1, pick->fn, pick->ctx, &pick->tail, NULL);
+	else
+		r = scan_value(sc, depth + 1);
+	if (r < 0)
+		return r;
+	if (fn && (r = fn(ctx, *pre, start, sc->i)) < 0)
+		return r;
+	*pre = sc->i;
+	if (ret_last_end)
+		*ret_last_end = *pre;
+	return 0;
+}
+
+/*
+ * The members of an array or object (close: ']' or '}') from sc->i, past its
+ * opening bracket; of an object, pick's member (may be NULL). after_value:
+ * sc->i is just past a member's value, not at the first member.
+ */
+static int scan_members(struct scan *sc, int depth, char close, json_elem_fn fn, void *ctx, size_t *ret_last_end,
+			struct pick *pick, bool after_value)
+{
+	size_t pre = sc->i;
+	int r;
+
 	if (ret_last_end)
 		*ret_last_end = pre;
-	skip_ws(sc);
-	if (at_char(sc, close)) {
-		sc->i++;
-		return 0;
+	if (!after_value) {
+		skip_ws(sc);
+		if (at_char(sc, close)) {
+			sc->i++;
+			return 0;
+		}
 	}
 	for (;;) {
-		bool picked = false;
-
-		if (close == '}') {
-			bool mine;
-
-			if (!at_char(sc, '"'))
-				return fail(sc, "expected member name");
-			mine = pick && !pick->at && name_is(sc, pick->name, pick->len);
-			if ((r = scan_string(sc)) < 0)
-				return r;
-			skip_ws(sc);
-			if (!at_char(sc, ':'))
-				return fail(sc, "expected ':'");
-			sc->i++;
-			skip_ws(sc);
-			if (mine) {
-				pick->at = sc->i + 1;
-				picked = pick->found = at_char(sc, '[');
-				pick->head = sc->i + 1;
-			}
-		}
-		size_t start = sc->i;
-		if (picked)
-			r = scan_container(sc, depth + 1, pick->fn, pick->ctx, &pick->tail, NULL);
-		else
-			r = scan_value(sc, depth + 1);
-		if (r < 0)
+		if (!after_value && (r = scan_member(sc, depth, close, fn, ctx, ret_last_end, pick, &pre)) < 0)
 			return r;
-		if (fn && (r = fn(ctx, pre, start, sc->i)) < 0)
-			return r;
-		pre = sc->i;
-		if (ret_last_end)
-			*ret_last_end = pre;
+		after_value = false;
 		skip_ws(sc);
 		if (!more(sc))
 			return fail(sc, close == ']' ? "unterminated array" : "unterminated object");
@@ -385,6 +404,18 @@ static int scan_container(struct scan *sc, int depth, json_elem_fn fn, void *ctx
 		}
 		return fail(sc, close == ']' ? "expected ',' or ']'" : "expected ',' or '}'");
 	}
+}
+
+/* Scans an array or object whose opening bracket is at sc->i; of an object, pick's member (may be NULL). */
+static int scan_container(struct scan *sc, int depth, json_elem_fn fn, void *ctx, size_t *ret_last_end,
+			  struct pick *pick)
+{
+	char close = AT(sc) == '[' ? ']' : '}';
+
+	if (depth >= JSON_MAX_DEPTH)
+		return fail(sc, "nesting too deep");
+	sc->i++;
+	return scan_members(sc, depth, close, fn, ctx, ret_last_end, pick, false);
 }
 
 static int scan_value(struct scan *sc, int depth)
@@ -420,12 +451,24 @@ static int scan_end(struct scan *sc)
  * The array of the whole text, or of member `member` of its top-level object
  * (member NULL: the top-level array itself): json_scan_array_at().
  */
-static int scan_array(struct scan *sc, const char *member, json_elem_fn fn, void *ctx, size_t *ret_head,
-		      size_t *ret_tail)
+static int scan_array(struct scan *sc, const char *member, const struct json_known *known, json_elem_fn fn,
+		      void *ctx, size_t *ret_head, size_t *ret_tail)
 {
 	struct pick pick = { .name = member, .len = member ? strlen(member) : 0, .fn = fn, .ctx = ctx };
 	int r;
 
+	if (known && known->end) {
+		/* Inside the array, just past an element: its members at depth 1 if it is an object's. */
+		sc->i = known->end;
+		pick.at = pick.head = known->head;
+		r = scan_members(sc, member ? 1 : 0, ']', fn, ctx, &pick.tail, NULL, true);
+		if (r == 0 && member)
+			r = scan_members(sc, 0, '}', NULL, NULL, NULL, &pick, true);
+		if (r < 0)
+			return r;
+		pick.found = true;
+		goto end;
+	}
 	skip_ws(sc);
 	if (!member) {
 		if (!at_char(sc, '[')) {
@@ -448,6 +491,7 @@ static int scan_array(struct scan *sc, const char *member, json_elem_fn fn, void
 	} else if ((r = scan_value(sc, 0)) < 0) {
 		return r;
 	}
+end:
 	if ((r = scan_end(sc)) < 0)
 		return r;
 	if (!pick.found) {
@@ -474,19 +518,25 @@ int json_scan_array(const char *s, size_t n, json_elem_fn fn, void *ctx,
 int json_scan_array_at(const char *s, size_t n, const char *member, json_elem_fn fn, void *ctx,
 		       size_t *ret_head, size_t *ret_tail, struct json_error *err)
 {
+	return json_scan_array_after(s, n, member, NULL, fn, ctx, ret_head, ret_tail, err);
+}
+
+int json_scan_array_after(const char *s, size_t n, const char *member, const struct json_known *known,
+			  json_elem_fn fn, void *ctx, size_t *ret_head, size_t *ret_tail, struct json_error *err)
+{
 	struct scan sc;
 
 	scan_mem(&sc, s, n, err);
-	return scan_array(&sc, member, fn, ctx, ret_head, ret_tail);
+	return scan_array(&sc, member, known, fn, ctx, ret_head, ret_tail);
 }
 
-int json_scan_array_read(const struct json_reader *rd, const char *member, json_elem_fn fn, void *ctx,
-			 size_t *ret_head, size_t *ret_tail, struct json_error *err)
+int json_scan_array_read(const struct json_reader *rd, const char *member, const struct json_known *known,
+			 json_elem_fn fn, void *ctx, size_t *ret_head, size_t *ret_tail, struct json_error *err)
 {
 	struct scan sc;
 	int r = scan_read(&sc, rd, rd->len, err);
 
-	return r < 0 ? r : scan_done(&sc, scan_array(&sc, member, fn, ctx, ret_head, ret_tail));
+	return r < 0 ? r : scan_done(&sc, scan_array(&sc, member, known, fn, ctx, ret_head, ret_tail));
 }
 
 static int validate(struct scan *sc)

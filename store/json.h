@@ -83,9 +83,26 @@ char *json_member_string(const char *s, size_t n, const char *key);
  */
 int json_scan_array_at(const char *s, size_t n, const char *member, json_elem_fn fn, void *ctx,
 		       size_t *ret_head, size_t *ret_tail, struct json_error *err);
+
+/*
+ * What a scan may skip: the text's bytes [0, end) are known to be those of a
+ * text scanned before, up to the end of one of its array's elements, and head
+ * is where that array's elements begin (json_scan_array_at()'s *ret_head;
+ * 0 < head <= end). The scan starts at end: fn sees only the elements after
+ * it, and *ret_head is head. An element that is a number or a literal may go
+ * on past end in the new text, so end must follow one that closes itself
+ * (an object, an array or a string).
+ */
+struct json_known {
+	size_t head, end;
+};
+
+/* json_scan_array_at() that skips what known says (NULL, or end 0: nothing). */
+int json_scan_array_after(const char *s, size_t n, const char *member, const struct json_known *known,
+			  json_elem_fn fn, void *ctx, size_t *ret_head, size_t *ret_tail, struct json_error *err);
 /* The same of the text rd reads; also -ENOMEM, or the reader's error. */
-int json_scan_array_read(const struct json_reader *rd, const char *member, json_elem_fn fn, void *ctx,
-			 size_t *ret_head, size_t *ret_tail, struct json_error *err);
+int json_scan_array_read(const struct json_reader *rd, const char *member, const struct json_known *known,
+			 json_elem_fn fn, void *ctx, size_t *ret_head, size_t *ret_tail, struct json_error *err);
 
 /*
  * The value of a JSON number or string that holds a whole number, e.g. a

@@ -82,14 +82,14 @@ static struct json_reader reader_of(const struct src *s)
 	return (struct json_reader){ .read = read_cb, .ctx = (void *)s, .len = s->len };
 }
 
-int src_scan_array(const struct src *s, const char *member, json_elem_fn fn, void *ctx, size_t *ret_head,
-		   size_t *ret_tail, struct json_error *err)
+int src_scan_array(const struct src *s, const char *member, const struct json_known *known, json_elem_fn fn,
+		   void *ctx, size_t *ret_head, size_t *ret_tail, struct json_error *err)
 {
 	struct json_reader rd = reader_of(s);
 
 	if (s->mem)
-		return json_scan_array_at(s->mem, s->len, member, fn, ctx, ret_head, ret_tail, err);
-	return json_scan_array_read(&rd, member, fn, ctx, ret_head, ret_tail, err);
+		return json_scan_array_after(s->mem, s->len, member, known, fn, ctx, ret_head, ret_tail, err);
+	return json_scan_array_read(&rd, member, known, fn, ctx, ret_head, ret_tail, err);
 }
 
 int src_validate(const struct src *s, struct json_error *err)

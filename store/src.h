@@ -56,9 +56,9 @@ static inline void src_window_release(struct src_window *w)
  */
 int src_get(const struct src *s, size_t off, size_t n, struct src_window *w, const char **ret);
 
-/* json_scan_array_at() and json_validate() of the bytes. */
-int src_scan_array(const struct src *s, const char *member, json_elem_fn fn, void *ctx, size_t *ret_head,
-		   size_t *ret_tail, struct json_error *err);
+/* json_scan_array_after() and json_validate() of the bytes. */
+int src_scan_array(const struct src *s, const char *member, const struct json_known *known, json_elem_fn fn,
+		   void *ctx, size_t *ret_head, size_t *ret_tail, struct json_error *err);
 int src_validate(const struct src *s, struct json_error *err);
 
 /* doc_elem_identity() of the element at [start, end). */

@@ -27,6 +27,9 @@
  *     reader with a window of 64 to 80 bytes, give what their twins in
  *     memory give: result, every element's span, head, tail, error and
  *     offset.
+ *   - json_scan_array_after() and json_scan_array_read() told that the text
+ *     up to the end of an element (one that closes itself) is known report
+ *     the spans after it, and the head and tail, that a whole scan reports.
  *   - json_pretty() of cJSON's compact form of an accepted text, and of an
  *     accepted text that is already compact, validates and differs from its
  *     input only by white space outside strings. On arbitrary bytes it must
@@ -313,11 +316,63 @@ static void check_read_scan(const char *s, size_t n, const char *member, size_t 
 	struct spans a = { 0 }, b = { 0 };
 	size_t h1 = 1, t1 = 2, h2 = 1, t2 = 2;
 	int r1 = json_scan_array_at(s, n, member, on_span, &a, &h1, &t1, &e1);
-	int r2 = json_scan_array_read(&rd, member, on_span, &b, &h2, &t2, &e2);
+	int r2 = json_scan_array_read(&rd, member, NULL, on_span, &b, &h2, &t2, &e2);
 
 	CHECK(r1 == r2 && a.n == b.n && a.sum == b.sum && h1 == h2 && t1 == t2);
 	if (r1 == -EINVAL)
 		CHECK(e1.offset == e2.offset && strcmp(e1.msg, e2.msg) == 0);
+}
+
+/* Every span of a scan, in order. */
+struct span_list {
+	size_t (*v)[3];
+	size_t n, alloc;
+};
+
+static int on_span_keep(void *ctx, size_t pre, size_t start, size_t end)
+{
+	struct span_list *l = ctx;
+
+	if (l->n == l->alloc) {
+		l->alloc = l->alloc ? 2 * l->alloc : 16;
+		l->v = realloc(l->v, l->alloc * sizeof(*l->v));
+		CHECK_ALLOC(l->v);
+	}
+	l->v[l->n][0] = pre;
+	l->v[l->n][1] = start;
+	l->v[l->n++][2] = end;
+	return 0;
+}
+
+/*
+ * A scan that skips the text up to the end of element pick (one that closes
+ * itself) sees what the whole scan sees after it, in memory and through a
+ * reader.
+ */
+static void check_scan_after(const char *s, size_t n, const char *member, size_t window, size_t pick)
+{
+	struct mem_reader m = { s, n };
+	struct json_reader rd = { .read = read_mem, .ctx = &m, .len = n, .window = window };
+	struct span_list all = { 0 };
+	struct spans want = { 0 }, a = { 0 }, b = { 0 };
+	size_t h = 0, t = 0, h1 = 1, t1 = 2, h2 = 1, t2 = 2;
+	struct json_known known;
+	char last;
+
+	if (json_scan_array_at(s, n, member, on_span_keep, &all, &h, &t, NULL) == 0 && all.n > 0) {
+		pick %= all.n;
+		known = (struct json_known){ h, all.v[pick][2] };
+		last = s[known.end - 1];
+		if (last == '}' || last == ']' || last == '"') {
+			for (size_t i = pick + 1; i < all.n; i++)
+				on_span(&want, all.v[i][0], all.v[i][1], all.v[i][2]);
+			CHECK(json_scan_array_after(s, n, member, &known, on_span, &a, &h1, &t1, NULL) == 0);
+			CHECK(json_scan_array_read(&rd, member, &known, on_span, &b, &h2, &t2, NULL) == 0);
+			CHECK(a.n == want.n && a.sum == want.sum && h1 == h && t1 == t);
+			CHECK(b.n == want.n && b.sum == want.sum && h2 == h && t2 == t);
+		}
+	}
+	free(all.v);
 }
 
 /*
@@ -337,6 +392,8 @@ static void check_reader(const char *s, size_t n)
 		CHECK(e1.offset == e2.offset && strcmp(e1.msg, e2.msg) == 0);
 	check_read_scan(s, n, NULL, window);
 	check_read_scan(s, n, "messages", window);
+	check_scan_after(s, n, NULL, window, n > 1 ? (unsigned char)s[1] : 0);
+	check_scan_after(s, n, "messages", window, n > 1 ? (unsigned char)s[1] : 0);
 	r1 = json_object_member(s, n, "ts", &a1, &b1);
 	r2 = json_object_member_read(&rd, 0, n, "ts", &a2, &b2);
 	/* Only on validated text is json_object_member() an answer. */

@@ -536,7 +536,7 @@ static void check_read_equal(const char *s, size_t n, const char *member)
 
 		memset(rd, 0, sizeof(*rd));
 		rd->h = rd->t = 777;
-		rd->r = json_scan_array_read(&reader, member, collect, &rd->sp, &rd->h, &rd->t, &rd->err);
+		rd->r = json_scan_array_read(&reader, member, NULL, collect, &rd->sp, &rd->h, &rd->t, &rd->err);
 		scan_result_equal(mem, rd, "scan", s, n, member, w);
 		if (member)
 			continue;
@@ -744,7 +744,7 @@ static void test_read_error(void **state)
 			struct spans sp = { 0 };
 			size_t h = 777, t = 888, a, b;
 
-			assert_int_equal(json_scan_array_read(&rd, members[k], collect, &sp, &h, &t, &err), -EIO);
+			assert_int_equal(json_scan_array_read(&rd, members[k], NULL, collect, &sp, &h, &t, &err), -EIO);
 			assert_int_equal(h, 777);
 			assert_int_equal(t, 888);
 			assert_int_equal(json_validate_read(&rd, &err), -EIO);
@@ -764,7 +764,7 @@ static void test_read_callback_stops(void **state)
 	size_t h = 777, t = 888;
 	int calls = 0;
 
-	assert_int_equal(json_scan_array_read(&rd, NULL, stop_at_second, &calls, &h, &t, NULL), -ECANCELED);
+	assert_int_equal(json_scan_array_read(&rd, NULL, NULL, stop_at_second, &calls, &h, &t, NULL), -ECANCELED);
 	assert_int_equal(calls, 2);
 	assert_int_equal(h, 777);
 	assert_int_equal(t, 888);
@@ -782,6 +782,73 @@ static void test_not_array_message(void **state)
 	assert_int_equal(json_scan_array("{\"a\":1}", 7, NULL, NULL, NULL, NULL, &err), -EINVAL);
 	assert_int_equal(err.offset, 0);
 	assert_string_equal(err.msg, "top-level value is not an array: unexpected '{'");
+}
+
+/*
+ * A scan that skips what is known (json_scan_array_after()) reports what a
+ * whole scan reports past that point: the same head, tail, error and the
+ * spans after it, in memory and through a reader with every window, from the
+ * end of each element that closes itself; and of the text cut short after
+ * that point, what a whole scan of it reports (mostly an error, at its place).
+ */
+static void check_after(const char *s, size_t n, const char *member)
+{
+	_cleanup_free_ struct scan_result *all = calloc(1, sizeof(*all));
+	_cleanup_free_ struct scan_result *mem = calloc(1, sizeof(*mem));
+
+	assert_non_null(all);
+	assert_non_null(mem);
+	all->r = json_scan_array_at(s, n, member, collect, &all->sp, &all->h, &all->t, &all->err);
+	assert_int_equal(all->r, 0);
+	for (size_t i = 0; i < all->sp.n; i++) {
+		struct json_known known = { all->h, all->sp.end[i] };
+		char last = s[known.end - 1];
+		struct scan_result want = { 0 };
+
+		if (last != '}' && last != ']' && last != '"')
+			continue;
+		want = (struct scan_result){ .r = 0, .h = all->h, .t = all->t };
+		for (size_t k = i + 1; k < all->sp.n; k++) {
+			want.sp.pre[want.sp.n] = all->sp.pre[k];
+			want.sp.start[want.sp.n] = all->sp.start[k];
+			want.sp.end[want.sp.n++] = all->sp.end[k];
+		}
+		memset(mem, 0, sizeof(*mem));
+		mem->r = json_scan_array_after(s, n, member, &known, collect, &mem->sp, &mem->h, &mem->t, &mem->err);
+		scan_result_equal(&want, mem, "scan after an element", s, n, member, 0);
+		for (size_t w = WINDOW_MIN; w <= WINDOW_MAX; w += 5) {
+			struct mem_text m = { .s = s, .n = n, .fail_at = SIZE_MAX };
+			struct json_reader reader = { .read = mem_read, .ctx = &m, .len = n, .window = w };
+
+			memset(mem, 0, sizeof(*mem));
+			mem->r = json_scan_array_read(&reader, member, &known, collect, &mem->sp, &mem->h, &mem->t,
+						      &mem->err);
+			scan_result_equal(&want, mem, "scan after an element, through a reader", s, n, member, w);
+		}
+		/* The tail cut short. */
+		for (size_t cut = known.end; cut < n; cut += (n - known.end) / 3 + 1) {
+			struct scan_result whole = { 0 };
+
+			whole.r = json_scan_array_at(s, cut, member, NULL, NULL, &whole.h, &whole.t, &whole.err);
+			memset(mem, 0, sizeof(*mem));
+			mem->r = json_scan_array_after(s, cut, member, &known, NULL, NULL, &mem->h, &mem->t, &mem->err);
+			scan_result_equal(&whole, mem, "scan after an element, of text cut short", s, cut, member, 0);
+		}
+	}
+}
+
+static void test_scan_after(void **state)
+{
+	_cleanup_free_ char *arr = long_array();
+	_cleanup_free_ char *obj = long_object(arr);
+	const char *messages = "{\"a\":1,\"messages\":[{\"x\":1},\"y\",[2],3],\"messages\":[3],\"b\":[4]}";
+
+	check_after(arr, strlen(arr), NULL);
+	check_after(obj, strlen(obj), "messages");
+	check_after(messages, strlen(messages), "messages");
+	for (size_t i = 0; i < ARRAY_SIZE(accepted); i++)
+		check_after(accepted[i], strlen(accepted[i]), NULL);
+	(void)state;
 }
 
 /*
@@ -839,6 +906,7 @@ int main(void)
 		cmocka_unit_test(test_read_callback_stops),
 		cmocka_unit_test(test_not_array_message),
 		cmocka_unit_test(test_member_array),
+		cmocka_unit_test(test_scan_after),
 	};
 
 	log_set_level(LOG_LEVEL_ERR);

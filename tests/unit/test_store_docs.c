@@ -33,6 +33,7 @@ struct text {
 	size_t n;
 };
 #define T(lit) { lit, sizeof(lit) - 1 }
+#define SESSION "sessions/1763560000000_ab12c/1763560000000_ab12c.messages.json"
 
 /* ---- round trips ------------------------------------------------------------------ */
 
@@ -152,6 +153,50 @@ static void assert_every_offset(struct store *st, const char *path, const char *
 	assert_int_equal(store_snap_read(st, snap, buf, 0, 0), 0);
 	assert_int_equal(store_snap_read(st, snap, buf, sizeof(buf), -1), -EINVAL);
 	store_snap_free(snap);
+}
+
+/*
+ * A commit keeps the stored elements the new content begins with and scans
+ * only what follows them. Where an element's bytes are all there but it goes
+ * on (a number that grew), where the bytes between elements changed, and in
+ * the array of a member, what is stored afterwards is the new content.
+ */
+static void test_kept_prefix_ends(void **state)
+{
+	static const struct {
+		const char *path, *first, *then;
+		bool valid;
+	} steps[] = {
+		{ UI, "[{\"a\":1},12]", "[{\"a\":1},123]", true },
+		{ UI, "[{\"a\":1},12]", "[{\"a\":1},12.5,{\"b\":2}]", true },
+		{ UI, "[{\"a\":1},true]", "[{\"a\":1},tru]", false },
+		{ UI, "[{\"a\":1},\"x\"]", "[{\"a\":1},\"x\",\"y\"]", true },
+		{ UI, "[{\"a\":1},\"x\"]", "[{\"a\":1},\"xy\"]", true },
+		{ UI, "[1, {\"a\":1}]", "[1,{\"a\":1}]", true },
+		{ UI, "[{\"a\":1},[2]]", "[{\"a\":1},[2] ,[3]]", true },
+		{ UI, "[{\"a\":1},[2]]", "[{\"a\":1},[2]", false },
+		{ UI, "[{\"a\":1},[2]]", "[{\"a\":1},[2]]]", false },
+		{ UI, "[{\"a\":1},[2]]", "[{\"a\":1}]", true },
+		{ SESSION, "{\"v\":1,\"messages\":[{\"id\":\"a\"},{\"id\":\"b\"}],\"n\":2}",
+		  "{\"v\":1,\"messages\":[{\"id\":\"a\"},{\"id\":\"b\"},{\"id\":\"c\"}],\"n\":3}", true },
+		{ SESSION, "{\"v\":1,\"messages\":[{\"id\":\"a\"},{\"id\":\"b\"}],\"n\":2}",
+		  "{\"v\":1,\"messages\":[{\"id\":\"a\"},{\"id\":\"b\"}],\"n\":2,}", false },
+		{ SESSION, "{\"v\":1,\"messages\":[{\"id\":\"a\"},{\"id\":\"b\"}],\"n\":2}",
+		  "{\"v\":1,\"messages\":[{\"id\":\"a\"},{\"id\":\"b\"}]}", true },
+	};
+	struct fixture *f = *state;
+
+	for (size_t i = 0; i < ARRAY_SIZE(steps); i++) {
+		const char *path = steps[i].path, *then = steps[i].then;
+
+		assert_int_equal(commit(f->st, path, steps[i].first), 0);
+		if (commit(f->st, path, then) != (steps[i].valid ? 0 : -EINVAL))
+			fail_msg("commit of '%s' after '%s' not %s", then, steps[i].first,
+				 steps[i].valid ? "taken" : "refused");
+		assert_doc_str(f->st, path, steps[i].valid ? then : steps[i].first);
+		if (steps[i].valid)
+			assert_every_offset(f->st, path, then, strlen(then));
+	}
 }
 
 static void test_offsets_and_sizes(void **state)
@@ -644,6 +689,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_round_trip_arrays, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_round_trip_whole, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_kept_prefix_ends, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_offsets_and_sizes, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_large_element, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_snapshots, setup_store, teardown),
