@@ -79,19 +79,102 @@ static int row_matches(struct store *st, sqlite3_stmt *row, const char *pre, siz
 	return 0;
 }
 
+/* Whether row id holds pre[0, pre_len) and the bytes of element e of src (row_matches()). */
+static int row_holds(struct store *st, int64_t id, const char *pre, size_t pre_len, const struct src *src,
+		     const struct span *e, struct src_window *w, bool *ret)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	int r, rc;
+
+	r = store_prepare_ints(st, "SELECT " ROW_COLUMNS " FROM elems WHERE id = ?1", STORE_INTS(id, (int64_t)ELEM_INLINE),
+			       &stmt);
+	if (r < 0)
+		return r;
+	rc = sqlite3_step(stmt);
+	if (rc != SQLITE_ROW)
+		return rc == SQLITE_DONE ? -EIO : store_fail(st, rc, "cannot read an element");
+	return row_matches(st, stmt, pre, pre_len, src, e, w, ret);
+}
+
+/*
+ * The key of the store's digests, or NULL if it has none (then rows get
+ * none, and are compared by their bytes). Called with the store's lock held.
+ */
+static const struct digest_key *digest_key_of(struct store *st)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	unsigned char seed[DIGEST_SEED_SIZE];
+	const char *hex;
+
+	if (st->digest_key_state != 0)
+		return st->digest_key_state > 0 ? &st->digest_key : NULL;
+	if (store_prepare(st, "SELECT value FROM meta WHERE key = 'digest_key'", &stmt) < 0 ||
+	    sqlite3_step(stmt) != SQLITE_ROW)
+		return NULL; /* asked again at the next commit */
+	st->digest_key_state = -1;
+	hex = (const char *)sqlite3_column_text(stmt, 0);
+	if (!hex || strlen(hex) != 2 * sizeof(seed)) {
+		log_warn("the store's digest key is damaged: commits compare every element's bytes");
+		return NULL;
+	}
+	for (size_t i = 0; i < sizeof(seed); i++)
+		if (sscanf(hex + 2 * i, "%2hhx", &seed[i]) != 1) {
+			log_warn("the store's digest key is damaged: commits compare every element's bytes");
+			return NULL;
+		}
+	digest_key_init(&st->digest_key, seed);
+	st->digest_key_state = 1;
+	return &st->digest_key;
+}
+
+/* A digest to fill in: of the row id. */
+struct digest_fill {
+	int64_t id;
+	unsigned char dg[DIGEST_SIZE];
+};
+
+/* Fills in the digests of rows that had none, once the walk over the index is done. */
+static int digests_fill(struct store *st, const struct digest_fill *v, size_t n)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	int r, rc;
+
+	if (n == 0)
+		return 0;
+	r = store_prepare(st, "UPDATE elems SET dg = ?2 WHERE id = ?1", &stmt);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < n; i++) {
+		sqlite3_reset(stmt);
+		sqlite3_bind_int64(stmt, 1, v[i].id);
+		sqlite3_bind_blob(stmt, 2, v[i].dg, DIGEST_SIZE, SQLITE_STATIC);
+		rc = sqlite3_step(stmt);
+		if (rc != SQLITE_DONE)
+			return store_fail(st, rc, "cannot store an element's digest");
+	}
+	return 0;
+}
+
 /*
  * The doc's current elements that the new content goes on with, byte for
  * byte, after the same head: their spans go onto sv, and *known says where
  * they end, so that the scan starts there and only what changed is scanned.
  * These rows are kept as they are. It stops before an element that does not
  * close itself (struct json_known): a number may go on in the new content.
+ *
+ * The rows are read from the index elems_cur alone: the bytes before each
+ * element, its length and the digest of its bytes, which is compared with
+ * the digest of the new bytes at that place. A row without a digest is
+ * compared by its bytes, and gets its digest.
  */
 static int known_prefix(struct store *st, const struct doc_row *d, const struct src *src, struct span_vec *sv,
 			struct json_known *known)
 {
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
 	_cleanup_src_window_ struct src_window w = SRC_WINDOW_INIT;
-	size_t head = strlen(d->head), at = head;
+	const struct digest_key *key = digest_key_of(st);
+	_cleanup_free_ struct digest_fill *fill = NULL;
+	size_t head = strlen(d->head), at = head, nfill = 0, fill_alloc = 0;
 	const char *hd;
 	int r, rc = SQLITE_DONE;
 
@@ -102,22 +185,41 @@ static int known_prefix(struct store *st, const struct doc_row *d, const struct 
 		return r;
 	if (memcmp(hd, d->head, head) != 0)
 		return 0;
-	r = store_prepare_ints(st, "SELECT " ROW_COLUMNS " FROM elems WHERE doc_id = ?1 AND rev_to IS NULL ORDER BY seq",
-			       STORE_INTS(d->id, (int64_t)ELEM_INLINE), &stmt);
+	r = store_prepare_ints(st, "SELECT id, pre, len, dg FROM elems WHERE doc_id = ?1 AND rev_to IS NULL ORDER BY seq",
+			       STORE_INTS(d->id), &stmt);
 	if (r < 0)
 		return r;
 	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
 		size_t pre_len = (size_t)sqlite3_column_bytes(stmt, 1), len = (size_t)sqlite3_column_int64(stmt, 2);
 		struct span e = { at, at + pre_len, at + pre_len + len };
-		const char *pre, *last;
-		bool same;
+		unsigned char dg[DIGEST_SIZE];
+		const char *bytes, *last;
+		bool same, small = len <= ELEM_INLINE;
 
 		if (len == 0 || len > src->len || pre_len + len > src->len - at)
 			break;
-		/* The pre is compared before w moves on to the element. */
-		if ((r = src_get(src, e.pre, pre_len, &w, &pre)) < 0 ||
-		    (r = row_matches(st, stmt, pre, pre_len, src, &e, &w, &same)) < 0)
+		if ((r = src_get(src, e.pre, pre_len, &w, &bytes)) < 0)
 			return r;
+		if (pre_len && memcmp(bytes, sqlite3_column_blob(stmt, 1), pre_len) != 0)
+			break;
+		if (small && key) {
+			if ((r = src_get(src, e.start, len, &w, &bytes)) < 0)
+				return r;
+			digest128(key, bytes, len, dg);
+		}
+		if (small && key && sqlite3_column_bytes(stmt, 3) == DIGEST_SIZE) {
+			same = memcmp(sqlite3_column_blob(stmt, 3), dg, DIGEST_SIZE) == 0;
+		} else {
+			if ((r = row_holds(st, sqlite3_column_int64(stmt, 0), sqlite3_column_blob(stmt, 1), pre_len, src,
+					     &e, &w, &same)) < 0)
+				return r;
+			if (same && small && key) {
+				if (ARRAY_GROW(fill, nfill, fill_alloc, 64) < 0)
+					return -ENOMEM;
+				fill[nfill].id = sqlite3_column_int64(stmt, 0);
+				memcpy(fill[nfill++].dg, dg, DIGEST_SIZE);
+			}
+		}
 		if (!same)
 			break;
 		if ((r = src_get(src, e.end - 1, 1, &w, &last)) < 0)
@@ -130,6 +232,9 @@ static int known_prefix(struct store *st, const struct doc_row *d, const struct 
 	}
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
 		return store_fail(st, rc, "cannot read elements");
+	sqlite3_reset(stmt);
+	if ((r = digests_fill(st, fill, nfill)) < 0)
+		return r;
 	if (sv->n > 0)
 		*known = (struct json_known){ .head = head, .end = at };
 	return 0;
@@ -170,8 +275,8 @@ struct elem_new {
 };
 
 /* The statement elem_insert() runs. */
-static const char elem_insert_sql[] = "INSERT INTO elems(doc_id, seq, off, pre, len, json, key, ts, rev_from, h, loff) "
-				      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)";
+static const char elem_insert_sql[] = "INSERT INTO elems(doc_id, seq, off, pre, len, json, key, ts, rev_from, h, loff, dg) "
+				      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)";
 
 /*
  * Inserts e with stmt, prepared from elem_insert_sql (and reset here), with
@@ -211,6 +316,12 @@ static int elem_insert(struct store *st, sqlite3_stmt *stmt, const struct elem_n
 		return r;
 	sqlite3_bind_int64(stmt, 9, e->rev);
 	sqlite3_bind_int64(stmt, 11, e->loff);
+	if (json && digest_key_of(st)) {
+		unsigned char dg[DIGEST_SIZE];
+
+		digest128(digest_key_of(st), json, e->len, dg);
+		sqlite3_bind_blob(stmt, 12, dg, sizeof(dg), SQLITE_TRANSIENT);
+	}
 	rc = sqlite3_step(stmt);
 	if (rc != SQLITE_DONE)
 		return store_fail(st, rc, what);
@@ -243,7 +354,6 @@ static int elems_insert(struct store *st, int64_t doc_id, const struct src *src,
 }
 
 /* ---- merged commits ------------------------------------------------------------ */
-
 
 int store_base_from_snap(const struct store_snap *snap, struct store_base **ret)
 {
@@ -381,23 +491,6 @@ static int fetch_by_hash(void *ctx, const struct merge_elem *e, char **ret_json,
 	*ret_json = p;
 	*ret_len = strlen(p);
 	return 0;
-}
-
-/* Whether row id holds pre[0, pre_len) and the bytes of element e of src (row_matches()). */
-static int row_holds(struct store *st, int64_t id, const char *pre, size_t pre_len, const struct src *src,
-		     const struct span *e, struct src_window *w, bool *ret)
-{
-	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
-	int r, rc;
-
-	r = store_prepare_ints(st, "SELECT " ROW_COLUMNS " FROM elems WHERE id = ?1", STORE_INTS(id, (int64_t)ELEM_INLINE),
-			       &stmt);
-	if (r < 0)
-		return r;
-	rc = sqlite3_step(stmt);
-	if (rc != SQLITE_ROW)
-		return rc == SQLITE_DONE ? -EIO : store_fail(st, rc, "cannot read an element");
-	return row_matches(st, stmt, pre, pre_len, src, e, w, ret);
 }
 
 /*

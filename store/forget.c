@@ -259,7 +259,7 @@ static int forget_current(struct store *st, const struct store_forget *f, const 
 static const char *const forget_sql[] = {
 	/* older versions' rows (and, with a task, all of its rows) blanked at the same length */
 	"UPDATE elems SET json = CASE WHEN len >= 18 THEN '{\"forgotten\":true}' || printf('%-*s', len - 18, '') "
-	"  ELSE '{}' || printf('%-*s', len - 2, '') END, h = NULL "
+	"  ELSE '{}' || printf('%-*s', len - 2, '') END, h = NULL, dg = NULL "
 	"WHERE id IN (SELECT e.id FROM elems e JOIN docs d ON d.id = e.doc_id WHERE " ROW_HITS ")",
 	"UPDATE elems SET h = convfs_hash(json) WHERE h IS NULL",
 	/* versions of whole files */

@@ -172,6 +172,22 @@ static const char *const migrations[] = {
 	 * `>>` to messages.jsonl makes several.
 	 */
 	"CREATE INDEX tasks_workspace ON tasks(workspace_id);",
+
+	/*
+	 * 9 -> 10: a keyed digest of each element's bytes (digest128(), with
+	 * the key made here and kept in meta), in the index of a doc's current
+	 * elements beside their lengths and the bytes before them (and rev_to,
+	 * always NULL there, without which SQLite reads the table to check
+	 * it): a commit finds the elements the new content keeps from the
+	 * index alone, not by reading them (store/array.c, known_prefix()).
+	 * Rows written before have none: a commit compares those by their
+	 * bytes, once, and fills it in. An element over ELEM_INLINE bytes never
+	 * has one (its row would be rewritten whole to add it).
+	 */
+	"ALTER TABLE elems ADD COLUMN dg BLOB;"
+	"DROP INDEX elems_cur;"
+	"CREATE INDEX elems_cur ON elems(doc_id, seq, len, pre, dg, rev_to) WHERE rev_to IS NULL;"
+	"INSERT OR IGNORE INTO meta(key, value) VALUES ('digest_key', lower(hex(randomblob(288))));",
 };
 
 int store_schema_version(void)
@@ -225,6 +241,9 @@ int store_migrate_to(struct store *st, int target)
 			version, target);
 		return -EROFS;
 	}
+	if (version > 0)
+		log_info("migrating the store from schema version %d to %d: a large store takes a while", version,
+			 target);
 	store_blob_drop(st);
 	r = store_exec(st, "BEGIN IMMEDIATE");
 	if (r < 0)

@@ -10,6 +10,7 @@
 #include "store/store.h"
 #include "store/store_seen.h"
 #include "store/store_view.h"
+#include "store/util.h"
 
 enum doc_format {
 	DOC_ARRAY = 0, /* elements in table elems */
@@ -62,6 +63,9 @@ struct store {
 		bool trashed;
 		int r; /* 0, or -ENOENT: not a live task nor one in the trash */
 	} task_last;
+	/* The key of the elements' digests (digest128()), read from meta at the first commit that needs it. */
+	struct digest_key digest_key;
+	int digest_key_state; /* 0: not read yet; 1: read; -1: the store has none */
 };
 
 /*

@@ -245,3 +245,78 @@ uint64_t hash64(const void *data, size_t len)
 	hash64_add(&h, data, len);
 	return hash64_end(&h);
 }
+
+/* ---- digest128() ------------------------------------------------------------ */
+
+#define P61 (((uint64_t)1 << 61) - 1)
+
+/* x modulo 2^61 - 1, for x < 2^125. */
+static inline uint64_t mod61(unsigned __int128 x)
+{
+	uint64_t hi = (uint64_t)(x >> 61), s = ((uint64_t)x & P61) + (hi & P61) + (hi >> 61);
+
+	s = (s & P61) + (s >> 61);
+	return s >= P61 ? s - P61 : s;
+}
+
+void digest_key_init(struct digest_key *k, const unsigned char seed[DIGEST_SEED_SIZE])
+{
+	memcpy(k->nh, seed, sizeof(k->nh));
+	for (int h = 0; h < 2; h++) {
+		uint64_t r;
+
+		memcpy(&r, seed + sizeof(k->nh) + 8 * h, 8);
+		k->point[h] = r % (P61 - 1) + 1; /* a point of the field, not 0 */
+	}
+}
+
+/* NH of one block of DIGEST_NH_WORDS words at p, under key words k. */
+static inline uint64_t digest_nh(const uint32_t *k, const unsigned char *p)
+{
+	uint64_t y = 0;
+
+	for (int i = 0; i < DIGEST_NH_WORDS; i += 2) {
+		uint32_t a, b;
+
+		memcpy(&a, p + 4 * i, 4);
+		memcpy(&b, p + 4 * i + 4, 4);
+		y += (uint64_t)(uint32_t)(a + k[i]) * (uint32_t)(b + k[i + 1]);
+	}
+	return y;
+}
+
+/* One step of Horner's rule: (acc + c) times the point, modulo 2^61 - 1. */
+static inline uint64_t digest_step(uint64_t point, uint64_t acc, uint32_t c)
+{
+	return mod61((unsigned __int128)(acc + c) * point);
+}
+
+void digest128(const struct digest_key *k, const void *data, size_t len, unsigned char out[DIGEST_SIZE])
+{
+	enum { BLOCK = 4 * DIGEST_NH_WORDS };
+	const unsigned char *p = data;
+	uint64_t acc[2] = { 1, 1 }; /* a leading coefficient 1: nothing digests to 0 whatever the key */
+	unsigned char last[BLOCK];
+
+	for (size_t i = 0; i < len; i += BLOCK) {
+		const unsigned char *block = p + i;
+
+		if (len - i < BLOCK) {
+			/* The last block, zero-padded: the length, digested last, tells the zeros from bytes. */
+			memset(last, 0, sizeof(last));
+			memcpy(last, block, len - i);
+			block = last;
+		}
+		for (int h = 0; h < 2; h++) {
+			uint64_t y = digest_nh(k->nh + DIGEST_NH_SHIFT * h, block);
+
+			acc[h] = digest_step(k->point[h], acc[h], (uint32_t)y);
+			acc[h] = digest_step(k->point[h], acc[h], (uint32_t)(y >> 32));
+		}
+	}
+	for (int h = 0; h < 2; h++) {
+		acc[h] = digest_step(k->point[h], acc[h], (uint32_t)len);
+		acc[h] = digest_step(k->point[h], acc[h], (uint32_t)((uint64_t)len >> 32));
+		memcpy(out + 8 * h, &acc[h], 8);
+	}
+}

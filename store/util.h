@@ -121,4 +121,29 @@ void hash64_begin(struct hash64 *h, size_t len);
 void hash64_add(struct hash64 *h, const void *data, size_t len);
 uint64_t hash64_end(struct hash64 *h);
 
+/*
+ * A keyed digest of bytes, to tell that they equal bytes digested before
+ * without reading those again (a commit's known prefix). As UMAC does, each
+ * block of 256 bytes is first made one 64-bit value by NH (the sum of the
+ * products of its 32-bit words, each pair plus key words, modulo 2^64), under
+ * two keys (the same key words, shifted by four); each half of the digest is
+ * then a polynomial, in a secret point of the field of integers modulo
+ * 2^61 - 1, whose coefficients are one key's block values, 32 bits at a
+ * time, and the length. Two texts of the same length n that differ, chosen
+ * without the key (which never leaves the store), get the same digest with
+ * a chance of at most 2^-64 + ((n/128 + 3) / (2^61 - 1))^2: about 2^-64
+ * whatever their size. Not a hash for anything else.
+ */
+#define DIGEST_SIZE 16
+#define DIGEST_NH_WORDS 64 /* a block: 256 bytes */
+#define DIGEST_NH_SHIFT 4
+struct digest_key {
+	uint32_t nh[DIGEST_NH_WORDS + DIGEST_NH_SHIFT];
+	uint64_t point[2];
+};
+/* How many random bytes make a key. */
+#define DIGEST_SEED_SIZE (4 * (DIGEST_NH_WORDS + DIGEST_NH_SHIFT) + 16)
+void digest_key_init(struct digest_key *k, const unsigned char seed[DIGEST_SEED_SIZE]);
+void digest128(const struct digest_key *k, const void *data, size_t len, unsigned char out[DIGEST_SIZE]);
+
 #endif

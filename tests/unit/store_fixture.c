@@ -106,6 +106,16 @@ static sqlite3_stmt *db_query(sqlite3 *db, const char *fmt, va_list ap)
 	return stmt;
 }
 
+void db_exec(const char *path, const char *sql)
+{
+	sqlite3 *db = db_open(path);
+	char *msg = NULL;
+
+	if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK)
+		fail_msg("'%s' failed: %s", sql, msg);
+	sqlite3_close(db);
+}
+
 int64_t db_int(const char *path, const char *fmt, ...)
 {
 	sqlite3 *db = db_open(path);

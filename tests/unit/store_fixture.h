@@ -42,6 +42,8 @@ void close_store(struct fixture *f);
 /* ---- plain sqlite3 ------------------------------------------------------------- */
 
 sqlite3 *db_open(const char *path);
+/* Runs sql on the store file through a connection of its own; fails the test if it fails. */
+void db_exec(const char *path, const char *sql);
 int64_t db_int(const char *path, const char *fmt, ...);
 char *db_text(const char *path, const char *fmt, ...);
 

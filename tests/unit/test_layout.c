@@ -197,6 +197,45 @@ static void test_hash64_pieces(void **state)
 	assert_true(a != hash64(data, 100));
 }
 
+/* digest128(): the same bytes and key, the same digest; any bit changed, any length or key other, another. */
+static void test_digest128(void **state)
+{
+	unsigned char data[700], seed[DIGEST_SEED_SIZE], a[DIGEST_SIZE], b[DIGEST_SIZE];
+	struct digest_key k1, k2;
+
+	for (size_t i = 0; i < sizeof(data); i++)
+		data[i] = (unsigned char)(i * 131 + 7);
+	for (size_t i = 0; i < sizeof(seed); i++)
+		seed[i] = (unsigned char)(i * 29 + 1);
+	digest_key_init(&k1, seed);
+	seed[3] ^= 1; /* a key word of NH */
+	seed[DIGEST_SEED_SIZE - 1] ^= 1; /* a point */
+	digest_key_init(&k2, seed);
+	for (size_t len = 0; len <= sizeof(data); len += len < 70 ? 1 : 97) {
+		digest128(&k1, data, len, a);
+		digest128(&k1, data, len, b);
+		assert_memory_equal(a, b, DIGEST_SIZE);
+		digest128(&k2, data, len, b);
+		assert_memory_not_equal(a, b, DIGEST_SIZE);
+		for (size_t bit = 0; bit < 8 * len; bit += len < 70 ? 3 : 37) {
+			data[bit / 8] ^= (unsigned char)(1 << (bit % 8));
+			digest128(&k1, data, len, b);
+			data[bit / 8] ^= (unsigned char)(1 << (bit % 8));
+			if (memcmp(a, b, DIGEST_SIZE) == 0)
+				fail_msg("digest of %zu bytes the same with bit %zu changed", len, bit);
+		}
+	}
+	/* Zeros after the bytes are not the same bytes. */
+	memset(data, 0, sizeof(data));
+	data[0] = 'a';
+	digest128(&k1, data, 1, a);
+	for (size_t len = 2; len <= 20; len++) {
+		digest128(&k1, data, len, b);
+		assert_memory_not_equal(a, b, DIGEST_SIZE);
+	}
+	(void)state;
+}
+
 struct mem_text {
 	const char *s;
 	size_t n;
@@ -297,6 +336,7 @@ int main(void)
 		cmocka_unit_test(test_is_session_id),
 		cmocka_unit_test(test_conversation_dir),
 		cmocka_unit_test(test_hash64_pieces),
+		cmocka_unit_test(test_digest128),
 		cmocka_unit_test(test_identity_read),
 	};
 

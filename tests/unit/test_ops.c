@@ -246,6 +246,8 @@ static void test_forget_match(void **state)
 	assert_int_equal(store_forget_run(st, &f, &who, NULL, NULL), 0);
 	assert_int_equal(sql_int(st, "SELECT count(*) FROM elems WHERE instr(json, '" SECRET "')"), 0);
 	assert_int_equal(sql_int(st, "SELECT count(*) FROM blobs WHERE instr(data, CAST('" SECRET "' AS BLOB))"), 0);
+	/* a blanked row keeps no digest of what it held */
+	assert_int_equal(sql_int(st, "SELECT count(*) FROM elems WHERE instr(json, 'forgotten') AND dg IS NOT NULL"), 0);
 	assert_int_equal(store_forget_plan(st, &f, count_plan, &plan), 0);
 	assert_int_equal(check_after(st, NULL, &problems), 0);
 

@@ -67,16 +67,6 @@ static bool sidecar_exists(const struct fixture *f, const char *suffix)
 	return access(p, F_OK) == 0;
 }
 
-static void db_exec(const char *path, const char *sql)
-{
-	sqlite3 *db = db_open(path);
-	char *msg = NULL;
-
-	if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK)
-		fail_msg("'%s' failed: %s", sql, msg);
-	sqlite3_close(db);
-}
-
 /* ---- schema ------------------------------------------------------------------- */
 
 static void test_new_store_schema(void **state)
@@ -198,6 +188,10 @@ static void test_migrate_from_v1(void **state)
 	snprintf(ui, sizeof(ui), "[%s,{\"ts\":1700000000001,\"type\":\"ask\"}]", v1_msg);
 	assert_int_equal(commit(f->st, UI, ui), 0);
 	assert_doc_str(f->st, UI, ui);
+	/* The migrated row was compared by its bytes, kept, and has its digest now. */
+	assert_int_equal(db_int(f->path, "SELECT length(value) FROM meta WHERE key = 'digest_key'"), 2 * DIGEST_SEED_SIZE);
+	assert_int_equal(db_int(f->path, "SELECT count(*) FROM elems WHERE rev_to IS NOT NULL"), 0);
+	assert_int_equal(db_int(f->path, "SELECT count(*) FROM elems WHERE length(dg) = 16"), 2);
 	assert_int_equal(db_int(f->path, "SELECT count(*) FROM elems WHERE doc_id = 1"), 2);
 	assert_int_equal(db_int(f->path, "SELECT count(*) FROM elems WHERE doc_id = 1 AND rev_to IS NOT NULL"), 0);
 }

@@ -215,6 +215,61 @@ static void test_offsets_and_sizes(void **state)
 	sb_release(&sb);
 }
 
+/*
+ * A commit finds the elements it keeps by their digests (elems.dg): a row
+ * whose digest says other bytes is not kept, though its bytes are the same;
+ * a row without one (written before digests) is compared by its bytes, kept,
+ * and gets one; an element over ELEM_INLINE has none and is compared by its
+ * bytes each time.
+ */
+static void test_digests(void **state)
+{
+	static const char *const versions[] = {
+		"[{\"ts\":1,\"text\":\"one\"},{\"ts\":2,\"text\":\"two\"}]",
+		"[{\"ts\":1,\"text\":\"one\"},{\"ts\":2,\"text\":\"two\"},{\"ts\":3}]",
+		"[{\"ts\":1,\"text\":\"one\"},{\"ts\":2,\"text\":\"two\"},{\"ts\":3},{\"ts\":4}]",
+		"[{\"ts\":1,\"text\":\"one\"},{\"ts\":2,\"text\":\"two\"},{\"ts\":3},{\"ts\":4},{\"ts\":5}]",
+	};
+	struct fixture *f = *state;
+	struct sb sb = SB_INIT;
+	size_t big;
+
+	assert_int_equal(commit(f->st, UI, versions[0]), 0);
+	assert_int_equal(db_int(f->path, "SELECT count(*) FROM elems WHERE length(dg) = %d", DIGEST_SIZE), 2);
+	assert_int_equal(commit(f->st, UI, versions[1]), 0);
+	assert_int_equal(db_int(f->path, "SELECT count(*) FROM elems WHERE rev_to IS NOT NULL"), 0);
+
+	/* A digest that says other bytes: that row and the ones after it are not kept. */
+	db_exec(f->path, "UPDATE elems SET dg = zeroblob(16) WHERE seq = 1 AND rev_to IS NULL");
+	assert_int_equal(commit(f->st, UI, versions[2]), 0);
+	assert_doc_str(f->st, UI, versions[2]);
+	assert_int_equal(db_int(f->path, "SELECT count(*) FROM elems WHERE rev_to IS NOT NULL"), 2);
+
+	/* No digest: compared by the bytes, kept, and given one. */
+	db_exec(f->path, "UPDATE elems SET dg = NULL WHERE rev_to IS NULL");
+	assert_int_equal(commit(f->st, UI, versions[3]), 0);
+	assert_doc_str(f->st, UI, versions[3]);
+	assert_int_equal(db_int(f->path, "SELECT count(*) FROM elems WHERE rev_to IS NOT NULL"), 2);
+	assert_int_equal(db_int(f->path, "SELECT count(*) FROM elems WHERE rev_to IS NULL AND dg IS NULL"), 0);
+
+	/* A large element has none, and is kept by its bytes. */
+	assert_int_equal(sb_adds(&sb, "[{\"ts\":1,\"text\":\""), 0);
+	for (size_t i = 0; i < ((size_t)1 << 20) + 10; i++)
+		assert_int_equal(sb_add(&sb, &"abcdefghijklmnopqrstuvwxyz"[i % 26], 1), 0);
+	assert_int_equal(sb_adds(&sb, "\"}"), 0);
+	big = sb.len;
+	assert_int_equal(sb_adds(&sb, "]"), 0);
+	assert_int_equal(store_doc_commit(f->st, API, sb.buf, sb.len, &who, "write"), 0);
+	sb.len = big;
+	assert_int_equal(sb_adds(&sb, ",{\"role\":\"user\",\"content\":\"more\"}]"), 0);
+	assert_int_equal(store_doc_commit(f->st, API, sb.buf, sb.len, &who, "write"), 0);
+	assert_doc(f->st, API, sb.buf, sb.len);
+	assert_int_equal(db_int(f->path, "SELECT count(*) FROM elems e JOIN docs d ON d.id = e.doc_id "
+					 "WHERE d.path = '%s' AND e.rev_to IS NOT NULL", API), 0);
+	assert_int_equal(db_int(f->path, "SELECT count(*) FROM elems WHERE len > %d AND dg IS NOT NULL", 1 << 20), 0);
+	sb_release(&sb);
+}
+
 static void test_large_element(void **state)
 {
 	struct fixture *f = *state;
@@ -690,6 +745,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_round_trip_arrays, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_round_trip_whole, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_kept_prefix_ends, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_digests, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_offsets_and_sizes, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_large_element, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_snapshots, setup_store, teardown),
