@@ -172,9 +172,16 @@ int commit_take(struct fs *fs, int fd, bool private_fd, struct commit_bytes *ret
 			return 0;
 		}
 	}
-	if ((r = read_upto(fd, &ret->mem, COMMIT_INLINE, &eof)) < 0 || eof) {
-		ret->len = ret->mem.len;
-		return r;
+	/*
+	 * A file larger than what is held, by its size now, is copied whole by
+	 * the kernel rather than read into memory first; the size only picks
+	 * the way, and the copy goes to the file's end whatever it is then.
+	 */
+	if (private_fd || fstat(fd, &st) < 0 || (size_t)st.st_size <= COMMIT_INLINE) {
+		if ((r = read_upto(fd, &ret->mem, COMMIT_INLINE, &eof)) < 0 || eof) {
+			ret->len = ret->mem.len;
+			return r;
+		}
 	}
 	out = fs_private_file(fs);
 	if (out < 0)
