@@ -96,11 +96,7 @@ static int row_holds(struct store *st, int64_t id, const char *pre, size_t pre_l
 	return row_matches(st, stmt, pre, pre_len, src, e, w, ret);
 }
 
-/*
- * The key of the store's digests, or NULL if it has none (then rows get
- * none, and are compared by their bytes). Called with the store's lock held.
- */
-static const struct digest_key *digest_key_of(struct store *st)
+const struct digest_key *store_digest_key(struct store *st)
 {
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
 	unsigned char seed[DIGEST_SEED_SIZE];
@@ -172,7 +168,7 @@ static int known_prefix(struct store *st, const struct doc_row *d, const struct 
 {
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
 	_cleanup_src_window_ struct src_window w = SRC_WINDOW_INIT;
-	const struct digest_key *key = digest_key_of(st);
+	const struct digest_key *key = store_digest_key(st);
 	_cleanup_free_ struct digest_fill *fill = NULL;
 	size_t head = strlen(d->head), at = head, nfill = 0, fill_alloc = 0;
 	const char *hd;
@@ -316,10 +312,10 @@ static int elem_insert(struct store *st, sqlite3_stmt *stmt, const struct elem_n
 		return r;
 	sqlite3_bind_int64(stmt, 9, e->rev);
 	sqlite3_bind_int64(stmt, 11, e->loff);
-	if (json && digest_key_of(st)) {
+	if (json && store_digest_key(st)) {
 		unsigned char dg[DIGEST_SIZE];
 
-		digest128(digest_key_of(st), json, e->len, dg);
+		digest128(store_digest_key(st), json, e->len, dg);
 		sqlite3_bind_blob(stmt, 12, dg, sizeof(dg), SQLITE_TRANSIENT);
 	}
 	rc = sqlite3_step(stmt);

@@ -9,7 +9,8 @@
  *  - an array doc renders as head + (pre + json)* + tail: its current rows
  *    (rev_to NULL) are seq 0..nelems-1, each at the offset the ones before
  *    it give (off, and loff for JSON Lines), len is the bytes of json, and
- *    size and lsize are their sums;
+ *    size and lsize are their sums; a current row's digest (dg) is that of
+ *    its bytes, since a commit keeps a row by its digest alone;
  *  - a whole doc's last blob up to its revision is size bytes;
  *  - a row is valid over [rev_from, rev_to), both revisions that exist, not
  *    after its doc's revision;
@@ -60,6 +61,10 @@ static const struct {
 	  "UNION ALL "
 	  "SELECT printf('doc ''%s'': element %d is %d bytes, its row says %d', d.path, e.seq, " BYTES("e.json") ", e.len) "
 	  "FROM elems e JOIN docs d ON d.id = e.doc_id WHERE e.rev_to IS NULL AND " BYTES("e.json") " != e.len" },
+	{ "the digests of current elements",
+	  "SELECT printf('doc ''%s'': element %d has the digest of other bytes', d.path, e.seq) "
+	  "FROM elems e JOIN docs d ON d.id = e.doc_id "
+	  "WHERE e.rev_to IS NULL AND e.dg IS NOT NULL AND e.dg != convfs_digest(e.json)" },
 	{ "the content of whole docs",
 	  "SELECT printf('doc ''%s'': size %d, its last version is %s', d.path, d.size, "
 	  "  coalesce((SELECT length(b.data) || ' bytes' FROM blobs b WHERE b.doc_id = d.id AND b.rev <= d.rev "
@@ -141,6 +146,10 @@ int store_check(struct store *st, store_problem_fn fn, store_progress_fn progres
 	char schema[256];
 	int r, n = 0;
 
+	{
+		STORE_LOCK(st);
+		(void)store_digest_key(st); /* for convfs_digest(); without it, digests go unchecked */
+	}
 	snprintf(schema, sizeof(schema),
 		 "SELECT printf('schema version %%d, newer than this convfs writes (%d)', user_version) "
 		 "FROM pragma_user_version WHERE user_version > %d",

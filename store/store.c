@@ -238,11 +238,34 @@ static void sql_hash(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 	sqlite3_result_int64(ctx, (sqlite3_int64)hash64(p ? p : "", (size_t)n));
 }
 
-/* The SQL functions of ours that migrations and queries use. */
-static int register_functions(sqlite3 *db)
+/*
+ * convfs_digest(x): digest128() of x's bytes with the store's key, or NULL
+ * while the key is not read (store_digest_key()): for `convfs check`.
+ */
+static void sql_digest(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 {
-	return sqlite3_create_function(db, "convfs_hash", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, sql_hash, NULL,
-				       NULL);
+	const struct store *st = sqlite3_user_data(ctx);
+	const void *p = sqlite3_value_blob(argv[0]);
+	int n = sqlite3_value_bytes(argv[0]);
+	unsigned char dg[DIGEST_SIZE];
+
+	if (st->digest_key_state <= 0) {
+		sqlite3_result_null(ctx);
+		return;
+	}
+	digest128(&st->digest_key, p ? p : "", (size_t)n, dg);
+	sqlite3_result_blob(ctx, dg, sizeof(dg), SQLITE_TRANSIENT);
+}
+
+/* The SQL functions of ours that migrations and queries use. */
+static int register_functions(struct store *st)
+{
+	int rc = sqlite3_create_function(st->db, "convfs_hash", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, sql_hash,
+					 NULL, NULL);
+
+	if (rc == SQLITE_OK)
+		rc = sqlite3_create_function(st->db, "convfs_digest", 1, SQLITE_UTF8, st, sql_digest, NULL, NULL);
+	return rc;
 }
 
 /* True if path's filesystem is mounted read-only. */
@@ -293,9 +316,9 @@ int store_open(const char *path, int flags, struct store **ret)
 		return r;
 	}
 	sqlite3_extended_result_codes(st->db, 1);
-	rc = register_functions(st->db);
+	rc = register_functions(st);
 	if (rc != SQLITE_OK) {
-		r = store_fail(st, rc, "cannot register convfs_hash()");
+		r = store_fail(st, rc, "cannot register the SQL functions convfs_hash() and convfs_digest()");
 		sqlite3_close(st->db);
 		return r;
 	}
@@ -318,7 +341,7 @@ int store_open(const char *path, int flags, struct store **ret)
 		st->db = NULL;
 		rc = open_immutable(path, &st->db);
 		if (rc == SQLITE_OK)
-			rc = register_functions(st->db);
+			rc = register_functions(st);
 		if (rc == SQLITE_OK)
 			rc = sqlite3_exec(st->db, "SELECT count(*) FROM sqlite_master", NULL, NULL, NULL);
 		if (rc == SQLITE_OK && !st->readonly)

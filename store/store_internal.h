@@ -79,6 +79,13 @@ static inline void placement_moved(struct store *st)
 	st->placement_pending = true;
 }
 
+/*
+ * The key of the elements' digests (elems.dg), read from meta once; NULL if
+ * the store has none (then rows get none, and are compared by their bytes).
+ * Called with the store's lock held (store/array.c).
+ */
+const struct digest_key *store_digest_key(struct store *st);
+
 /* Called by tx_commit(), with the lock held, after a commit outside a batch (store/view.c). */
 void ws_carry(struct store *st, uint64_t before, uint64_t after);
 

@@ -172,6 +172,9 @@ static void test_check(void **state)
 		  "1 elements of doc 77, which does not exist" },
 		{ "UPDATE tasks SET workspace_id = 55", "in workspace 55" },
 		{ "PRAGMA user_version = 99", "schema: schema version 99, newer than" },
+		{ "UPDATE elems SET dg = zeroblob(16) WHERE seq = 0 AND rev_to IS NULL", "has the digest of other bytes" },
+		{ "UPDATE elems SET json = '{\"ts\":9,\"type\":\"say\",\"text\":\"e\"}' WHERE seq = 0 AND rev_to IS NULL AND "
+		  "json LIKE '{\"ts\":1,%'", "has the digest of other bytes" },
 	};
 	struct found f;
 
