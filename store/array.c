@@ -547,8 +547,8 @@ static int write_merged(struct store *st, const struct doc_row *d, const struct 
 		if ((r = line_end(st, d->id, head->v[f - 1].ref, false, &loff)) < 0)
 			return r;
 	}
-	r = store_prepare(st, "INSERT INTO elems(doc_id, seq, off, pre, len, json, key, ts, h, rev_from, loff) "
-			      "SELECT doc_id, ?2, ?3, ?4, len, json, key, ts, h, ?5, ?6 FROM elems WHERE id = ?1", &copy);
+	r = store_prepare(st, "INSERT INTO elems(doc_id, seq, off, pre, len, json, key, ts, h, rev_from, loff, dg) "
+			      "SELECT doc_id, ?2, ?3, ?4, len, json, key, ts, h, ?5, ?6, dg FROM elems WHERE id = ?1", &copy);
 	if (r < 0)
 		return r;
 	r = store_prepare(st, elem_insert_sql, &ins);

@@ -45,8 +45,8 @@ static int elem_remove(struct store *st, const struct doc_row *d, int64_t seq, i
 	r = elems_close(st, d->id, seq, rev);
 	if (r < 0)
 		goto out;
-	r = store_prepare(st, "INSERT INTO elems(doc_id, seq, off, pre, len, json, key, ts, h, rev_from, loff) "
-			      "SELECT doc_id, seq - 1, ?3, coalesce(?4, pre), len, json, key, ts, h, ?5, ?6 FROM elems "
+	r = store_prepare(st, "INSERT INTO elems(doc_id, seq, off, pre, len, json, key, ts, h, rev_from, loff, dg) "
+			      "SELECT doc_id, seq - 1, ?3, coalesce(?4, pre), len, json, key, ts, h, ?5, ?6, dg FROM elems "
 			      "WHERE doc_id = ?1 AND seq = ?2 AND rev_to = ?5", &copy);
 	if (r < 0)
 		goto out;
@@ -244,8 +244,8 @@ static int restore_locked(struct store *st, const char *task_id, const char *tpa
 		r = doc_lookup(st, (const char *)sqlite3_column_text(docs, 0), &d);
 		if (r == 0 && d.format == DOC_ARRAY) {
 			/* Its last content: the rows its removal closed. */
-			r = store_prepare(st, "INSERT INTO elems(doc_id, seq, off, pre, len, json, key, ts, h, rev_from, loff) "
-					      "SELECT doc_id, seq, off, pre, len, json, key, ts, h, ?3, loff FROM elems "
+			r = store_prepare(st, "INSERT INTO elems(doc_id, seq, off, pre, len, json, key, ts, h, rev_from, loff, dg) "
+					      "SELECT doc_id, seq, off, pre, len, json, key, ts, h, ?3, loff, dg FROM elems "
 					      "WHERE doc_id = ?1 AND rev_to = ?2", &copy);
 			if (r == 0) {
 				sqlite3_bind_int64(copy, 1, d.id);

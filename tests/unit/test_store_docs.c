@@ -252,6 +252,21 @@ static void test_digests(void **state)
 	assert_int_equal(db_int(f->path, "SELECT count(*) FROM elems WHERE rev_to IS NOT NULL"), 2);
 	assert_int_equal(db_int(f->path, "SELECT count(*) FROM elems WHERE rev_to IS NULL AND dg IS NULL"), 0);
 
+	/* A merge: the rows it copies from what is stored keep their digests, the writer's get theirs. */
+	{
+		static const char mine[] = "[{\"ts\":1,\"text\":\"one\"},{\"ts\":0},{\"ts\":2,\"text\":\"two\"}]";
+		struct store_commit c = { .path = UI, .data = mine, .len = strlen(mine), .who = &who, .kind = "write",
+					  .merge = true };
+		bool merged = false;
+
+		assert_int_equal(store_commit(f->st, &c, NULL, &merged), 0);
+		assert_true(merged);
+		assert_int_equal(db_int(f->path, "SELECT count(*) FROM elems e JOIN docs d ON d.id = e.doc_id "
+						 "WHERE d.path = '%s' AND e.rev_to IS NULL", UI), 6);
+		assert_int_equal(db_int(f->path, "SELECT count(*) FROM elems e JOIN docs d ON d.id = e.doc_id "
+						 "WHERE d.path = '%s' AND e.rev_to IS NULL AND e.dg IS NULL", UI), 0);
+	}
+
 	/* A large element has none, and is kept by its bytes. */
 	assert_int_equal(sb_adds(&sb, "[{\"ts\":1,\"text\":\""), 0);
 	for (size_t i = 0; i < ((size_t)1 << 20) + 10; i++)
