@@ -16,6 +16,10 @@
  * (fs_private_file()), which the store then reads a piece at a time
  * (store_commit.fd): the daemon's memory stays bounded whatever the size of
  * the file. A staging file is already the daemon's own, and is not copied.
+ * A writer's larger file committed by commit_fd() (a temp file renamed over
+ * a doc) is not copied whole either: the store reads from it, once, the
+ * bytes it compares with the elements it keeps, and has only the rest
+ * copied (store_commit.fd_shared, copy_tail()).
  *
  * Then the writer's base changes hands: taken out of the table of bases, the
  * commit made against it, the new base put back (bases.c). Every commit of
@@ -87,10 +91,11 @@ int pwrite_all(int fd, const char *p, size_t n, size_t off)
 }
 
 /*
- * Copies the rest of fd, from off on, to the end of out (at off too): by
- * copy_file_range() where the kernel can, else through buf.
+ * Copies the rest of fd, from off on, to out, where byte off goes at
+ * out_off: by copy_file_range() where the kernel can, else through buf.
+ * *ret_end is where fd ended.
  */
-static int copy_rest(int fd, int out, size_t off, size_t *ret_len, struct sb *buf)
+static int copy_rest(int fd, size_t off, int out, size_t out_off, size_t *ret_end, struct sb *buf)
 {
 	bool by_kernel = true;
 
@@ -98,9 +103,9 @@ static int copy_rest(int fd, int out, size_t off, size_t *ret_len, struct sb *bu
 		ssize_t n;
 
 		if (by_kernel) {
-			loff_t in_off = (loff_t)off, out_off = (loff_t)off;
+			loff_t in_at = (loff_t)off, out_at = (loff_t)out_off;
 
-			n = copy_file_range(fd, &in_off, out, &out_off, COMMIT_CHUNK, 0);
+			n = copy_file_range(fd, &in_at, out, &out_at, COMMIT_CHUNK, 0);
 			if (n < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP)) {
 				by_kernel = false;
 				continue;
@@ -111,7 +116,7 @@ static int copy_rest(int fd, int out, size_t off, size_t *ret_len, struct sb *bu
 				return -ENOMEM;
 			n = pread(fd, buf->buf, COMMIT_CHUNK, (off_t)off);
 			if (n > 0) {
-				int r = pwrite_all(out, buf->buf, (size_t)n, off);
+				int r = pwrite_all(out, buf->buf, (size_t)n, out_off);
 
 				if (r < 0)
 					return r;
@@ -124,8 +129,28 @@ static int copy_rest(int fd, int out, size_t off, size_t *ret_len, struct sb *bu
 		if (n == 0)
 			break;
 		off += (size_t)n;
+		out_off += (size_t)n;
 	}
-	*ret_len = off;
+	*ret_end = off;
+	return 0;
+}
+
+/* store_commit.copy_rest: bytes from `from` to the end of fd, into a private file. */
+static int copy_tail(void *ctx, int fd, size_t from, int *ret_fd, size_t *ret_len)
+{
+	_cleanup_sb_ struct sb buf = SB_INIT;
+	int out = fs_private_file(ctx), r;
+	size_t end = from;
+
+	if (out < 0)
+		return out;
+	r = copy_rest(fd, from, out, 0, &end, &buf);
+	if (r < 0) {
+		close(out);
+		return r;
+	}
+	*ret_fd = out;
+	*ret_len = end - from;
 	return 0;
 }
 
@@ -187,7 +212,7 @@ int commit_take(struct fs *fs, int fd, bool private_fd, struct commit_bytes *ret
 	if (out < 0)
 		r = out;
 	else if ((r = pwrite_all(out, ret->mem.buf, ret->mem.len, 0)) == 0)
-		r = copy_rest(fd, out, ret->mem.len, &len, &ret->mem);
+		r = copy_rest(fd, ret->mem.len, out, ret->mem.len, &len, &ret->mem);
 	sb_release(&ret->mem);
 	if (r < 0)
 		return r;
@@ -226,7 +251,8 @@ int commit_taken(struct fs *fs, const struct commit_req *req, const struct commi
 	struct store_commit c = { .path = req->ws_key ? "state/taskHistory.json" : req->doc,
 				  .data = b->fd < 0 ? sb_str(&b->mem) : NULL, .len = b->len, .fd = b->fd,
 				  .who = req->who, .kind = req->ws_key ? "merge" : req->kind, .merge = true,
-				  .ws_key = req->ws_key };
+				  .ws_key = req->ws_key, .fd_shared = b->shared, .copy_rest = copy_tail,
+				  .copy_ctx = fs };
 
 	c.base = base = bases_take(fs->bases, req->proc, req->base_path);
 	r = store_commit(fs->store, &c, &nb, NULL);
@@ -247,9 +273,18 @@ int commit_bytes(struct fs *fs, const struct commit_req *req, const char *data, 
 int commit_fd(struct fs *fs, const struct commit_req *req, int fd, bool private_fd)
 {
 	struct commit_bytes b;
-	int r;
+	struct stat st;
+	int r = 0;
 
-	r = commit_take(fs, fd, private_fd, &b);
+	if (!private_fd && fstat(fd, &st) == 0 && (size_t)st.st_size > COMMIT_INLINE)
+		/*
+		 * Not copied whole first: the store reads the stored doc's
+		 * unchanged elements from it once, and has what follows them
+		 * copied (copy_tail()). The size only picks the way.
+		 */
+		b = (struct commit_bytes){ .mem = SB_INIT, .fd = fd, .shared = true, .len = (size_t)st.st_size };
+	else
+		r = commit_take(fs, fd, private_fd, &b);
 	if (r < 0) {
 		log_err("cannot read what was written to '%s': %s; the previous version stays", req->base_path,
 			strerror(-r));

@@ -103,11 +103,16 @@ struct commit_req {
 	const struct store_who *who;
 };
 
-/* A file's bytes taken for a commit: in mem, or (fd >= 0) in a file of the daemon's own. */
+/*
+ * A file's bytes taken for a commit: in mem, or (fd >= 0) in a file of the
+ * daemon's own; or, shared, in the writer's file itself, which the store
+ * reads once and copies what it must read again from (store_commit.fd_shared).
+ */
 struct commit_bytes {
 	struct sb mem;
 	int fd;
 	bool own_fd; /* fd is a copy, closed by commit_bytes_release() */
+	bool shared;
 	size_t len;
 };
 /* pread(), again after EINTR: the bytes read, 0 at the end, or -errno. */

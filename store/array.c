@@ -734,8 +734,23 @@ int commit_array(struct store *st, const struct store_commit *c, const struct do
 	merging = merge && d.format == DOC_ARRAY && (d.present ? d.nelems > 0 : base != NULL) &&
 		  (!base || base->explicit_list || base->rev != d.rev || (is_history && !base->read) || ws_key);
 	/* Otherwise what is stored unchanged is kept, and only what follows it is scanned. */
-	if (!merging && d.format == DOC_ARRAY && d.present && (r = known_prefix(st, &d, &src, &sv, &known)) < 0)
-		goto rollback;
+	if (!merging && d.format == DOC_ARRAY && d.present && (r = known_prefix(st, &d, &src, &sv, &known)) < 0) {
+		if (r != -EIO || !src.shared)
+			goto rollback;
+		/* The file ended early: another process cut it. What it holds now is taken whole. */
+		sv.n = 0;
+		known = (struct json_known){ 0 };
+	}
+	/* A file others may change: what is read again from here on is copied first. */
+	if (src.shared) {
+		if ((r = src_own_rest(c, &src, known.end)) < 0) {
+			log_err("cannot read the content to commit to '%s': %s; nothing stored changes", path,
+				strerror(-r));
+			goto rollback;
+		}
+		len = src.len;
+		size = (int64_t)len;
+	}
 	k = sv.n;
 	r = src_scan_array(&src, lay->array_member, &known, span_push, &sv, &head, &tail, &jerr);
 	if (r == -EINVAL)
@@ -744,8 +759,16 @@ int commit_array(struct store *st, const struct store_commit *c, const struct do
 			 jerr.offset);
 	else if (r < 0)
 		log_err("cannot read the content to commit to '%s': %s; nothing stored changes", path, strerror(-r));
-	/* What comes before the first element and after the last: small, held. */
-	if (r == 0 && (r = src_get(&src, 0, head, &hb, &hd)) == 0)
+	/*
+	 * What comes before the first element and after the last: small, held.
+	 * After a known prefix the head is the stored one, which known_prefix()
+	 * found the same (and a shared file's head is read once).
+	 */
+	if (r == 0 && known.end)
+		hd = d.head;
+	else if (r == 0)
+		r = src_get(&src, 0, head, &hb, &hd);
+	if (r == 0)
 		r = src_get(&src, tail, len - tail, &tb, &tl);
 	if (r < 0)
 		goto rollback;
@@ -850,6 +873,7 @@ unlock:
 	merge_list_release(&bl_loaded);
 	merge_list_release(&ml);
 	free(sv.v);
+	src_release(&src);
 	return r;
 }
 

@@ -624,6 +624,23 @@ static int commit_doc(struct store *st, const struct store_commit *c, struct sto
 		return -EROFS;
 	if (doc_layout_of(c->path, &lay) < 0)
 		return -EINVAL;
+	if (c->fd_shared && !c->data && (c->raw || lay.kind != STORE_PATH_ARRAY)) {
+		/* Read more than once (validated, then stored): all of it copied first. */
+		struct store_commit own = *c;
+
+		src_of_commit(c, &src);
+		if ((r = src_own_rest(c, &src, 0)) < 0) {
+			log_err("cannot read the content to commit to '%s': %s; nothing stored changes", c->path,
+				strerror(-r));
+			return r;
+		}
+		own.fd = src.tail_fd;
+		own.len = src.len;
+		own.fd_shared = false;
+		r = commit_doc(st, &own, ret_base, ret_merged);
+		src_release(&src);
+		return r;
+	}
 	if (c->raw)
 		return lay.kind == STORE_PATH_ARRAY || lay.kind == STORE_PATH_WHOLE
 			       ? commit_blob(st, c, &lay, DOC_RAW, ret_base, ret_merged) : -EINVAL;

@@ -16,9 +16,34 @@
 
 void src_of_commit(const struct store_commit *c, struct src *ret)
 {
-	*ret = (struct src){ .mem = c->data, .fd = c->data ? -1 : c->fd, .len = c->len };
-	if (!c->data && !c->len)
+	*ret = (struct src){ .mem = c->data, .fd = c->data ? -1 : c->fd, .len = c->len,
+			     .shared = !c->data && c->fd_shared };
+	if (!c->data && !c->len && !ret->shared)
 		ret->mem = "";
+}
+
+int src_own_rest(const struct store_commit *c, struct src *s, size_t from)
+{
+	size_t n = 0;
+	int fd = -1, r;
+
+	if (!s->shared || s->has_tail || !c->copy_rest)
+		return -EINVAL;
+	r = c->copy_rest(c->copy_ctx, s->fd, from, &fd, &n);
+	if (r < 0)
+		return r;
+	s->has_tail = true;
+	s->tail_fd = fd;
+	s->split = from;
+	s->len = from + n;
+	return 0;
+}
+
+void src_release(struct src *s)
+{
+	if (s->has_tail)
+		close(s->tail_fd);
+	s->has_tail = false;
 }
 
 int src_read(const struct src *s, size_t off, char *buf, size_t n)
@@ -30,8 +55,17 @@ int src_read(const struct src *s, size_t off, char *buf, size_t n)
 		return 0;
 	}
 	while (n > 0) {
-		ssize_t k = pread(s->fd, buf, n, (off_t)off);
+		int fd = s->fd;
+		size_t at = off, max = n;
+		ssize_t k;
 
+		if (s->has_tail && off >= s->split) {
+			fd = s->tail_fd;
+			at = off - s->split;
+		} else if (s->has_tail && max > s->split - off) {
+			max = s->split - off;
+		}
+		k = pread(fd, buf, max, (off_t)at);
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k < 0)

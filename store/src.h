@@ -27,9 +27,27 @@ struct src {
 	const char *mem; /* NULL: the bytes are in fd */
 	int fd;
 	size_t len;
+	bool shared; /* fd may change while read: each byte is read once (store_commit.fd_shared) */
+	/*
+	 * has_tail: the bytes from split on are in tail_fd (from its start), a
+	 * copy only the store reads, owned (src_release()); fd holds those
+	 * before split, which were read once already. (A flag, so that a src
+	 * made with a designated initializer has no tail.)
+	 */
+	bool has_tail;
+	int tail_fd;
+	size_t split;
 };
 
 void src_of_commit(const struct store_commit *c, struct src *ret);
+/*
+ * Of a shared src: has the bytes from `from` to the end of the file copied
+ * (store_commit.copy_rest) and read from the copy from then on; len becomes
+ * from + what was copied. 0 or -errno.
+ */
+int src_own_rest(const struct store_commit *c, struct src *s, size_t from);
+/* Closes the copy src_own_rest() made, if any. */
+void src_release(struct src *s);
 
 /* Reads exactly n bytes at off into buf: 0, or -EIO if the bytes end before, or -errno. */
 int src_read(const struct src *s, size_t off, char *buf, size_t n);

@@ -234,6 +234,18 @@ struct store_commit {
 	const struct store_base *base;
 	const char *ws_key;
 	bool raw; /* keep the content byte-for-byte, unparsed: store_doc_commit_raw() */
+	/*
+	 * fd_shared: fd is a file another process may change while it is read
+	 * (a temp file renamed over a doc), and len only its size when the
+	 * commit began. The store then reads each of its bytes at most once:
+	 * it compares what it keeps of the stored doc with the first bytes,
+	 * and has the rest, from where those end to the file's end then,
+	 * copied by copy_rest() into a file only it reads (*ret_fd, to close;
+	 * *ret_len bytes), which it commits from.
+	 */
+	bool fd_shared;
+	int (*copy_rest)(void *ctx, int fd, size_t from, int *ret_fd, size_t *ret_len);
+	void *copy_ctx;
 };
 
 /*

@@ -14,11 +14,13 @@
  * reads at arbitrary offsets and a short read means end of file.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -283,6 +285,93 @@ static void test_digests(void **state)
 					 "WHERE d.path = '%s' AND e.rev_to IS NOT NULL", API), 0);
 	assert_int_equal(db_int(f->path, "SELECT count(*) FROM elems WHERE len > %d AND dg IS NOT NULL", 1 << 20), 0);
 	sb_release(&sb);
+}
+
+/* store_commit.copy_rest of the tests: a copy in an unnamed file of dir, and where it began. */
+struct copied {
+	const char *dir;
+	size_t from;
+	int calls;
+};
+
+static int copy_to_tmpfile(void *ctx, int fd, size_t from, int *ret_fd, size_t *ret_len)
+{
+	struct copied *c = ctx;
+	char buf[4096];
+	size_t n = 0;
+	ssize_t k;
+	int out = open(c->dir, O_TMPFILE | O_RDWR, 0600);
+
+	assert_true(out >= 0);
+	c->from = from;
+	c->calls++;
+	while ((k = pread(fd, buf, sizeof(buf), (off_t)(from + n))) > 0) {
+		assert_int_equal(pwrite(out, buf, (size_t)k, (off_t)n), k);
+		n += (size_t)k;
+	}
+	assert_true(k == 0);
+	*ret_fd = out;
+	*ret_len = n;
+	return 0;
+}
+
+/* Commits c from a file of dir that holds text, whose size c says is len: store_commit()'s return. */
+static int commit_file(struct store *st, struct store_commit *c, const char *dir, const char *text, size_t len)
+{
+	int fd = open(dir, O_TMPFILE | O_RDWR, 0600), r;
+
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, text, strlen(text), 0), (ssize_t)strlen(text));
+	c->fd = fd;
+	c->len = len;
+	r = store_commit(st, c, NULL, NULL);
+	close(fd);
+	return r;
+}
+
+/*
+ * A commit from a file another process may change (store_commit.fd_shared):
+ * only what follows the kept elements is copied before it is read again;
+ * all of a whole doc, of a new doc and of a file shorter than it was when
+ * the commit began; what is stored is the file's content each time.
+ */
+static void test_shared_fd(void **state)
+{
+	static const char *const first = "[{\"ts\":1,\"text\":\"one\"},{\"ts\":2,\"text\":\"two\"}]";
+	static const char *const then = "[{\"ts\":1,\"text\":\"one\"},{\"ts\":2,\"text\":\"two\"},{\"ts\":3}]";
+	static const char *const torn = "[{\"ts\":1,\"text\":\"one\"},{\"ts\":2,";
+	static const char *const meta = "{\"files_in_context\":[]}";
+	struct fixture *f = *state;
+	struct copied cp = { .dir = f->dir };
+	struct store_commit c = { .path = UI, .who = &who, .kind = "write", .fd_shared = true,
+				  .copy_rest = copy_to_tmpfile, .copy_ctx = &cp };
+
+	/* A new doc: all of it. */
+	assert_int_equal(commit_file(f->st, &c, f->dir, first, strlen(first)), 0);
+	assert_int_equal(cp.calls, 1);
+	assert_int_equal(cp.from, 0);
+	assert_doc_str(f->st, UI, first);
+
+	/* Two elements kept: from where the second ends. */
+	assert_int_equal(commit_file(f->st, &c, f->dir, then, strlen(then)), 0);
+	assert_int_equal(cp.calls, 2);
+	assert_int_equal(cp.from, strlen(first) - 1);
+	assert_doc_str(f->st, UI, then);
+
+	/* The file shorter than its size said: what it holds now is taken, all of it; torn, it is refused. */
+	assert_int_equal(commit_file(f->st, &c, f->dir, first, strlen(then) + 100), 0);
+	assert_int_equal(cp.calls, 3);
+	assert_int_equal(cp.from, 0);
+	assert_doc_str(f->st, UI, first);
+	assert_int_equal(commit_file(f->st, &c, f->dir, torn, strlen(then)), -EINVAL);
+	assert_doc_str(f->st, UI, first);
+
+	/* A whole doc: all of it. */
+	c.path = META;
+	cp.from = 99;
+	assert_int_equal(commit_file(f->st, &c, f->dir, meta, strlen(meta)), 0);
+	assert_int_equal(cp.from, 0);
+	assert_doc_str(f->st, META, meta);
 }
 
 static void test_large_element(void **state)
@@ -761,6 +850,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_round_trip_whole, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_kept_prefix_ends, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_digests, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_shared_fd, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_offsets_and_sizes, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_large_element, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_snapshots, setup_store, teardown),
