@@ -178,35 +178,32 @@ int fs_private_file(struct fs *fs)
 	return fd;
 }
 
-int commit_take(struct fs *fs, int fd, bool private_fd, struct commit_bytes *ret)
+int commit_take(struct fs *fs, int fd, enum commit_take_how how, struct commit_bytes *ret)
 {
 	_cleanup_close_ int out = -1;
 	struct stat st;
-	bool eof;
+	bool eof = false, large;
 	size_t len = 0;
 	int r;
 
 	*ret = (struct commit_bytes){ .mem = SB_INIT, .fd = -1 };
-	if (private_fd) {
-		/* The daemon's own file, which nothing writes meanwhile: its size holds. */
-		if (fstat(fd, &st) < 0)
+	/* The daemon's own file's size holds; another's only picks the way: each byte is read to the end. */
+	if (fstat(fd, &st) < 0) {
+		if (how == TAKE_OWN)
 			return -errno;
-		if ((size_t)st.st_size > COMMIT_INLINE) {
-			ret->fd = fd;
-			ret->len = (size_t)st.st_size;
-			return 0;
-		}
+		st.st_size = 0;
 	}
-	/*
-	 * A file larger than what is held, by its size now, is copied whole by
-	 * the kernel rather than read into memory first; the size only picks
-	 * the way, and the copy goes to the file's end whatever it is then.
-	 */
-	if (private_fd || fstat(fd, &st) < 0 || (size_t)st.st_size <= COMMIT_INLINE) {
-		if ((r = read_upto(fd, &ret->mem, COMMIT_INLINE, &eof)) < 0 || eof) {
-			ret->len = ret->mem.len;
-			return r;
-		}
+	large = (size_t)st.st_size > COMMIT_INLINE;
+	if (large && how != TAKE_COPY) {
+		ret->fd = fd;
+		ret->len = (size_t)st.st_size;
+		ret->shared = how == TAKE_SHARED;
+		return 0;
+	}
+	/* A larger file is copied whole by the kernel rather than read into memory first. */
+	if (!large && ((r = read_upto(fd, &ret->mem, COMMIT_INLINE, &eof)) < 0 || eof)) {
+		ret->len = ret->mem.len;
+		return r;
 	}
 	out = fs_private_file(fs);
 	if (out < 0)
@@ -273,18 +270,9 @@ int commit_bytes(struct fs *fs, const struct commit_req *req, const char *data, 
 int commit_fd(struct fs *fs, const struct commit_req *req, int fd, bool private_fd)
 {
 	struct commit_bytes b;
-	struct stat st;
-	int r = 0;
+	int r;
 
-	if (!private_fd && fstat(fd, &st) == 0 && (size_t)st.st_size > COMMIT_INLINE)
-		/*
-		 * Not copied whole first: the store reads the stored doc's
-		 * unchanged elements from it once, and has what follows them
-		 * copied (copy_tail()). The size only picks the way.
-		 */
-		b = (struct commit_bytes){ .mem = SB_INIT, .fd = fd, .shared = true, .len = (size_t)st.st_size };
-	else
-		r = commit_take(fs, fd, private_fd, &b);
+	r = commit_take(fs, fd, private_fd ? TAKE_OWN : TAKE_SHARED, &b);
 	if (r < 0) {
 		log_err("cannot read what was written to '%s': %s; the previous version stays", req->base_path,
 			strerror(-r));

@@ -127,13 +127,17 @@ int pwrite_all(int fd, const char *p, size_t n, size_t off);
  * writes and copies. Returns an fd or -errno, logged.
  */
 int fs_private_file(struct fs *fs);
+/* What commit_take() does with a file larger than COMMIT_INLINE. */
+enum commit_take_how {
+	TAKE_OWN,    /* the daemon's own file (a staging file), which nothing writes meanwhile: committed from fd */
+	TAKE_SHARED, /* a writer's file: committed from fd, shared (the store copies what it reads twice) */
+	TAKE_COPY,   /* copied whole into a private file (the take-in may commit it twice) */
+};
 /*
  * Takes all fd holds, each byte read once: into memory up to COMMIT_INLINE,
- * else into a private copy (fs_private_file()). With private_fd, fd is the
- * daemon's own file that nothing writes meanwhile (a staging file): a large
- * one is committed from fd itself. Free with commit_bytes_release().
+ * else as how says. Free with commit_bytes_release().
  */
-int commit_take(struct fs *fs, int fd, bool private_fd, struct commit_bytes *ret);
+int commit_take(struct fs *fs, int fd, enum commit_take_how how, struct commit_bytes *ret);
 void commit_bytes_release(struct commit_bytes *b);
 /*
  * jsonl.c: the JSON Lines staged in fd (a rewrite of the view's file for the

@@ -341,7 +341,7 @@ static int take_doc(struct import_ctx *c, int dirfd, const char *name, const cha
 	if (fd < 0)
 		return fd;
 	/* As a writer's save: a large file is copied, not held (commit.c). */
-	if ((r = commit_take(c->fs, fd, false, &data)) < 0)
+	if ((r = commit_take(c->fs, fd, TAKE_COPY, &data)) < 0)
 		return r;
 	len = data.len;
 	commit.data = data.fd < 0 ? sb_str(&data.mem) : NULL;

@@ -287,6 +287,7 @@ static int elem_insert(struct store *st, sqlite3_stmt *stmt, const struct elem_n
 {
 	const char *json = e->json;
 	bool big = !json && e->len > ELEM_INLINE && lay->learn != LEARN_HISTORY;
+	const struct digest_key *dk;
 	struct merge_elem id = { 0 };
 	char *key = NULL;
 	int r, rc;
@@ -312,10 +313,10 @@ static int elem_insert(struct store *st, sqlite3_stmt *stmt, const struct elem_n
 		return r;
 	sqlite3_bind_int64(stmt, 9, e->rev);
 	sqlite3_bind_int64(stmt, 11, e->loff);
-	if (json && store_digest_key(st)) {
+	if (json && (dk = store_digest_key(st))) {
 		unsigned char dg[DIGEST_SIZE];
 
-		digest128(store_digest_key(st), json, e->len, dg);
+		digest128(dk, json, e->len, dg);
 		sqlite3_bind_blob(stmt, 12, dg, sizeof(dg), SQLITE_TRANSIENT);
 	}
 	rc = sqlite3_step(stmt);
