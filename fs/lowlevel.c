@@ -531,12 +531,11 @@ static void ll_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
  * the lookup. It reads that version too if a handle open on the node does
  * (their snapshot shared); else, once the other opens under way on the node
  * have ended (one of them may record such a handle), an ordinary doc handle
- * on the doc as it is now (the node leaves: *ret_left). -ESTALE only if a
+ * on the doc as it is now (the node leaves). -ESTALE only if a
  * handle open on the node has no copy of its version to share, which a
  * reader's always has.
  */
-static int open_stale_version(fuse_ino_t ino, const struct route *rt, int64_t ver, struct fuse_file_info *fi,
-			      bool *ret_left)
+static int open_stale_version(fuse_ino_t ino, const struct route *rt, int64_t ver, struct fuse_file_info *fi)
 {
 	bool again = false;
 	int r;
@@ -546,7 +545,7 @@ static int open_stale_version(fuse_ino_t ino, const struct route *rt, int64_t ve
 
 		if (nodes_with_open(ino, op_version_snap, &v))
 			return v.r < 0 ? v.r : op_open_version_snap(rt, v.snap, fi);
-		r = nodes_open_stale(ino, fs_caller_pid, again, ret_left);
+		r = nodes_open_stale(ino, fs_caller_pid, again, NULL);
 		again = true;
 	} while (r == -EAGAIN);
 	return r < 0 ? r : op_open(rt, fi);
@@ -556,7 +555,7 @@ static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	_cleanup_sb_ struct sb path = SB_INIT;
 	struct route rt;
-	bool writes = (fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC), left = false, removed;
+	bool writes = (fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC), removed;
 	int64_t ver = 0;
 	int r;
 
@@ -566,21 +565,14 @@ static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (r == 0 && removed && rt.kind != ROUTE_DOC)
 		r = -ESTALE;
 	if (r == 0)
-		r = nodes_open_begin(ino, writes, fs_caller_pid, &ver, &left);
+		r = nodes_open_begin(ino, writes, fs_caller_pid, &ver, NULL);
 	if (r < 0) {
 		fuse_reply_err(req, -r);
 		return;
 	}
 	r = ver ? op_open_version(&rt, ver, fi) : op_open(&rt, fi);
 	if (r == -ESTALE && ver)
-		r = open_stale_version(ino, &rt, ver, fi, &left);
-	/*
-	 * A version node that left: the kernel keeps its attributes for good, so
-	 * they are dropped before the reply (attributes only, which takes no
-	 * lock in the kernel), and asked for at each stat from now on.
-	 */
-	if (left)
-		kcache_drop_attrs(ino);
+		r = open_stale_version(ino, &rt, ver, fi);
 	if (r == 0 && nodes_open_end(ino, &fi->fh) < 0) {
 		op_release(fi);
 		fuse_reply_err(req, ENOMEM);
@@ -784,6 +776,8 @@ struct fuse_session *ll_session_new(struct fuse_args *args, struct fs *fs)
 	struct fuse_session *se = fuse_session_new(args, &ll_ops, sizeof(ll_ops), fs);
 
 	kcache_session_set(se);
+	/* A version node that becomes ordinary: the kernel's attributes of it, kept for good, go first. */
+	nodes_set_left_hook(kcache_drop_attrs);
 	return se;
 }
 

@@ -62,6 +62,8 @@ static struct node *unhashed;
 static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
 /* An open ended, or a node left: stale readers waiting in nodes_open_stale() look again. */
 static pthread_cond_t open_ended = PTHREAD_COND_INITIALIZER;
+/* Told of each version node that becomes ordinary, under the table lock (nodes_set_left_hook()). */
+static void (*left_hook)(fuse_ino_t ino);
 
 static struct node *ino_node(fuse_ino_t ino)
 {
@@ -329,6 +331,30 @@ bool nodes_version_stat(fuse_ino_t ino, struct stat *st)
 	return version;
 }
 
+void nodes_set_left_hook(void (*fn)(fuse_ino_t ino))
+{
+	pthread_mutex_lock(&table_lock);
+	left_hook = fn;
+	pthread_mutex_unlock(&table_lock);
+}
+
+/*
+ * n stops standing for its version and becomes an ordinary doc node. The
+ * kernel keeps a version node's attributes for good, and an ordinary node's
+ * reader reads the doc as it is now: the hook has the kernel drop them before
+ * the table lock is let go, so that no open can find n ordinary while the
+ * kernel still has the old version's size (node's readFile would read the
+ * new version cut to it). Table lock held.
+ */
+static void node_make_ordinary(struct node *n, bool *ret_left)
+{
+	n->ver = 0;
+	if (left_hook)
+		left_hook(node_ino(n));
+	if (ret_left)
+		*ret_left = true;
+}
+
 /*
  * n stops standing for its version: alone (nobody but mine has it open) it
  * becomes an ordinary doc node; shared, it is unhashed, its readers keep it,
@@ -357,8 +383,7 @@ static int node_leave(struct node *n, unsigned mine, pid_t pid, bool *ret_left)
 			cur->hold = pid;
 		return -ESTALE;
 	}
-	n->ver = 0;
-	*ret_left = true;
+	node_make_ordinary(n, ret_left);
 	return 0;
 }
 
@@ -368,7 +393,8 @@ int nodes_open_begin(fuse_ino_t ino, bool writes, pid_t pid, int64_t *ret_ver, b
 	int r = 0;
 
 	*ret_ver = 0;
-	*ret_left = false;
+	if (ret_left)
+		*ret_left = false;
 	pthread_mutex_lock(&table_lock);
 	if (n->hold == pid)
 		n->hold = 0;
@@ -397,7 +423,8 @@ int nodes_open_stale(fuse_ino_t ino, pid_t pid, bool again, bool *ret_left)
 	struct node *n = ino_node(ino);
 	int r;
 
-	*ret_left = false;
+	if (ret_left)
+		*ret_left = false;
 	pthread_mutex_lock(&table_lock);
 	n->stale++;
 	while (n->ver && !n->opens && n->opening > n->stale)
@@ -407,8 +434,7 @@ int nodes_open_stale(fuse_ino_t ino, pid_t pid, bool again, bool *ret_left)
 		r = -EAGAIN; /* a handle to share the version with, perhaps */
 	else if (n->ver && !n->opens) {
 		/* Alone among handles: the others under way are stale readers, who find the node ordinary. */
-		n->ver = 0;
-		*ret_left = true;
+		node_make_ordinary(n, ret_left);
 		r = 0;
 	} else {
 		r = node_leave(n, 1, pid, ret_left);
@@ -441,14 +467,13 @@ int nodes_open_end(fuse_ino_t ino, const uint64_t *fh)
 int nodes_version_leave(fuse_ino_t ino, bool truncates, pid_t pid)
 {
 	struct node *n = ino_node(ino);
-	bool left;
 	int r;
 
 	pthread_mutex_lock(&table_lock);
-	r = node_leave(n, 0, pid, &left);
+	r = node_leave(n, 0, pid, NULL);
 	if (r < 0 && !truncates) {
 		/* Unhashed already: its readers see their own version's attributes (through their handles). */
-		n->ver = 0;
+		node_make_ordinary(n, NULL);
 		r = 0;
 	}
 	pthread_mutex_unlock(&table_lock);

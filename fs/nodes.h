@@ -17,7 +17,8 @@
  * Every function takes the table's one lock itself and lets go before it
  * returns. Under it, only nodes_with_open()'s callback takes further locks
  * (an open file's, and those below it in the order of docs/ARCHITECTURE.md,
- * "Threads and locks"); nothing here calls the kernel. See nodes.c for the why.
+ * "Threads and locks"), and only the hook of nodes_set_left_hook() calls the
+ * kernel. See nodes.c for the why.
  */
 
 /*
@@ -56,6 +57,14 @@ fuse_ino_t nodes_lookup(fuse_ino_t parent, const char *name, const uint64_t *fh)
 fuse_ino_t nodes_lookup_version(fuse_ino_t parent, const char *name, int64_t rev, const struct stat *st,
 				 bool *ret_version);
 
+/*
+ * fn is called, under the table lock, with each version node that becomes an
+ * ordinary one, before any open can find it so: it must have the kernel drop
+ * the node's attributes (attributes only: that takes no lock in the kernel,
+ * and waits for no request).
+ */
+void nodes_set_left_hook(void (*fn)(fuse_ino_t ino));
+
 /* Whether ino is a version node; its attributes into *st if so. */
 bool nodes_version_stat(fuse_ino_t ino, struct stat *st);
 
@@ -69,6 +78,7 @@ int nodes_version_leave(fuse_ino_t ino, bool truncates, pid_t pid);
  * An open of ino begins: a writer makes a version node leave (-ESTALE if
  * others have it open); a reader gets the revision it stands for in *ret_ver
  * (0 if none). Until nodes_open_end(), the open counts as a handle on ino.
+ * *ret_left (if not NULL): whether the node left.
  */
 int nodes_open_begin(fuse_ino_t ino, bool writes, pid_t pid, int64_t *ret_ver, bool *ret_left);
 

@@ -202,6 +202,84 @@ static void test_stale_readers_do_not_wait_for_each_other(void **state)
 	nodes_forget(ino, 1);
 }
 
+/*
+ * The kernel's attributes of a node that left are dropped before any open can
+ * find it ordinary. The hook below stands for the drop and takes its time; a
+ * reader's open begun meanwhile (it walked to the node before the doc
+ * changed) must not find the node ordinary until the drop is done: it would
+ * read the doc as it is now, cut to the old version's size the kernel still
+ * has. The drop was made after the table lock was let go, and such reads came
+ * back cut short with several windows on one task.
+ */
+struct left_watch {
+	fuse_ino_t ino;
+	int dropped;          /* hook calls that have ended */
+	int64_t other_ver;    /* what the other reader's open found */
+	int dropped_then;     /* drops ended when it found it */
+	pthread_t other;
+	bool other_started;
+};
+
+static struct left_watch watch;
+
+static void *other_reader(void *arg)
+{
+	bool left = true;
+
+	(void)arg;
+	assert_int_equal(nodes_open_begin(watch.ino, false, 300, &watch.other_ver, &left), 0);
+	watch.dropped_then = __atomic_load_n(&watch.dropped, __ATOMIC_ACQUIRE);
+	return NULL;
+}
+
+static void slow_drop(fuse_ino_t ino)
+{
+	assert_true(ino == watch.ino);
+	if (!watch.other_started) {
+		watch.other_started = true;
+		assert_int_equal(pthread_create(&watch.other, NULL, other_reader, NULL), 0);
+		sleep_ms(100);
+	}
+	__atomic_add_fetch(&watch.dropped, 1, __ATOMIC_RELEASE);
+}
+
+static void test_left_node_attributes_dropped_first(void **state)
+{
+	fuse_ino_t ino = version_node("dropped", 8);
+	struct stale_call c = { .ino = ino, .pid = 100 };
+	int64_t ver = -1;
+	bool left = false;
+
+	(void)state;
+	watch = (struct left_watch){ .ino = ino, .other_ver = -1 };
+	nodes_set_left_hook(slow_drop);
+	reader_begins(ino, 100, 8);
+	stale_open(&c);
+	assert_int_equal(c.r, 0);
+	assert_true(c.left);
+	assert_int_equal(watch.dropped, 1);
+	assert_true(watch.other_started);
+	assert_int_equal(pthread_join(watch.other, NULL), 0);
+	assert_int_equal(watch.other_ver, 0);
+	assert_int_equal(watch.dropped_then, 1);
+	assert_int_equal(nodes_open_end(ino, NULL), 0);
+	assert_int_equal(nodes_open_end(ino, NULL), 0);
+	nodes_forget(ino, 1);
+
+	/* A writer's open and a chmod make a node leave through the same hook. */
+	watch = (struct left_watch){ .ino = version_node("written", 9), .other_started = true };
+	assert_int_equal(nodes_open_begin(watch.ino, true, 100, &ver, &left), 0);
+	assert_true(left);
+	assert_int_equal(watch.dropped, 1);
+	assert_int_equal(nodes_open_end(watch.ino, NULL), 0);
+	nodes_forget(watch.ino, 1);
+	watch = (struct left_watch){ .ino = version_node("chmodded", 10), .other_started = true };
+	assert_int_equal(nodes_version_leave(watch.ino, false, 100), 0);
+	assert_int_equal(watch.dropped, 1);
+	nodes_forget(watch.ino, 1);
+	nodes_set_left_hook(NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -209,6 +287,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_stale_reader_waits_for_open_under_way, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stale_reader_after_failed_open, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stale_readers_do_not_wait_for_each_other, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_left_node_attributes_dropped_first, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

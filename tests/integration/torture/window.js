@@ -26,11 +26,19 @@ async function atomicWriteFile(target, content) {
 }
 
 async function readJson(file, fallback) {
+	let text;
 	try {
-		return JSON.parse(await fs.promises.readFile(file, 'utf8'));
+		text = await fs.promises.readFile(file, 'utf8');
 	} catch (e) {
 		if (e.code === 'ENOENT') return fallback;
-		throw e;
+		throw new Error(`${path.relative(dir, file)}: ${e.code || ''} ${e.message}`);
+	}
+	try {
+		return JSON.parse(text);
+	} catch (e) {
+		// What was read says whether it was torn, cut short or empty.
+		throw new Error(`${path.relative(dir, file)}: ${e.message} in ${text.length} ` +
+			`characters: ${JSON.stringify(text.slice(0, 40))} ... ${JSON.stringify(text.slice(-40))}`);
 	}
 }
 
