@@ -68,7 +68,7 @@ on_error()
 {
 	local status=$1 line=$2 cmd=$3
 	if [[ -n $T && -e $T/timed-out ]]; then
-		fail "timed out after $TEST_TIMEOUT s (the watchdog killed the daemons: $(cat "$T/timed-out"))"
+		fail "timed out after $TEST_TIMEOUT s (the watchdog killed the daemons: $(cat "$T/timed-out"))\n$(head -n 400 "$T/stuck" 2>/dev/null)"
 	fi
 	fail "line $line: command failed (status $status): $cmd"
 }
@@ -143,6 +143,32 @@ if [[ ${CONVFS_VALGRIND:-} == 1 ]]; then
 fi
 # (meson's own timeout is stretched by the valgrind setup's timeout_multiplier.)
 TEST_TIMEOUT=$((${TEST_TIMEOUT:-240} * SLOW))
+
+# What was stuck, into $T/stuck before the watchdog kills anything: the
+# processes in uninterruptible sleep (D: a FUSE call the daemon has not
+# answered, or a lock held by one) with their kernel stacks, and each
+# daemon's threads (gdb, if installed; not under valgrind). A process is
+# named by /proc/PID/comm: reading the cmdline of one stuck on the mount may
+# hang the reader too.
+dump_stuck()
+{
+	local f pid state
+	for f in /proc/[0-9]*/stat; do
+		pid=${f#/proc/}
+		pid=${pid%/stat}
+		state=$(sed -E 's/^.*\) ([A-Za-z]).*$/\1/' "$f" 2>/dev/null) || continue
+		[[ $state == D ]] || continue
+		echo "--- pid $pid ($(cat "/proc/$pid/comm" 2>/dev/null)) in D, waiting in $(cat "/proc/$pid/wchan" 2>/dev/null):"
+		cat "/proc/$pid/stack" 2>/dev/null
+	done
+	((${#VALGRIND[@]} == 0)) && command -v gdb >/dev/null || return 0
+	while read -r pid; do
+		kill -0 "$pid" 2>/dev/null || continue
+		echo "--- daemon $pid, its threads:"
+		timeout 60 gdb -batch -p "$pid" -ex 'thread apply all bt' </dev/null 2>&1 | grep -E '^(Thread|#)'
+	done <"$T/daemons"
+}
+
 watchdog()
 {
 	local main=$1 i
@@ -152,6 +178,7 @@ watchdog()
 		sleep 1
 		kill -0 "$main" 2>/dev/null || exit 0
 	done
+	dump_stuck >"$T/stuck" 2>&1
 	echo "daemon pids: $(tr '\n' ' ' <"$T/daemons" 2>/dev/null)" >"$T/timed-out"
 	while read -r pid; do kill -9 "$pid"; done <"$T/daemons"
 	kill -TERM "$main"
