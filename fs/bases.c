@@ -23,6 +23,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "fs/fs.h"
 #include "store/util.h"
@@ -46,7 +47,36 @@ struct bases {
 	size_t n;
 };
 
-int fs_proc_get(pid_t tid, struct fs_proc *ret)
+/*
+ * The processes of the last threads asked for, each kept PROC_KEEP_NS. The
+ * kernel hands out thread ids in turn (cyclically, up to pid_max, at least
+ * 32,768), so an id that a thread freed comes back only after every other id
+ * has been handed out since: not within a tenth of a second. Within it, the
+ * same id is the same thread, of the same process. A thread that calls
+ * execve() gets a new name, which the revision log may show late, by as
+ * much. So a process that opens file after file (grep -r, rsync: one OPEN
+ * each) costs two reads of /proc ten times a second, not per file.
+ */
+#define PROC_KEEP_NS 100000000LL
+#define PROC_SLOTS 64
+
+static struct proc_slot {
+	pid_t tid;
+	int64_t until_ns;
+	struct fs_proc proc;
+} proc_slots[PROC_SLOTS];
+static pthread_mutex_t proc_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int64_t monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* What /proc says of thread tid's process. */
+static int proc_read(pid_t tid, struct fs_proc *ret)
 {
 	char p[64], buf[1024];
 	const char *t;
@@ -87,6 +117,28 @@ int fs_proc_get(pid_t tid, struct fs_proc *ret)
 		}
 	}
 	*ret = pr;
+	return 0;
+}
+
+int fs_proc_get(pid_t tid, struct fs_proc *ret)
+{
+	struct proc_slot *slot = &proc_slots[(unsigned)tid % PROC_SLOTS];
+	int64_t now = monotonic_ns();
+	bool kept;
+	int r;
+
+	pthread_mutex_lock(&proc_lock);
+	kept = slot->tid == tid && now < slot->until_ns;
+	if (kept)
+		*ret = slot->proc;
+	pthread_mutex_unlock(&proc_lock);
+	if (kept)
+		return 0;
+	if ((r = proc_read(tid, ret)) < 0)
+		return r;
+	pthread_mutex_lock(&proc_lock);
+	*slot = (struct proc_slot){ tid, now + PROC_KEEP_NS, *ret };
+	pthread_mutex_unlock(&proc_lock);
 	return 0;
 }
 

@@ -87,7 +87,7 @@ struct fs_proc {
 	char comm[16];
 };
 
-/* Identifies the process of thread tid. Returns 0 or -errno. */
+/* Identifies the process of thread tid, as /proc said at most 0.1 s ago. Returns 0 or -errno. */
 int fs_proc_get(pid_t tid, struct fs_proc *ret);
 
 /*

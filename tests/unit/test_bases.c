@@ -14,6 +14,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -82,10 +85,36 @@ static void test_read_never_replaces_written(void **state)
 	store_free(st);
 }
 
+/*
+ * fs_proc_get() keeps what it read of a thread for a tenth of a second, then
+ * reads /proc again: the thread's new name shows within it, not sooner
+ * (kept), and not later (read again).
+ */
+static void test_proc_kept_a_tenth_of_a_second(void **state)
+{
+	pid_t tid = gettid();
+	struct fs_proc p;
+	struct timespec pause = { 0, 150000000 };
+
+	(void)state;
+	assert_int_equal(prctl(PR_SET_NAME, "convfs-before"), 0);
+	assert_int_equal(fs_proc_get(tid, &p), 0);
+	assert_string_equal(p.comm, "convfs-before");
+	assert_int_equal(p.tgid, getpid());
+	assert_int_equal(prctl(PR_SET_NAME, "convfs-after"), 0);
+	assert_int_equal(fs_proc_get(tid, &p), 0);
+	assert_string_equal(p.comm, "convfs-before");
+	nanosleep(&pause, NULL);
+	assert_int_equal(fs_proc_get(tid, &p), 0);
+	assert_string_equal(p.comm, "convfs-after");
+	assert_int_equal(p.tgid, getpid());
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_read_never_replaces_written),
+		cmocka_unit_test(test_proc_kept_a_tenth_of_a_second),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
