@@ -41,6 +41,7 @@
 . "$(dirname "$0")/lib.sh"
 
 command -v jq >/dev/null || fail "jq is missing"
+command -v fincore >/dev/null || fail "fincore (util-linux-extra) is missing"
 M=$T/mnt
 STORE=$T/store.db
 TASK=1795306269021
@@ -60,6 +61,12 @@ hold_version()
 	sleep 1.1
 	stat "$@" >/dev/null
 	cat "$@" >/dev/null
+}
+
+# resident FILE: how many bytes of FILE are in the kernel's page cache (whole pages).
+resident()
+{
+	fincore --noheadings --bytes --output RES -- "$1" | tr -d ' '
 }
 
 # kept_listings WALK FOLDERS WHAT: a problem if WALK (requests counted by
@@ -329,9 +336,14 @@ mount_convfs "$M" "$STORE" -d
 # temp file's node (read with direct I/O) until the entry lapses, after 1 s.
 node_client write_atomic.js "$DOC" "$T/merged.json"
 hold_version "$DOC"
+# The first read's pages are in the kernel's page cache now (fincore: the
+# bytes of a file that are); a doc read with direct I/O would have none.
+size=$(stat -c %s "$DOC")
+(($(resident "$DOC") >= size)) || problem "right after a read of $DOC, the kernel holds $(resident "$DOC") of its $size bytes"
 # (The first read's pages came from the daemon, after which the kernel asks
 # once for the access time, at the next stat.)
 stat "$DOC" >/dev/null
+kept=$(resident "$DOC")
 before=$(wc -l <"$STORE.log")
 same "$DOC" "$T/merged.json" "a second read"
 stat "$DOC" >/dev/null
@@ -342,6 +354,11 @@ node=$(awk '/opcode: OPEN \(14\)/ { n = $10; sub(",", "", n); print n; exit }' "
 [[ -n $node ]] || fail "no OPEN of the doc in the log of its second read"
 ops=$(grep -a -F "nodeid: $node," "$T/second" | grep -a -o -E 'opcode: [A-Z_]+' | sort | uniq -c | tr -s ' \n' ' ')
 for op in READ GETATTR; do
+	if [[ $op == READ ]] && ((kept < size)); then
+		# Reclaimed in between, like any page cache (kept_listings()).
+		say "(the kernel had let $((size - kept)) of the doc's $size bytes go before its second read: its READs are not checked)"
+		continue
+	fi
 	! grep -q -w "$op" <<<"$ops" || problem "a second read and stat of an unchanged doc sent the daemon $op requests for it: $ops"
 done
 # Its entry is kept too, and its folder's, where the kernel counts epochs.
