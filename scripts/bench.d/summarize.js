@@ -111,10 +111,10 @@ timeRow('git_inside', 'git add -A && commit, 100 files, repo and work tree in ch
 timeRow('view_ls', `ls -lR of one workspace in the view (${sz.wsTasks} tasks; plain: their task folders)`);
 timeRow('view_grep', `grep -r in one workspace in the view (${sz.wsTasks} tasks; plain: their task folders)`);
 timeRow('view_root', 'the list of the view\'s workspaces, ls -l workspaces/ (convfs only)');
-timeRow('ls', `ls -lR (${tasks} tasks)`);
-timeRow('find', `find (${tasks} tasks)`);
-timeRow('grep_warm', 'grep -r over all history, warm', 1.2);
-timeRow('grep_cold', 'grep -r over all history, cold (caches dropped)', 2);
+timeRow('ls', `ls -lR (${tasks} tasks)`, 1.5);
+timeRow('find', `find (${tasks} tasks)`, 1.5);
+timeRow('grep_warm', 'grep -r over all history, warm', 1.5);
+timeRow('grep_cold', 'grep -r over all history, cold (caches dropped)', 1.5);
 timeRow('rsync_first', 'rsync -a, first copy');
 timeRow('rsync_rerun', 'rsync -a, rerun with nothing changed', 1.5);
 if (data.rss_import)
