@@ -20,6 +20,7 @@
 struct fuse_args;
 struct fuse_session;
 struct bases;
+struct take_in;
 
 /* Called for each entry of a folder listing; a negative return stops it. */
 typedef int (*op_list_fn)(void *ctx, const char *name, mode_t type, uint64_t ino);
@@ -33,6 +34,7 @@ struct fs {
 	gid_t gid;
 	bool shared;        /* -o allow_other: keep group and other bits */
 	struct bases *bases; /* what each writer last saw of each doc */
+	struct take_in *take_in; /* the take-in, while the mount answers during it; set before the loop */
 };
 
 /*
@@ -184,7 +186,37 @@ struct import_report {
  * from the store. Logs one line with the counts if anything changed; shows
  * progress on stderr when it is a terminal and the walk takes a while.
  */
-int fs_take_in(struct fs *fs, int src_fd, const char *src_name, struct import_report *ret);
+int fs_take_in(struct fs *fs, int src_fd, const char *src_name);
+
+/*
+ * The same take-in, with the mount answering while it checks. Does what
+ * must come first on this thread: loads what the store last saw and looks
+ * at the top level; where that finds a difference, the whole take-in. Then
+ * returns 0 (done) or -errno; or 1, with *ret the take-in under way: the
+ * walk one level down (and the take-in proper if it finds a difference) is
+ * left to fs_take_in_start()'s thread, and each request waits in
+ * fs_take_in_wait() until what it touches was looked at.
+ */
+int fs_take_in_begin(struct fs *fs, int src_fd, const char *src_name, struct take_in **ret);
+/*
+ * Runs the rest of t on a thread of its own. If it took anything in,
+ * changed(fs) is called before any request waiting is let go (the kernel
+ * may keep what the mount answered meanwhile). If it fails, the daemon is
+ * sent SIGTERM: the mount must not hide what could not be taken in.
+ */
+int fs_take_in_start(struct take_in *t, void (*changed)(struct fs *fs));
+/* True once t has ended: no request waits for it any more. Any thread. */
+bool fs_take_in_done(const struct take_in *t);
+/*
+ * Waits until rel (a path from the mount's root; view for one of the
+ * view's, which waits for the end) may be served: the entry one level down
+ * that holds it was looked at and is as the store saw it (listing: the
+ * listing of a top-level folder waits for the end). 0, or -EIO if the
+ * take-in failed.
+ */
+int fs_take_in_wait(struct take_in *t, const char *rel, bool view, bool listing);
+/* Waits for t to end (runs its rest here if it never started), frees it: its result. NULL: 0. */
+int fs_take_in_end(struct take_in *t);
 /*
  * 1 if the store has taken a folder in before (the next take-in is a check
  * of what changed), 0 if never (the next one takes in all of it), or -errno.

@@ -32,10 +32,13 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <sys/stat.h>
 
 #include "fs/fs.h"
@@ -599,71 +602,254 @@ int fs_took_in_before(struct fs *fs)
 	return r == -ENOENT ? 0 : r < 0 ? r : 1;
 }
 
-int fs_take_in(struct fs *fs, int src_fd, const char *src_name, struct import_report *ret)
+/* Loads what the store last saw underneath (and, for a store from before that, what its import took in). */
+static int take_in_load(struct import_ctx *c)
 {
-	struct import_ctx c = { .fs = fs, .src_name = src_name, .start_ns = now_ns(),
-				.readonly = store_is_readonly(fs->store) };
-	_cleanup_free_ char *imported = NULL;
-	int r;
+	int r = store_seen_load(c->fs->store, &c->seen);
 
-	progress_start(&c.progress);
-	r = store_seen_load(fs->store, &c.seen);
 	if (r < 0)
-		goto out;
-	c.visited = calloc(c.seen.n ? c.seen.n : 1, sizeof(*c.visited));
-	if (!c.visited) {
-		r = -ENOMEM;
-		goto out;
-	}
-	r = store_seen_legacy(fs->store, &c.legacy_ns);
+		return r;
+	c->visited = calloc(c->seen.n ? c->seen.n : 1, sizeof(*c->visited));
+	if (!c->visited)
+		return -ENOMEM;
+	r = store_seen_legacy(c->fs->store, &c->legacy_ns);
 	if (r == 0) {
-		c.legacy = true;
-		if ((r = store_seen_load_imports(fs->store, &c.imports)) < 0)
-			goto out;
-	} else if (r != -ENOENT) {
-		goto out;
+		c->legacy = true;
+		return store_seen_load_imports(c->fs->store, &c->imports);
 	}
-	/* Nothing changed: the common case, checked first, fast. */
-	r = 0;
-	if (c.seen.n && !c.legacy && store_meta_get(fs->store, "imported_from", &imported) == 0 &&
-	    quick_unchanged(&c.seen, c.visited, src_fd, &c.rep.files))
-		goto out;
-	free(imported);
-	imported = NULL;
-	/* The first take-in of a folder counts it first, for the progress line. */
-	if (c.progress.on && !c.seen.n && (r = walk(src_fd, "", count_entry, &c.total)) < 0)
-		goto out;
-	r = walk(src_fd, "", take_entry, &c);
-	progress(&c, true);
-	if (r == 0)
-		r = mark_missing(&c);
-	if (r == 0 && c.ntask_dirs)
-		report_orphans(&c, src_fd);
-	if (r == 0 && !c.readonly && store_meta_get(fs->store, "imported_from", &imported) == -ENOENT &&
-	    (r = batch_need(&c)) == 0)
-		r = store_meta_set(fs->store, "imported_from", src_name);
-	if (r == 0 && c.legacy && !c.readonly && (r = batch_need(&c)) == 0)
-		r = store_seen_legacy_done(fs->store);
-	{
-		int r2 = batch_end(&c);
+	return r == -ENOENT ? 0 : r;
+}
 
-		if (r == 0)
-			r = r2;
-	}
-out:
-	for (size_t i = 0; i < c.ntask_dirs; i++)
-		free(c.task_dirs[i]);
-	free(c.task_dirs);
-	free(c.visited);
-	store_seen_set_release(&c.seen);
-	store_seen_set_release(&c.imports);
+/* Whether the quick check may prove the take-in has nothing to do. */
+static bool take_in_quick(struct import_ctx *c)
+{
+	_cleanup_free_ char *imported = NULL;
+
+	return c->seen.n && !c->legacy && store_meta_get(c->fs->store, "imported_from", &imported) == 0;
+}
+
+/* The take-in proper: a walk of all of src_fd, doing what each difference needs. */
+static int take_in_proper(struct import_ctx *c, int src_fd)
+{
+	_cleanup_free_ char *imported = NULL;
+	int r = 0, r2;
+
+	/* The first take-in of a folder counts it first, for the progress line. */
+	if (c->progress.on && !c->seen.n && (r = walk(src_fd, "", count_entry, &c->total)) < 0)
+		return r;
+	r = walk(src_fd, "", take_entry, c);
+	progress(c, true);
+	if (r == 0)
+		r = mark_missing(c);
+	if (r == 0 && c->ntask_dirs)
+		report_orphans(c, src_fd);
+	if (r == 0 && !c->readonly && store_meta_get(c->fs->store, "imported_from", &imported) == -ENOENT &&
+	    (r = batch_need(c)) == 0)
+		r = store_meta_set(c->fs->store, "imported_from", c->src_name);
+	if (r == 0 && c->legacy && !c->readonly && (r = batch_need(c)) == 0)
+		r = store_seen_legacy_done(c->fs->store);
+	r2 = batch_end(c);
+	return r < 0 ? r : r2;
+}
+
+/* Frees what c holds; says what failed (r), or what was taken in. */
+static int take_in_done(struct import_ctx *c, int r, struct import_report *ret)
+{
+	for (size_t i = 0; i < c->ntask_dirs; i++)
+		free(c->task_dirs[i]);
+	free(c->task_dirs);
+	c->task_dirs = NULL;
+	c->ntask_dirs = 0;
+	free(c->visited);
+	c->visited = NULL;
+	store_seen_set_release(&c->seen);
+	store_seen_set_release(&c->imports);
 	if (r < 0) {
-		log_err("cannot take in '%s': %s; run convfs again to retry, the folder is untouched", src_name,
+		log_err("cannot take in '%s': %s; run convfs again to retry, the folder is untouched", c->src_name,
 			strerror(-r));
 		return r;
 	}
-	report(&c);
+	report(c);
 	if (ret)
-		*ret = c.rep;
+		*ret = c->rep;
 	return 0;
+}
+
+/*
+ * A take-in whose quick check goes on while the mount answers: its walk one
+ * level down, and the take-in proper if that finds a difference, run on a
+ * thread of its own (take_in_rest()).
+ */
+struct take_in {
+	struct import_ctx c;
+	struct quick *q;
+	int src_fd;
+	void (*changed)(struct fs *fs);
+	pthread_t thread;
+	bool started;
+	pthread_mutex_t lock;
+	pthread_cond_t ended;
+	bool done; /* read without the lock by fs_take_in_done() */
+	int r;
+};
+
+static void take_in_free(struct take_in *t)
+{
+	quick_free(t->q);
+	pthread_mutex_destroy(&t->lock);
+	pthread_cond_destroy(&t->ended);
+	free(t);
+}
+
+static struct take_in *take_in_new(struct fs *fs, int src_fd, const char *src_name)
+{
+	struct take_in *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	t->c = (struct import_ctx){ .fs = fs, .src_name = src_name, .start_ns = now_ns(),
+				    .readonly = store_is_readonly(fs->store) };
+	t->src_fd = src_fd;
+	pthread_mutex_init(&t->lock, NULL);
+	pthread_cond_init(&t->ended, NULL);
+	return t;
+}
+
+/*
+ * Takes in as much of t as can be done before the mount answers: 1 if the
+ * quick check found the top level as seen and the rest is left to
+ * take_in_rest(), else the take-in's result.
+ */
+static int take_in_first(struct take_in *t)
+{
+	int r;
+
+	progress_start(&t->c.progress);
+	r = take_in_load(&t->c);
+	/* Nothing changed: the common case, checked first, fast. */
+	if (r == 0 && take_in_quick(&t->c)) {
+		r = quick_begin(&t->c.seen, t->c.visited, t->src_fd, &t->q);
+		if (r == 0 && !quick_differs_yet(t->q))
+			return 1;
+		/* A failure: the take-in proper says what failed, with the path. */
+		r = t->q ? 0 : -ENOMEM;
+		if (t->q)
+			quick_end(t->q, &t->c.rep.files);
+	}
+	if (r == 0)
+		r = take_in_proper(&t->c, t->src_fd);
+	return take_in_done(&t->c, r, NULL);
+}
+
+int fs_take_in_begin(struct fs *fs, int src_fd, const char *src_name, struct take_in **ret)
+{
+	struct take_in *t = take_in_new(fs, src_fd, src_name);
+	int r;
+
+	*ret = NULL;
+	if (!t) {
+		log_err("cannot take in '%s': %s", src_name, strerror(ENOMEM));
+		return -ENOMEM;
+	}
+	r = take_in_first(t);
+	if (r > 0)
+		*ret = t;
+	else
+		take_in_free(t);
+	return r;
+}
+
+/* The rest of t: the walk one level down, then the take-in proper if anything differs. */
+static int take_in_rest(struct take_in *t, bool idle)
+{
+	bool changed = false;
+	int r = 0;
+
+	/*
+	 * Behind the mount, the walk gives way to the requests: on few CPUs its
+	 * threads would take them over, and every request would wait behind it.
+	 */
+	quick_walk(t->q, idle);
+	if (!quick_end(t->q, &t->c.rep.files)) {
+		r = take_in_proper(&t->c, t->src_fd);
+		changed = true;
+	}
+	r = take_in_done(&t->c, r, NULL);
+	if (r == 0 && changed && t->changed)
+		t->changed(t->c.fs);
+	return r;
+}
+
+static void *take_in_thread(void *arg)
+{
+	struct take_in *t = arg;
+	int r = take_in_rest(t, true);
+
+	pthread_mutex_lock(&t->lock);
+	t->r = r;
+	__atomic_store_n(&t->done, true, __ATOMIC_RELEASE);
+	pthread_cond_broadcast(&t->ended);
+	pthread_mutex_unlock(&t->lock);
+	if (r < 0) {
+		/* What is underneath would be hidden: end the mount (the signal libfuse ends its loop at). */
+		log_err("unmounting '%s': its folder underneath could not be taken in", t->c.src_name);
+		kill(getpid(), SIGTERM);
+	}
+	return NULL;
+}
+
+int fs_take_in_start(struct take_in *t, void (*changed)(struct fs *fs))
+{
+	int r;
+
+	t->changed = changed;
+	r = pthread_create(&t->thread, NULL, take_in_thread, t);
+	if (r != 0) {
+		log_err("cannot start the take-in's thread: %s", strerror(r));
+		return -r;
+	}
+	t->started = true;
+	return 0;
+}
+
+bool fs_take_in_done(const struct take_in *t)
+{
+	return __atomic_load_n(&t->done, __ATOMIC_ACQUIRE);
+}
+
+int fs_take_in_wait(struct take_in *t, const char *rel, bool view, bool listing)
+{
+	int r;
+
+	if (!view && quick_serves(t->q, rel, listing))
+		return 0;
+	pthread_mutex_lock(&t->lock);
+	while (!t->done)
+		pthread_cond_wait(&t->ended, &t->lock);
+	r = t->r;
+	pthread_mutex_unlock(&t->lock);
+	return r < 0 ? -EIO : 0;
+}
+
+int fs_take_in_end(struct take_in *t)
+{
+	int r;
+
+	if (!t)
+		return 0;
+	if (t->started)
+		pthread_join(t->thread, NULL);
+	else
+		t->r = take_in_rest(t, false);
+	r = t->r;
+	take_in_free(t);
+	return r;
+}
+
+int fs_take_in(struct fs *fs, int src_fd, const char *src_name)
+{
+	struct take_in *t;
+	int r = fs_take_in_begin(fs, src_fd, src_name, &t);
+
+	return r > 0 ? fs_take_in_end(t) : r;
 }

@@ -187,6 +187,37 @@ void kcache_placement_check(struct fs *fs)
 	pthread_mutex_unlock(&lock);
 }
 
+static bool is_top_level(const char *const *up, size_t n)
+{
+	(void)up;
+	return n == 1;
+}
+
+/*
+ * The take-in changed the store while the mount answered
+ * (fs_take_in_start()). What it changed was not answered for meanwhile
+ * (requests for it waited), but the folders that hold it were: the
+ * attributes (links, times) of the root and of every top-level entry go,
+ * and docs' entries with a new epoch; the view's folders, if tasks moved.
+ */
+void kcache_taken_in(struct fs *fs)
+{
+	_cleanup_free_ fuse_ino_t *inos = NULL;
+	size_t n = 0;
+
+	if (!session)
+		return;
+	kcache_drop_attrs(FUSE_ROOT_ID);
+	if (nodes_collect(is_top_level, &inos, &n) < 0)
+		log_warn("out of memory while telling the kernel what the take-in changed; it may show the top "
+			 "folders' old times and link counts for up to %.0f s",
+			 CACHE_TIMEOUT);
+	for (size_t i = 0; i < n; i++)
+		kcache_drop_attrs(inos[i]);
+	kcache_new_epoch(fs);
+	kcache_placement_check(fs);
+}
+
 /*
  * How long the kernel may keep attributes it got with st. Each name of a file
  * is a node of its own here (a node is a path), so each name of a hard-linked

@@ -38,6 +38,8 @@ void kcache_new_epoch(struct fs *fs);
 void kcache_placement_check(struct fs *fs);
 /* Drops the kernel's attributes of node ino (not its pages): its link count or its version changed. */
 void kcache_drop_attrs(fuse_ino_t ino);
+/* The take-in changed the store while the mount answered: drops what the kernel may keep of the folders holding it. */
+void kcache_taken_in(struct fs *fs);
 
 /* How long the kernel may keep the attributes st of rt (st's own links weighed). */
 double kcache_attr_timeout(const struct route *rt, const struct stat *st);

@@ -40,15 +40,37 @@ __thread pid_t fs_caller_pid;
 __thread uid_t fs_caller_uid;
 __thread gid_t fs_caller_gid;
 
-/* The path of ino (plus "/name"), as nodes_path(); names the kernel must not reach refused. */
+/*
+ * While the take-in goes on (fs_take_in_begin()), a request waits here
+ * until what it touches at path was looked at underneath (listing: path's
+ * listing). 0, or -EIO: the take-in failed.
+ */
+static int wait_taken_in(const char *path, bool listing)
+{
+	struct take_in *t = fs_current->take_in;
+	struct route rt;
+
+	if (!t || fs_take_in_done(t))
+		return 0;
+	route_resolve(fs_current, path, &rt);
+	return fs_take_in_wait(t, rt.rel, rt.kind == ROUTE_VIEW, listing);
+}
+
+/*
+ * The path of ino (plus "/name"), as nodes_path(); names the kernel must not
+ * reach refused. Waits for the take-in where it must (wait_taken_in()).
+ */
 static int path_of(fuse_ino_t ino, const char *name, struct sb *out, bool *ret_removed)
 {
+	int r;
+
 	if (name && (strlen(name) > NAME_MAX))
 		return -ENAMETOOLONG;
 	/* The root's .convfs-* entries are convfs's own (the trash's folders). */
 	if (name && ino == FUSE_ROOT_ID && strncmp(name, ".convfs-", 8) == 0)
 		return -ENOENT;
-	return nodes_path(ino, name, out, ret_removed);
+	r = nodes_path(ino, name, out, ret_removed);
+	return r < 0 ? r : wait_taken_in(out->buf, false);
 }
 
 /* The route of a path path_of() made: resolved into *rt, which it returns. */
@@ -698,6 +720,8 @@ static void ll_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, s
 
 		begin(req);
 		r = node_route(ino, &path, &rt, NULL);
+		if (r == 0)
+			r = wait_taken_in(path.buf, true);
 		if (r == 0)
 			r = dir_listing_new(ino, &rt, &l);
 		if (r < 0) {

@@ -48,6 +48,7 @@
 
 #include "fs/cmd.h"
 #include "fs/fs.h"
+#include "fs/kcache.h"
 #include "fs/shadow.h"
 #include "fs/warnings.h"
 #include "store/util.h"
@@ -277,7 +278,7 @@ static int prepare_store(struct fs *fs, const char *store_path, const char *moun
 		} else {
 			r = fs_took_in_before(fs);
 			if (r == 0)
-				r = fs_take_in(fs, mfd, mountpoint, NULL);
+				r = fs_take_in(fs, mfd, mountpoint);
 		}
 	}
 	store_free(TAKE_PTR(fs->store));
@@ -331,19 +332,30 @@ static int serve(struct fs *fs, struct fuse_args *args, const char *store_path, 
 	 * mounted (an editor started first, or saving while the unit restarts
 	 * convfs). Done once the mount is up, so that no client can write
 	 * underneath after it: the folder is reached only through under_fd.
-	 * With nothing changed it is the quick check alone. The loop has not
-	 * started: requests wait for it, and it has the store to itself. If
-	 * it fails, what is underneath would be hidden: unmount, and say so.
+	 * With nothing changed it is the quick check alone, and only its look
+	 * at the top level is made here: the loop starts, and its walk of the
+	 * rest goes on on a thread of its own, each request waiting until what
+	 * it touches was looked at (fs_take_in_wait()). Where the top level
+	 * differs, the whole take-in runs here, before the loop; requests wait
+	 * for it. If it fails, what is underneath would be hidden: unmount, and
+	 * say so.
 	 */
 	if (under_fd >= 0) {
-		r = fs_take_in(fs, under_fd, mountpoint, NULL);
-		close(under_fd);
+		r = fs_take_in_begin(fs, under_fd, mountpoint, &fs->take_in);
+		if (r > 0 && fs_take_in_start(fs->take_in, kcache_taken_in) < 0) {
+			/* No thread for it: the rest here, before the loop. */
+			r = fs_take_in_end(fs->take_in);
+			fs->take_in = NULL;
+		}
 		if (r < 0) {
+			close(under_fd);
 			log_err("unmounting '%s': its folder underneath could not be taken in", mountpoint);
 			fuse_remove_signal_handlers(se);
 			fuse_session_unmount(se);
 			goto out_session;
 		}
+		if (!fs->take_in)
+			close(under_fd);
 	}
 	if (notify_fd >= 0) {
 		char ok = 0;
@@ -389,6 +401,15 @@ static int serve(struct fs *fs, struct fuse_args *args, const char *store_path, 
 		log_err("the FUSE loop ended with an error: %s", strerror(-r));
 	else if (r > 0)
 		log_info("stopping on signal %d", r);
+	if (fs->take_in) {
+		/* A take-in still under way ends first (it said why if it failed). */
+		int r2 = fs_take_in_end(fs->take_in);
+
+		fs->take_in = NULL;
+		close(under_fd);
+		if (r2 < 0)
+			r = r2;
+	}
 	fuse_remove_signal_handlers(se);
 	fuse_session_unmount(se);
 	log_info("unmounted '%s'; the store is closed", mountpoint);

@@ -5,14 +5,18 @@
  * At most mounts nothing changed underneath, and the walk that proves it is
  * all system calls (getdents, fstatat): at 10,000 tasks, 40,000 entries. So
  * it runs first, read-only. One thread looks at the top level and lists the
- * folders there once; every entry one level down (tasks/<id>, and all below
- * it) is then a piece of work that QUICK_THREADS threads take in turn. A
- * folder the store knows, which readdir says is still a folder, is not
- * stat'ed: a folder's own attributes say nothing the walk into it does not.
- * The check marks rows visited and stops all threads at the first
- * difference. If there is none and nothing is missing, the take-in is done;
- * otherwise the take-in proper walks again, on one thread, and does what the
- * differences need.
+ * folders there once (quick_begin()); every entry one level down
+ * (tasks/<id>, and all below it) is then a piece of work that QUICK_THREADS
+ * threads take in turn (quick_walk()). A folder the store knows, which
+ * readdir says is still a folder, is not stat'ed: a folder's own attributes
+ * say nothing the walk into it does not. The check marks rows visited and
+ * stops all threads at the first difference. If there is none and nothing
+ * is missing (quick_end()), the take-in is done; otherwise the take-in
+ * proper walks again, on one thread, and does what the differences need.
+ *
+ * The mount answers while the threads walk (import.c): a request for a path
+ * asks quick_serves() first, which checks the path's entry one level down
+ * at once if no thread has taken it yet, and waits for the thread that has.
  *
  * More threads than CPUs: after a reboot the walk waits on the disk for each
  * inode, and a disk serves many reads at once (see QUICK_THREADS).
@@ -21,6 +25,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -29,54 +34,63 @@
 #include "fs/quick.h"
 #include "store/util.h"
 
+enum { ITEM_WAITING, ITEM_TAKEN, ITEM_LOOKED_AT };
+
 /* An entry one level down: in the top-level folder dirs[dir], named at names + name. */
 struct quick_item {
 	unsigned dir;
-	unsigned char type; /* its d_type */
+	unsigned char type;  /* its d_type */
+	unsigned char state; /* ITEM_*: taken by one thread, and looked at (under lock) */
 	size_t name;
 };
 
-/* What the threads share. */
-struct quick_work {
+/* The check: what its threads share, and what quick_serves() asks. */
+struct quick {
 	const struct store_seen_set *seen;
 	bool *visited;  /* each row is found by one thread at most: distinct bytes */
 	bool differs;   /* set by the first thread that finds a difference */
 	struct {
-		int fd;      /* a top-level folder, open until the walk ends */
+		int fd;      /* a top-level folder, open until the check ends */
 		size_t name; /* its name, at dir_names + name */
 	} *dirs;
 	size_t ndirs, dirs_alloc;
 	struct sb dir_names; /* their names, each ending in '\0' */
-	struct quick_item *items;
+	struct quick_item *items; /* sorted by folder, then name, for quick_serves() */
 	size_t nitems, items_alloc;
 	struct sb names;     /* the items' names, each ending in '\0' */
 	size_t next;         /* the next item a thread takes */
+	unsigned long entries; /* looked at, by all threads */
+	int r;               /* the first error a thread met */
+	unsigned delay_ms;   /* each thread's wait before it begins (the tests') */
+	pthread_mutex_t lock; /* the items' ITEM_LOOKED_AT, for waiters */
+	pthread_cond_t looked_at;
 };
 
 /*
- * Threads of the quick check. At 10,000 tasks with caches dropped, the mount
- * is ready in about 285 ms on 16 threads, 270 on 32 and 265 on 64 (780 ms on
- * the 2 it had, when each thread listed the top-level folders whole to find
- * its share); with the inodes in memory, in about 78 ms on any of them.
+ * Threads of the quick check. At 10,000 tasks with caches dropped, the walk
+ * takes about 285 ms on 16 threads, 270 on 32 and 265 on 64 (780 ms on the 2
+ * it had, when each thread listed the top-level folders whole to find its
+ * share); with the inodes in memory, about 78 ms on any of them.
  */
 #define QUICK_THREADS 32
 
-struct quick {
-	struct quick_work *w;
+/* One thread of the check, and what it counts. */
+struct walker {
+	struct quick *q;
 	unsigned long entries;
 	pthread_t thread;
 	int r;
 };
 
-static void quick_differs(struct quick *q, const char *rel, const char *what)
+static void quick_differs(struct walker *w, const char *rel, const char *what)
 {
 	log_debug("the folder underneath changed: '%s' %s", rel, what);
-	__atomic_store_n(&q->w->differs, true, __ATOMIC_RELAXED);
+	__atomic_store_n(&w->q->differs, true, __ATOMIC_RELAXED);
 }
 
-static bool quick_stopped(const struct quick *q)
+static bool quick_stopped(const struct walker *w)
 {
-	return __atomic_load_n(&q->w->differs, __ATOMIC_RELAXED);
+	return __atomic_load_n(&w->q->differs, __ATOMIC_RELAXED);
 }
 
 /*
@@ -84,43 +98,43 @@ static bool quick_stopped(const struct quick *q)
  * path. Sets *ret_sub to the entry opened as a folder when the walk goes on
  * into it, else to -1.
  */
-static int quick_look(struct quick *q, int dfd, const char *name, unsigned char d_type, const char *path,
+static int quick_look(struct walker *w, int dfd, const char *name, unsigned char d_type, const char *path,
 		      int *ret_sub)
 {
-	const struct store_seen_set *seen = q->w->seen;
+	const struct store_seen_set *seen = w->q->seen;
 	const struct store_seen *row = store_seen_find(seen, path);
 	bool known_dir = row && !row->gone && row->type == S_IFDIR;
 	struct stat st;
 	int sub;
 
 	*ret_sub = -1;
-	q->entries++;
+	w->entries++;
 	if (!row) {
-		quick_differs(q, path, "is new");
+		quick_differs(w, path, "is new");
 		return 0;
 	}
 	if (!(known_dir && d_type == DT_DIR)) {
 		if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
 			if (errno != ENOENT)
 				return -errno;
-			quick_differs(q, path, "went away");
+			quick_differs(w, path, "went away");
 			return 0;
 		}
 		if (S_ISDIR(st.st_mode) ? !known_dir : !seen_same(row, &st)) {
-			quick_differs(q, path, "changed");
+			quick_differs(w, path, "changed");
 			return 0;
 		}
 		if (!S_ISDIR(st.st_mode)) {
-			q->w->visited[row - seen->v] = true;
+			w->q->visited[row - seen->v] = true;
 			return 0;
 		}
 	}
-	q->w->visited[row - seen->v] = true;
+	w->q->visited[row - seen->v] = true;
 	sub = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (sub < 0) {
 		if (errno != ENOENT && errno != ENOTDIR && errno != ELOOP)
 			return -errno;
-		quick_differs(q, path, "is no longer a folder");
+		quick_differs(w, path, "is no longer a folder");
 		return 0;
 	}
 	*ret_sub = sub;
@@ -132,8 +146,8 @@ static int quick_look(struct quick *q, int dfd, const char *name, unsigned char 
  * whose path is path, with path set to the entry's; stops at the first
  * difference any thread found.
  */
-static int quick_list(struct quick *q, int dfd, bool keep, struct sb *path,
-		      int (*fn)(struct quick *q, int dfd, const struct dirent *de, struct sb *path))
+static int quick_list(struct walker *w, int dfd, bool keep, struct sb *path,
+		      int (*fn)(struct walker *w, int dfd, const struct dirent *de, struct sb *path))
 {
 	size_t len = path->len;
 	struct dirent *de;
@@ -152,13 +166,13 @@ static int quick_list(struct quick *q, int dfd, bool keep, struct sb *path,
 		close(dfd);
 		return r;
 	}
-	while (r == 0 && !quick_stopped(q) && (errno = 0, de = readdir(d))) {
+	while (r == 0 && !quick_stopped(w) && (errno = 0, de = readdir(d))) {
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
 		path->len = len;
 		if ((len && (r = sb_add(path, "/", 1)) < 0) || (r = sb_adds(path, de->d_name)) < 0)
 			break;
-		r = fn(q, dirfd(d), de, path);
+		r = fn(w, dirfd(d), de, path);
 	}
 	if (r == 0 && errno != 0)
 		r = -errno;
@@ -170,121 +184,333 @@ static int quick_list(struct quick *q, int dfd, bool keep, struct sb *path,
 }
 
 /* An entry two or more levels down: looked at, and walked into. */
-static int quick_below(struct quick *q, int dfd, const struct dirent *de, struct sb *path)
+static int quick_below(struct walker *w, int dfd, const struct dirent *de, struct sb *path)
 {
-	int sub, r = quick_look(q, dfd, de->d_name, de->d_type, path->buf, &sub);
+	int sub, r = quick_look(w, dfd, de->d_name, de->d_type, path->buf, &sub);
 
 	if (r < 0 || sub < 0)
 		return r;
-	return quick_list(q, sub, false, path, quick_below);
+	return quick_list(w, sub, false, path, quick_below);
 }
 
 /* An entry one level down: kept for the threads, in the folder the last one opened. */
-static int quick_keep(struct quick *q, int dfd, const struct dirent *de, struct sb *path)
+static int quick_keep(struct walker *w, int dfd, const struct dirent *de, struct sb *path)
 {
-	struct quick_work *w = q->w;
-	size_t off = w->names.len;
+	struct quick *q = w->q;
+	size_t off = q->names.len;
 	int r;
 
 	(void)dfd;
 	(void)path;
-	if (ARRAY_GROW(w->items, w->nitems, w->items_alloc, 1024) < 0)
+	if (ARRAY_GROW(q->items, q->nitems, q->items_alloc, 1024) < 0)
 		return -ENOMEM;
-	if ((r = sb_adds(&w->names, de->d_name)) < 0 || (r = sb_add(&w->names, "", 1)) < 0)
+	if ((r = sb_adds(&q->names, de->d_name)) < 0 || (r = sb_add(&q->names, "", 1)) < 0)
 		return r;
-	w->items[w->nitems++] = (struct quick_item){ .dir = (unsigned)(w->ndirs - 1), .type = de->d_type,
+	q->items[q->nitems++] = (struct quick_item){ .dir = (unsigned)(q->ndirs - 1), .type = de->d_type,
 						     .name = off };
 	return 0;
 }
 
 /* An entry of the top level: looked at; a folder is listed, its entries kept for the threads. */
-static int quick_top(struct quick *q, int dfd, const struct dirent *de, struct sb *path)
+static int quick_top(struct walker *w, int dfd, const struct dirent *de, struct sb *path)
 {
-	struct quick_work *w = q->w;
-	size_t off = w->dir_names.len;
-	int sub, r = quick_look(q, dfd, de->d_name, de->d_type, path->buf, &sub);
+	struct quick *q = w->q;
+	size_t off = q->dir_names.len;
+	int sub, r = quick_look(w, dfd, de->d_name, de->d_type, path->buf, &sub);
 
 	if (r < 0 || sub < 0)
 		return r;
-	if (ARRAY_GROW(w->dirs, w->ndirs, w->dirs_alloc, 8) < 0) {
+	if (ARRAY_GROW(q->dirs, q->ndirs, q->dirs_alloc, 8) < 0) {
 		close(sub);
 		return -ENOMEM;
 	}
-	if ((r = sb_adds(&w->dir_names, path->buf)) < 0 || (r = sb_add(&w->dir_names, "", 1)) < 0) {
+	if ((r = sb_adds(&q->dir_names, path->buf)) < 0 || (r = sb_add(&q->dir_names, "", 1)) < 0) {
 		close(sub);
 		return r;
 	}
-	w->dirs[w->ndirs].fd = sub;
-	w->dirs[w->ndirs++].name = off;
-	return quick_list(q, sub, true, path, quick_keep);
+	q->dirs[q->ndirs].fd = sub;
+	q->dirs[q->ndirs++].name = off;
+	return quick_list(w, sub, true, path, quick_keep);
+}
+
+/* A thread's result, counted into the check's (its entries, its first error). */
+static void walker_done(struct walker *w)
+{
+	struct quick *q = w->q;
+	int none = 0;
+
+	__atomic_add_fetch(&q->entries, w->entries, __ATOMIC_RELAXED);
+	w->entries = 0;
+	if (w->r < 0) {
+		__atomic_compare_exchange_n(&q->r, &none, w->r, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+		/* The take-in proper says what failed, with the path. */
+		log_debug("the quick check of the folder underneath failed: %s", strerror(-w->r));
+		__atomic_store_n(&q->differs, true, __ATOMIC_RELAXED);
+	}
+}
+
+/* Looks at item it, which w has taken, and all below it; then tells whoever waits for it. */
+static void quick_item(struct walker *w, struct quick_item *it, struct sb *path)
+{
+	struct quick *q = w->q;
+	const char *name = q->names.buf + it->name;
+	int sub;
+
+	path->len = 0;
+	if ((w->r = sb_adds(path, q->dir_names.buf + q->dirs[it->dir].name)) == 0 &&
+	    (w->r = sb_add(path, "/", 1)) == 0 && (w->r = sb_adds(path, name)) == 0) {
+		w->r = quick_look(w, q->dirs[it->dir].fd, name, it->type, path->buf, &sub);
+		if (w->r == 0 && sub >= 0)
+			w->r = quick_list(w, sub, false, path, quick_below);
+	}
+	walker_done(w);
+	pthread_mutex_lock(&q->lock);
+	it->state = ITEM_LOOKED_AT;
+	pthread_cond_broadcast(&q->looked_at);
+	pthread_mutex_unlock(&q->lock);
+}
+
+/* Takes it for w: false if another thread has. */
+static bool item_take(struct quick_item *it)
+{
+	unsigned char waiting = ITEM_WAITING;
+
+	return __atomic_compare_exchange_n(&it->state, &waiting, ITEM_TAKEN, false, __ATOMIC_ACQ_REL,
+					   __ATOMIC_ACQUIRE);
 }
 
 static void *quick_run(void *arg)
 {
-	struct quick *q = arg;
-	struct quick_work *w = q->w;
+	struct walker *w = arg;
+	struct quick *q = w->q;
 	_cleanup_sb_ struct sb path = SB_INIT;
 	size_t i;
 
-	while (q->r == 0 && !quick_stopped(q) && (i = __atomic_fetch_add(&w->next, 1, __ATOMIC_RELAXED)) < w->nitems) {
-		const struct quick_item *it = &w->items[i];
-		const char *name = w->names.buf + it->name;
-		int sub;
+	if (q->delay_ms)
+		usleep(q->delay_ms * 1000);
 
-		path.len = 0;
-		if ((q->r = sb_adds(&path, w->dir_names.buf + w->dirs[it->dir].name)) < 0 ||
-		    (q->r = sb_add(&path, "/", 1)) < 0 || (q->r = sb_adds(&path, name)) < 0)
-			break;
-		q->r = quick_look(q, w->dirs[it->dir].fd, name, it->type, path.buf, &sub);
-		if (q->r == 0 && sub >= 0)
-			q->r = quick_list(q, sub, false, &path, quick_below);
+	while (w->r == 0 && !quick_stopped(w) && (i = __atomic_fetch_add(&q->next, 1, __ATOMIC_RELAXED)) < q->nitems)
+		if (item_take(&q->items[i]))
+			quick_item(w, &q->items[i], &path);
+	return NULL;
+}
+
+static int item_cmp(const void *a, const void *b, void *arg)
+{
+	const struct quick_item *x = a, *y = b;
+	const char *names = arg;
+
+	if (x->dir != y->dir)
+		return x->dir < y->dir ? -1 : 1;
+	return strcmp(names + x->name, names + y->name);
+}
+
+int quick_begin(const struct store_seen_set *seen, bool *visited, int src_fd, struct quick **ret)
+{
+	_cleanup_sb_ struct sb path = SB_INIT;
+	struct quick *q;
+	struct walker w;
+	int r;
+
+	*ret = NULL;
+	q = calloc(1, sizeof(*q));
+	if (!q)
+		return -ENOMEM;
+	*q = (struct quick){ .seen = seen, .visited = visited, .dir_names = SB_INIT, .names = SB_INIT };
+	pthread_mutex_init(&q->lock, NULL);
+	pthread_cond_init(&q->looked_at, NULL);
+	*ret = q;
+	w = (struct walker){ .q = q };
+	/* The top level, here: it is small, and its folders are listed once. */
+	w.r = quick_list(&w, src_fd, true, &path, quick_top);
+	walker_done(&w);
+	r = w.r;
+	if (r == 0 && q->nitems)
+		qsort_r(q->items, q->nitems, sizeof(*q->items), item_cmp, q->names.buf);
+	return r;
+}
+
+bool quick_differs_yet(const struct quick *q)
+{
+	return __atomic_load_n(&q->differs, __ATOMIC_RELAXED);
+}
+
+void quick_walk(struct quick *q, bool idle)
+{
+	const char *delay = getenv("CONVFS_WALK_DELAY_MS");
+	struct walker w[QUICK_THREADS];
+	pthread_attr_t attr, *at = NULL;
+	unsigned started = 0;
+
+	/* CONVFS_WALK_DELAY_MS=n (the tests): the threads begin n ms late, requests look first. */
+	if (delay)
+		q->delay_ms = (unsigned)strtoul(delay, NULL, 10);
+	/*
+	 * Idle: every walker is a thread of its own at the lowest priority, and
+	 * this one only waits (a thread that leaves SCHED_IDLE needs a
+	 * privilege, so it is never this one).
+	 */
+	if (idle && pthread_attr_init(&attr) == 0) {
+		struct sched_param none = { 0 };
+
+		at = &attr;
+		if (pthread_attr_setinheritsched(at, PTHREAD_EXPLICIT_SCHED) != 0 ||
+		    pthread_attr_setschedpolicy(at, SCHED_IDLE) != 0 || pthread_attr_setschedparam(at, &none) != 0)
+			log_debug("the quick check's walk runs at the requests' priority");
+	}
+	for (unsigned k = 0; k < QUICK_THREADS; k++)
+		w[k] = (struct walker){ .q = q };
+	for (unsigned k = at ? 0 : 1; k < QUICK_THREADS && q->nitems > k; k++) {
+		/* A thread that cannot start: the others take its share. */
+		if (pthread_create(&w[k].thread, at, quick_run, &w[k]) != 0)
+			w[k].thread = 0;
+		else
+			started++;
+	}
+	if (!at || !started)
+		quick_run(&w[0]);
+	for (unsigned k = 0; k < QUICK_THREADS; k++)
+		if (w[k].thread)
+			pthread_join(w[k].thread, NULL);
+	if (at)
+		pthread_attr_destroy(at);
+}
+
+/* The top-level folder named name (len bytes), or -1. */
+static long dir_find(const struct quick *q, const char *name, size_t len)
+{
+	for (size_t i = 0; i < q->ndirs; i++) {
+		const char *d = q->dir_names.buf + q->dirs[i].name;
+
+		if (strlen(d) == len && memcmp(d, name, len) == 0)
+			return (long)i;
+	}
+	return -1;
+}
+
+/* The item named name (len bytes) in the top-level folder dir, or NULL. */
+static struct quick_item *item_find(struct quick *q, unsigned dir, const char *name, size_t len)
+{
+	size_t lo = 0, hi = q->nitems;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct quick_item *it = &q->items[mid];
+		const char *n = q->names.buf + it->name;
+		int c = it->dir != dir ? (it->dir < dir ? -1 : 1) : strncmp(n, name, len);
+
+		if (c == 0 && n[len])
+			c = 1;
+		if (c == 0)
+			return &q->items[mid];
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
 	}
 	return NULL;
 }
 
-bool quick_unchanged(const struct store_seen_set *seen, bool *visited, int src_fd, unsigned long *files)
+bool quick_serves(struct quick *q, const char *rel, bool listing)
 {
-	struct quick_work w = { .seen = seen, .visited = visited, .dir_names = SB_INIT, .names = SB_INIT };
-	struct quick q[QUICK_THREADS];
-	_cleanup_sb_ struct sb path = SB_INIT;
-	bool differs;
-	int r;
+	const char *slash, *second;
+	struct quick_item *it;
+	long dir;
 
-	for (unsigned k = 0; k < QUICK_THREADS; k++)
-		q[k] = (struct quick){ .w = &w };
-	/* The top level, here: it is small, and its folders are listed once. */
-	r = quick_list(&q[0], src_fd, true, &path, quick_top);
-	for (unsigned k = 1; r == 0 && k < QUICK_THREADS && w.nitems > k; k++)
-		/* A thread that cannot start: the others take its share. */
-		if (pthread_create(&q[k].thread, NULL, quick_run, &q[k]) != 0)
-			q[k].thread = 0;
-	if (r == 0)
-		quick_run(&q[0]);
-	for (unsigned k = 0; k < QUICK_THREADS; k++) {
-		if (q[k].thread)
-			pthread_join(q[k].thread, NULL);
-		if (q[k].r < 0 && r == 0)
-			r = q[k].r;
-		*files += q[k].entries;
+	if (quick_differs_yet(q))
+		return false;
+	if (!*rel)
+		return true; /* the top level was looked at by quick_begin() */
+	slash = strchr(rel, '/');
+	dir = dir_find(q, rel, slash ? (size_t)(slash - rel) : strlen(rel));
+	if (dir < 0)
+		return true; /* nothing underneath has a folder there */
+	if (!slash)
+		return !listing; /* a top-level folder: its listing waits for all of its entries */
+	second = slash + 1;
+	slash = strchr(second, '/');
+	it = item_find(q, (unsigned)dir, second, slash ? (size_t)(slash - second) : strlen(second));
+	if (!it)
+		return true; /* nothing underneath by that name */
+	if (item_take(it)) {
+		_cleanup_sb_ struct sb path = SB_INIT;
+		struct walker w = { .q = q };
+
+		quick_item(&w, it, &path);
+	} else {
+		pthread_mutex_lock(&q->lock);
+		while (it->state != ITEM_LOOKED_AT)
+			pthread_cond_wait(&q->looked_at, &q->lock);
+		pthread_mutex_unlock(&q->lock);
 	}
-	for (size_t i = 0; i < w.ndirs; i++)
-		close(w.dirs[i].fd);
-	free(w.dirs);
-	free(w.items);
-	sb_release(&w.dir_names);
-	sb_release(&w.names);
-	differs = w.differs;
-	if (r < 0) {
-		/* The take-in proper says what failed, with the path. */
-		log_debug("the quick check of the folder underneath failed: %s", strerror(-r));
-		differs = true;
+	return !quick_differs_yet(q);
+}
+
+bool quick_end(struct quick *q, unsigned long *files)
+{
+	const struct store_seen_set *seen = q->seen;
+	bool differs;
+
+	/*
+	 * Items no thread took (the walk stopped at a difference, or a thread
+	 * failed) are taken here, so that no request checks one from now on;
+	 * then the checks requests took are waited for.
+	 */
+	for (size_t i = 0; i < q->nitems; i++) {
+		if (!item_take(&q->items[i]))
+			continue;
+		__atomic_store_n(&q->differs, true, __ATOMIC_RELAXED);
+		pthread_mutex_lock(&q->lock);
+		q->items[i].state = ITEM_LOOKED_AT;
+		pthread_mutex_unlock(&q->lock);
 	}
+	pthread_mutex_lock(&q->lock);
+	for (size_t i = 0; i < q->nitems; i++)
+		while (q->items[i].state != ITEM_LOOKED_AT)
+			pthread_cond_wait(&q->looked_at, &q->lock);
+	pthread_cond_broadcast(&q->looked_at);
+	pthread_mutex_unlock(&q->lock);
+	differs = quick_differs_yet(q);
 	for (size_t i = 0; !differs && i < seen->n; i++)
-		if (!visited[i] && !seen->v[i].gone)
+		if (!q->visited[i] && !seen->v[i].gone)
 			differs = true;
 	if (differs) {
+		memset(q->visited, 0, seen->n * sizeof(*q->visited));
+		*files = 0;
+	} else {
+		*files += q->entries;
+	}
+	return !differs;
+}
+
+void quick_free(struct quick *q)
+{
+	if (!q)
+		return;
+	for (size_t i = 0; i < q->ndirs; i++)
+		close(q->dirs[i].fd);
+	free(q->dirs);
+	free(q->items);
+	sb_release(&q->dir_names);
+	sb_release(&q->names);
+	pthread_mutex_destroy(&q->lock);
+	pthread_cond_destroy(&q->looked_at);
+	free(q);
+}
+
+bool quick_unchanged(const struct store_seen_set *seen, bool *visited, int src_fd, unsigned long *files)
+{
+	struct quick *q = NULL;
+	bool same;
+	int r = quick_begin(seen, visited, src_fd, &q);
+
+	if (r == 0 && !quick_differs_yet(q))
+		quick_walk(q, false);
+	same = r == 0 && quick_end(q, files);
+	if (r < 0) {
 		memset(visited, 0, seen->n * sizeof(*visited));
 		*files = 0;
 	}
-	return !differs;
+	quick_free(q);
+	return same;
 }

@@ -25,12 +25,50 @@ static inline bool seen_same(const struct store_seen *e, const struct stat *st)
 	       e->mtime_ns == mtime_of(st) && e->ino == st->st_ino;
 }
 
+struct quick; /* a quick check under way */
+
 /*
- * True if nothing changed underneath src_fd since the last take-in: every
- * entry is as seen says, and nothing in it is missing. Marks visited (one
- * bool per row of seen) and adds the entries looked at to *files; on false,
- * clears visited and sets *files to 0.
+ * Begins a quick check of src_fd against seen: looks at the top level and
+ * lists its folders, on this thread. *ret is the check (NULL only when out
+ * of memory), to end with quick_end() and free with quick_free() whatever
+ * this returns. Returns 0 or -errno (the check then differs).
  */
+int quick_begin(const struct store_seen_set *seen, bool *visited, int src_fd, struct quick **ret);
+
+/* True once the check found a difference (or failed): the take-in proper must run. */
+bool quick_differs_yet(const struct quick *q);
+
+/*
+ * Walks every entry one level down, on many threads (idle: at the lowest
+ * priority, SCHED_IDLE, for a walk behind the mount); returns when all are
+ * looked at or a difference stops it.
+ */
+void quick_walk(struct quick *q, bool idle);
+
+/*
+ * Whether rel (a path from the top, "" for it) may be served as it is while
+ * the walk goes on: true if what is underneath at rel was looked at and is
+ * as seen, or nothing underneath can change it (no such entry one level
+ * down); false once the check differs, and for the listing (listing) of a
+ * top-level folder, which waits for all of its entries. Looks at rel's
+ * entry one level down at once if no thread has taken it yet; waits for the
+ * thread that has. Any thread, at any time before quick_free().
+ */
+bool quick_serves(struct quick *q, const char *rel, bool listing);
+
+/*
+ * Ends the check: true if nothing changed underneath src_fd since the last
+ * take-in, every entry being as seen says and nothing in it missing. Waits
+ * for the looks quick_serves() is making. Marks visited (one bool per row
+ * of seen) and adds the entries looked at to *files; on false, clears
+ * visited and sets *files to 0. After it, quick_serves() answers false or
+ * from what was looked at.
+ */
+bool quick_end(struct quick *q, unsigned long *files);
+
+void quick_free(struct quick *q);
+
+/* The whole check on this thread and its walkers: quick_begin(), quick_walk(), quick_end(). */
 bool quick_unchanged(const struct store_seen_set *seen, bool *visited, int src_fd, unsigned long *files);
 
 #endif

@@ -716,7 +716,7 @@ int commit_array(struct store *st, const struct store_commit *c, const struct do
 	src_of_commit(c, &src);
 	len = src.len;
 	size = (int64_t)len;
-	pthread_mutex_lock(&st->lock);
+	store_lock(st);
 	r = doc_begin(st, path, DOC_ARRAY, now, &d);
 	if (r < 0)
 		goto unlock;

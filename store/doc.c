@@ -713,7 +713,7 @@ int store_doc_create(struct store *st, const char *path, const struct store_who 
 		return -EINVAL;
 	if (st->readonly)
 		return -EROFS;
-	pthread_mutex_lock(&st->lock);
+	store_lock(st);
 	r = doc_begin(st, path, kind == STORE_PATH_ARRAY ? DOC_ARRAY : DOC_WHOLE, now, &d);
 	if (r < 0)
 		goto unlock;

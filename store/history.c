@@ -163,7 +163,7 @@ int store_doc_versions(struct store *st, const char *path, const char *const *pa
 	size_t n = 0, alloc = 0;
 	int r, rc;
 
-	pthread_mutex_lock(&st->lock);
+	store_lock(st);
 	r = numbered_doc(st, path, paths, npaths, &d);
 	doc_row_release(&d);
 	if (r == 0)

@@ -60,7 +60,7 @@ static int list_query(struct store *st, const char *sql, const char *arg, store_
 	size_t n = 0, alloc = 0;
 	int r, rc;
 
-	pthread_mutex_lock(&st->lock);
+	store_lock(st);
 	r = store_prepare(st, sql, &stmt);
 	if (r < 0) {
 		pthread_mutex_unlock(&st->lock);
@@ -366,7 +366,7 @@ ssize_t store_snap_read(struct store *st, struct store_snap *s, char *buf, size_
 	if (off >= s->size || size == 0)
 		return 0;
 	end = (off_t)size > s->size - off ? s->size : off + (off_t)size;
-	pthread_mutex_lock(&st->lock);
+	store_lock(st);
 	if (s->jsonl)
 		r = read_jsonl(st, s, buf, off, end);
 	else if (s->format == DOC_ARRAY)

@@ -328,6 +328,12 @@ int store_open(const char *path, int flags, struct store **ret)
 		sqlite3_close(st->db);
 		return -r;
 	}
+	r = pthread_cond_init(&st->batch_over, NULL);
+	if (r != 0) {
+		pthread_mutex_destroy(&st->lock);
+		sqlite3_close(st->db);
+		return -r;
+	}
 	/* A file that is not an SQLite database fails on the first read. */
 	rc = sqlite3_exec(st->db, "SELECT count(*) FROM sqlite_master", NULL, NULL, NULL);
 	if ((rc & 0xff) == SQLITE_CANTOPEN && on_readonly_fs(path)) {
@@ -381,6 +387,7 @@ int store_open(const char *path, int flags, struct store **ret)
 fail:
 	store_stmt_cache_drop(st->db);
 	sqlite3_close(st->db);
+	pthread_cond_destroy(&st->batch_over);
 	pthread_mutex_destroy(&st->lock);
 	return r;
 }
@@ -404,6 +411,7 @@ void store_free(struct store *st)
 	free(st->task_last.key);
 	if (sqlite3_close(st->db) != SQLITE_OK)
 		log_err("cannot close the store: %s", sqlite3_errmsg(st->db));
+	pthread_cond_destroy(&st->batch_over);
 	pthread_mutex_destroy(&st->lock);
 	free(st);
 }
@@ -456,12 +464,20 @@ void store_blob_drop(struct store *st)
 	}
 }
 
+void store_lock(struct store *st)
+{
+	pthread_mutex_lock(&st->lock);
+	while (st->batch_depth > 0 && !pthread_equal(st->batch_owner, pthread_self()))
+		pthread_cond_wait(&st->batch_over, &st->lock);
+}
+
 int store_batch_begin(struct store *st)
 {
 	int r = 0;
 
-	pthread_mutex_lock(&st->lock);
+	store_lock(st);
 	if (st->batch_depth++ == 0) {
+		st->batch_owner = pthread_self();
 		store_blob_drop(st);
 		r = store_exec(st, "BEGIN IMMEDIATE");
 		if (r < 0)
@@ -475,7 +491,7 @@ int store_batch_end(struct store *st)
 {
 	int r = 0;
 
-	pthread_mutex_lock(&st->lock);
+	store_lock(st);
 	if (st->batch_depth > 0 && --st->batch_depth == 0) {
 		r = store_exec(st, "COMMIT");
 		if (r < 0)
@@ -483,6 +499,7 @@ int store_batch_end(struct store *st)
 		else if (st->placement_pending)
 			__atomic_add_fetch(&st->placement, 1, __ATOMIC_RELEASE);
 		st->placement_pending = false;
+		pthread_cond_broadcast(&st->batch_over);
 	}
 	pthread_mutex_unlock(&st->lock);
 	return r;

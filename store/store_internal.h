@@ -22,6 +22,8 @@ struct store {
 	sqlite3 *db;
 	pthread_mutex_t lock;
 	int batch_depth; /* > 0 while store_batch_begin() is open */
+	pthread_t batch_owner;  /* the thread that began it: others wait for its end */
+	pthread_cond_t batch_over;
 	uint64_t generation; /* bumped by every committed change */
 	uint64_t placement;  /* bumped whenever a task may have moved (placement_moved()) */
 	bool placement_pending; /* a task moved in the transaction open now */
@@ -108,6 +110,13 @@ static inline void stmt_finalizep(sqlite3_stmt **p)
 }
 #define _cleanup_stmt_ _cleanup_(stmt_finalizep)
 
+/*
+ * Takes st->lock, for the thread's own calls: while another thread's batch
+ * is open, waits for its end, so that no change joins a batch it did not
+ * begin (a batch that rolled back would take it along).
+ */
+void store_lock(struct store *st);
+
 static inline void store_unlockp(struct store **p)
 {
 	if (*p)
@@ -120,7 +129,7 @@ static inline void store_unlockp(struct store **p)
  * finalized while the lock is still held (the connection is not thread-safe).
  */
 #define STORE_LOCK(st) \
-	_cleanup_(store_unlockp) __attribute__((unused)) struct store *store_locked_ = (pthread_mutex_lock(&(st)->lock), (st))
+	_cleanup_(store_unlockp) __attribute__((unused)) struct store *store_locked_ = (store_lock(st), (st))
 
 /* Prepares sql; on failure logs what failed and returns -errno. */
 int store_prepare(struct store *st, const char *sql, sqlite3_stmt **ret);

@@ -21,6 +21,8 @@
 #   - leave the folder underneath byte-identical (names, modes, times, contents).
 # Then -o no_import takes nothing in, the next mount takes in what it skipped,
 # and a mount with nothing changed logs no take-in and makes no revision.
+# Each kind of difference alone is found, and while the walk goes on behind
+# the mount, a request waits for what it touches, and only for that.
 
 . "$(dirname "$0")/lib.sh"
 
@@ -179,5 +181,40 @@ echo 'deep, rewritten in place' >"$M/tasks/$A/alone-deep.txt"
 alone 3 "a file in a task folder rewritten in place" "0 new conversation folders, 0 new conversation files, 0 changed \(0 merged\), 1 plain files copied in, .*; 0 files missing underneath"
 rm "$M/tasks/$A/alone-deep.txt"
 alone 4 "a file gone" "0 new conversation folders, 0 new conversation files, 0 changed \(0 merged\), 0 plain files copied in, .*; 1 files missing underneath"
+
+# ---- 7. the mount answers while the walk goes on ------------------------------------
+# Once the top level is as seen, the mount answers, and the walk of the rest
+# goes on behind it. Its threads are made to begin late here, so that every
+# request below comes first: a request must look at its own task folder at
+# once, and wait for the take-in where that differs; a listing of tasks/
+# must wait for the walk.
+say "the mount answers while the walk goes on"
+late=$((SLOW > 1 ? 9000 : 3000)) # ms; a mount under valgrind takes about 1 s
+# walk_late N: mounts with the walk late, as log7-N.
+walk_late() { CONVFS_WALK_DELAY_MS=$late mount_convfs_log "$M" "$T/log7-$1" -o "store=$STORE"; }
+jq -c ". + [$(msg 1795306500001 'rewritten underneath, found by the walk')]" "$M/tasks/$A/ui_messages.json" >"$T/ui7.json"
+dir_mtime=$(stat -c %Y "$M/tasks/$A")
+cat "$T/ui7.json" >"$M/tasks/$A/ui_messages.json"
+[[ $(stat -c %Y "$M/tasks/$A") == "$dir_mtime" ]] || fail "rewriting a file in place moved its folder's mtime"
+start=$(date +%s%N)
+walk_late 1
+stat "$M/state/taskHistory.json" >/dev/null || problem "state/taskHistory.json cannot be stat'ed right after mounting"
+ms=$((($(date +%s%N) - start) / 1000000))
+((ms < late / 2)) || problem "mounting and a stat took $ms ms: they waited for the walk ($late ms late)"
+jq -e 'any(.[]; .text == "rewritten underneath, found by the walk")' "$M/tasks/$A/ui_messages.json" >/dev/null ||
+	problem "read right after mounting, a conversation rewritten underneath shows the store's older version"
+unmount_convfs "$M"
+log_has "$T/log7-1" "^convfs: info: took in from the folder underneath '$M': 0 new conversation folders, 0 new conversation files, 1 changed \(1 merged\)" \
+	"the conversation rewritten underneath"
+NEW2=1795500000000
+mkdir "$M/tasks/$NEW2"
+echo "[$(msg $((NEW2 + 10)) 'a task the walk finds')]" >"$M/tasks/$NEW2/ui_messages.json"
+walk_late 2
+ls "$M/tasks" | grep -qx "$NEW2" || problem "listed right after mounting, tasks/ lacks the folder made underneath"
+unmount_convfs "$M"
+log_has "$T/log7-2" "^convfs: info: took in from the folder underneath '$M': 1 new conversation folders, 1 new conversation files, 0 changed" \
+	"the task folder made underneath"
+check_log "$T/log7-1"
+check_log "$T/log7-2" "^convfs: warning: task folder 'tasks/$NEW2' is not listed in state/taskHistory.json; kept as it is$"
 
 pass
