@@ -25,7 +25,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -233,6 +232,72 @@ static int quick_top(struct walker *w, int dfd, const struct dirent *de, struct 
 	return quick_list(w, sub, true, path, quick_keep);
 }
 
+/* An entry of the top level, for quick_top_same(): looked at, not walked into. */
+static int quick_top_only(struct walker *w, int dfd, const struct dirent *de, struct sb *path)
+{
+	int sub, r = quick_look(w, dfd, de->d_name, de->d_type, path->buf, &sub);
+
+	if (sub >= 0)
+		close(sub);
+	return r;
+}
+
+int quick_top_same(const struct store_seen_set *top, int src_fd, bool *ret_same)
+{
+	_cleanup_sb_ struct sb path = SB_INIT;
+	_cleanup_free_ bool *visited = calloc(top->n ? top->n : 1, sizeof(*visited));
+	struct quick q = { .seen = top, .visited = visited };
+	struct walker w = { .q = &q };
+	int r;
+
+	*ret_same = false;
+	if (!visited)
+		return -ENOMEM;
+	r = quick_list(&w, src_fd, true, &path, quick_top_only);
+	if (r < 0)
+		return r;
+	*ret_same = !q.differs;
+	for (size_t i = 0; *ret_same && i < top->n; i++)
+		if (!visited[i] && !top->v[i].gone)
+			*ret_same = false;
+	return 0;
+}
+
+int quick_point(const struct store_seen_set *rows, int src_fd, const char *top, const char *name, bool *ret_same)
+{
+	_cleanup_sb_ struct sb path = SB_INIT;
+	_cleanup_free_ bool *visited = calloc(rows->n ? rows->n : 1, sizeof(*visited));
+	struct quick q = { .seen = rows, .visited = visited };
+	struct walker w = { .q = &q };
+	struct stat st;
+	int dfd, sub, r;
+
+	*ret_same = false;
+	if (!visited)
+		return -ENOMEM;
+	if ((r = sb_addf(&path, "%s/%s", top, name)) < 0)
+		return r;
+	dfd = openat(src_fd, top, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0) {
+		/* Nothing underneath has a folder there. */
+		*ret_same = errno == ENOENT || errno == ENOTDIR || errno == ELOOP;
+		return *ret_same ? 0 : -errno;
+	}
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		r = errno == ENOENT ? 0 : -errno;
+		/* Nothing underneath by that name: a row missing there changes nothing the mount shows. */
+		*ret_same = r == 0;
+		close(dfd);
+		return r;
+	}
+	r = quick_look(&w, dfd, name, DT_UNKNOWN, path.buf, &sub);
+	if (r == 0 && sub >= 0)
+		r = quick_list(&w, sub, false, &path, quick_below);
+	close(dfd);
+	*ret_same = r == 0 && !q.differs;
+	return r;
+}
+
 /* A thread's result, counted into the check's (its entries, its first error). */
 static void walker_done(struct walker *w)
 {
@@ -335,45 +400,24 @@ bool quick_differs_yet(const struct quick *q)
 	return __atomic_load_n(&q->differs, __ATOMIC_RELAXED);
 }
 
-void quick_walk(struct quick *q, bool idle)
+void quick_walk(struct quick *q)
 {
 	const char *delay = getenv("CONVFS_WALK_DELAY_MS");
 	struct walker w[QUICK_THREADS];
-	pthread_attr_t attr, *at = NULL;
-	unsigned started = 0;
 
-	/* CONVFS_WALK_DELAY_MS=n (the tests): the threads begin n ms late, requests look first. */
+	/* CONVFS_WALK_DELAY_MS=n (the tests): the threads begin n ms late, requests look first (import.c). */
 	if (delay)
 		q->delay_ms = (unsigned)strtoul(delay, NULL, 10);
-	/*
-	 * Idle: every walker is a thread of its own at the lowest priority, and
-	 * this one only waits (a thread that leaves SCHED_IDLE needs a
-	 * privilege, so it is never this one).
-	 */
-	if (idle && pthread_attr_init(&attr) == 0) {
-		struct sched_param none = { 0 };
-
-		at = &attr;
-		if (pthread_attr_setinheritsched(at, PTHREAD_EXPLICIT_SCHED) != 0 ||
-		    pthread_attr_setschedpolicy(at, SCHED_IDLE) != 0 || pthread_attr_setschedparam(at, &none) != 0)
-			log_debug("the quick check's walk runs at the requests' priority");
-	}
 	for (unsigned k = 0; k < QUICK_THREADS; k++)
 		w[k] = (struct walker){ .q = q };
-	for (unsigned k = at ? 0 : 1; k < QUICK_THREADS && q->nitems > k; k++) {
+	for (unsigned k = 1; k < QUICK_THREADS && q->nitems > k; k++)
 		/* A thread that cannot start: the others take its share. */
-		if (pthread_create(&w[k].thread, at, quick_run, &w[k]) != 0)
+		if (pthread_create(&w[k].thread, NULL, quick_run, &w[k]) != 0)
 			w[k].thread = 0;
-		else
-			started++;
-	}
-	if (!at || !started)
-		quick_run(&w[0]);
-	for (unsigned k = 0; k < QUICK_THREADS; k++)
+	quick_run(&w[0]);
+	for (unsigned k = 1; k < QUICK_THREADS; k++)
 		if (w[k].thread)
 			pthread_join(w[k].thread, NULL);
-	if (at)
-		pthread_attr_destroy(at);
 }
 
 /* The top-level folder named name (len bytes), or -1. */
@@ -505,7 +549,7 @@ bool quick_unchanged(const struct store_seen_set *seen, bool *visited, int src_f
 	int r = quick_begin(seen, visited, src_fd, &q);
 
 	if (r == 0 && !quick_differs_yet(q))
-		quick_walk(q, false);
+		quick_walk(q);
 	same = r == 0 && quick_end(q, files);
 	if (r < 0) {
 		memset(visited, 0, seen->n * sizeof(*visited));

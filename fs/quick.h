@@ -25,6 +25,21 @@ static inline bool seen_same(const struct store_seen *e, const struct stat *st)
 	       e->mtime_ns == mtime_of(st) && e->ino == st->st_ino;
 }
 
+/*
+ * Sets *ret_same to whether the top level of src_fd is as top (the rows of
+ * the top level, store_seen_load_top()) says: every entry as seen, and none
+ * missing. Nothing is walked into. 0 or -errno.
+ */
+int quick_top_same(const struct store_seen_set *top, int src_fd, bool *ret_same);
+
+/*
+ * Sets *ret_same to whether the entry name of the top-level folder top
+ * underneath src_fd, and all below it, is as rows (its rows,
+ * store_seen_load_below()) says; true as well if nothing underneath has
+ * that name. 0 or -errno.
+ */
+int quick_point(const struct store_seen_set *rows, int src_fd, const char *top, const char *name, bool *ret_same);
+
 struct quick; /* a quick check under way */
 
 /*
@@ -39,11 +54,10 @@ int quick_begin(const struct store_seen_set *seen, bool *visited, int src_fd, st
 bool quick_differs_yet(const struct quick *q);
 
 /*
- * Walks every entry one level down, on many threads (idle: at the lowest
- * priority, SCHED_IDLE, for a walk behind the mount); returns when all are
- * looked at or a difference stops it.
+ * Walks every entry one level down, on this thread and more (which inherit
+ * its priority); returns when all are looked at or a difference stops it.
  */
-void quick_walk(struct quick *q, bool idle);
+void quick_walk(struct quick *q);
 
 /*
  * Whether rel (a path from the top, "" for it) may be served as it is while

@@ -15,6 +15,7 @@
  * if it comes back, it is compared with what was last seen of it.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,34 +45,47 @@ static int seen_push(struct store_seen_set *set, size_t *alloc, const struct sto
 }
 
 /*
- * The rows of the query sql, each made an entry by from_row (its path
- * strdup()ed, NULL if out of memory), into *ret; what names a failure to
- * read them. Called with the store's lock held.
+ * Steps stmt to its end, each row made an entry by from_row (its path
+ * strdup()ed, NULL if out of memory) and appended to set (room for *alloc);
+ * what names a failure to read them. The number of rows, or -errno (set
+ * keeps what it had). Called with the store's lock held.
  */
+static long seen_step(struct store *st, sqlite3_stmt *stmt, void (*from_row)(sqlite3_stmt *stmt, struct store_seen *e),
+		      const char *what, struct store_seen_set *set, size_t *alloc)
+{
+	long n = 0;
+	int r, rc;
+
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		struct store_seen e = { 0 };
+
+		from_row(stmt, &e);
+		if ((r = seen_push(set, alloc, &e)) < 0) {
+			free(e.path);
+			return r;
+		}
+		n++;
+	}
+	return rc == SQLITE_DONE ? n : store_fail(st, rc, what);
+}
+
+/* The rows of the query sql (no parameters) into *ret, as seen_step() reads them. */
 static int seen_read(struct store *st, const char *sql, void (*from_row)(sqlite3_stmt *stmt, struct store_seen *e),
 		     const char *what, struct store_seen_set *ret)
 {
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
 	struct store_seen_set set = { 0 };
 	size_t alloc = 0;
-	int r, rc;
+	long n;
+	int r;
 
 	r = store_prepare(st, sql, &stmt);
 	if (r < 0)
 		return r;
-	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
-		struct store_seen e = { 0 };
-
-		from_row(stmt, &e);
-		if ((r = seen_push(&set, &alloc, &e)) < 0) {
-			free(e.path);
-			store_seen_set_release(&set);
-			return r;
-		}
-	}
-	if (rc != SQLITE_DONE) {
+	n = seen_step(st, stmt, from_row, what, &set, &alloc);
+	if (n < 0) {
 		store_seen_set_release(&set);
-		return store_fail(st, rc, what);
+		return (int)n;
 	}
 	*ret = set;
 	return 0;
@@ -90,13 +104,128 @@ static void seen_from_row(sqlite3_stmt *stmt, struct store_seen *e)
 	};
 }
 
-int store_seen_load(struct store *st, struct store_seen_set *ret)
+#define SEEN_COLUMNS "SELECT path, type, size, mtime_ns, ino, rev, gone FROM underneath "
+#define SEEN_CHUNK 4096 /* rows read under one hold of the store's lock */
+
+/*
+ * Appends the rows of sql (its texts bound to ?1 .., limit to the next
+ * parameter if > 0) to set; the number read, or -errno.
+ */
+static long seen_query(struct store *st, const char *sql, const char *const *texts, int ntexts, long limit,
+		       struct store_seen_set *set, size_t *alloc)
 {
 	STORE_LOCK(st);
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	int r = store_prepare(st, sql, &stmt);
 
-	/* WITHOUT ROWID: the primary key's order is the table's, BINARY collation is memcmp. */
-	return seen_read(st, "SELECT path, type, size, mtime_ns, ino, rev, gone FROM underneath ORDER BY path",
-			 seen_from_row, "cannot read what was seen underneath", ret);
+	if (r < 0)
+		return r;
+	for (int i = 0; i < ntexts; i++)
+		sqlite3_bind_text(stmt, i + 1, texts[i], -1, SQLITE_STATIC);
+	if (limit > 0)
+		sqlite3_bind_int64(stmt, ntexts + 1, limit);
+	return seen_step(st, stmt, seen_from_row, "cannot read what was seen underneath", set, alloc);
+}
+
+int store_seen_load(struct store *st, struct store_seen_set *ret)
+{
+	struct store_seen_set set = { 0 };
+	size_t alloc = 0;
+	long n;
+
+	/*
+	 * WITHOUT ROWID: the primary key's order is the table's, BINARY
+	 * collation is memcmp. In pieces, each under its own hold of the
+	 * store's lock: a request's call waits for a piece, not for 150,000
+	 * rows. Only the take-in writes the table, and not while it loads it.
+	 */
+	n = seen_query(st, SEEN_COLUMNS "ORDER BY path LIMIT ?1", NULL, 0, SEEN_CHUNK, &set, &alloc);
+	while (n == SEEN_CHUNK) {
+		const char *after[] = { set.v[set.n - 1].path };
+
+		n = seen_query(st, SEEN_COLUMNS "WHERE path > ?1 ORDER BY path LIMIT ?2", after, 1, SEEN_CHUNK, &set,
+			       &alloc);
+	}
+	if (n < 0) {
+		store_seen_set_release(&set);
+		return (int)n;
+	}
+	*ret = set;
+	return 0;
+}
+
+int store_seen_load_below(struct store *st, const char *path, struct store_seen_set *ret)
+{
+	_cleanup_free_ char *lo = NULL, *hi = NULL;
+	struct store_seen_set set = { 0 };
+	size_t alloc = 0;
+	long n;
+
+	/*
+	 * From "path" to "path0" ('0' follows '/'): one range of the key (an OR
+	 * of two would scan the table), less what sorts between path and
+	 * "path/" ("path-x", "path.json").
+	 */
+	if (asprintf(&lo, "%s/", path) < 0 || asprintf(&hi, "%s0", path) < 0)
+		return -ENOMEM;
+	n = seen_query(st, SEEN_COLUMNS "WHERE path >= ?1 AND path < ?3 AND (path = ?1 OR path >= ?2) ORDER BY path",
+		       (const char *const[]){ path, lo, hi }, 3, 0, &set, &alloc);
+	if (n < 0) {
+		store_seen_set_release(&set);
+		return (int)n;
+	}
+	*ret = set;
+	return 0;
+}
+
+int store_seen_load_top(struct store *st, struct store_seen_set *ret)
+{
+	struct store_seen_set set = { 0 };
+	_cleanup_free_ char *from = strdup("");
+	size_t alloc = 0;
+	long n;
+
+	/*
+	 * One seek a row: after a row of the top level, the next string
+	 * ("name\x01"); after one below it, past all of that folder ("name0").
+	 */
+	for (;;) {
+		struct store_seen *last;
+		const char *slash;
+		char *next;
+		size_t len;
+
+		if (!from) {
+			store_seen_set_release(&set);
+			return -ENOMEM;
+		}
+		n = seen_query(st, SEEN_COLUMNS "WHERE path >= ?1 ORDER BY path LIMIT ?2", (const char *const[]){ from },
+			       1, 1, &set, &alloc);
+		if (n <= 0)
+			break;
+		last = &set.v[set.n - 1];
+		slash = strchr(last->path, '/');
+		len = slash ? (size_t)(slash - last->path) : strlen(last->path);
+		next = malloc(len + 2);
+		if (next) {
+			memcpy(next, last->path, len);
+			next[len] = slash ? '0' : '\x01';
+			next[len + 1] = '\0';
+		}
+		if (slash) {
+			/* A row below the top: its folder's own row, if any, came before it. */
+			free(last->path);
+			set.n--;
+		}
+		free(from);
+		from = next;
+	}
+	if (n < 0) {
+		store_seen_set_release(&set);
+		return (int)n;
+	}
+	*ret = set;
+	return 0;
 }
 
 static int seen_cmp(const void *key, const void *elem)

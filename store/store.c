@@ -392,6 +392,15 @@ fail:
 	return r;
 }
 
+int store_open_reader(struct store *st, struct store **ret)
+{
+	const char *path = sqlite3_db_filename(st->db, "main");
+
+	if (!path || !*path)
+		return -EINVAL; /* a store in memory has no file to open again */
+	return store_open(path, STORE_OPEN_READONLY | STORE_OPEN_AS_IS, ret);
+}
+
 void store_free(struct store *st)
 {
 	if (!st)

@@ -90,6 +90,12 @@ enum {
  * newer schema, leaving the file untouched. Free with store_free().
  */
 int store_open(const char *path, int flags, struct store **ret);
+/*
+ * Opens the file of st again, read-only, as a store of its own: one more
+ * connection, whose long reads keep no call of st waiting (WAL readers do
+ * not wait for each other). Free with store_free().
+ */
+int store_open_reader(struct store *st, struct store **ret);
 void store_free(struct store *st);
 
 /*

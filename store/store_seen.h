@@ -34,8 +34,12 @@ struct store_seen_set {
 	size_t n;
 };
 
-/* Loads every row in one query. Release with store_seen_set_release(). */
+/* Loads every row (in pieces of a few thousand). Release with store_seen_set_release(). */
 int store_seen_load(struct store *st, struct store_seen_set *ret);
+/* Loads the rows of path and of everything below it. */
+int store_seen_load_below(struct store *st, const char *path, struct store_seen_set *ret);
+/* Loads the rows of the top level alone (one seek each, whatever is below them). */
+int store_seen_load_top(struct store *st, struct store_seen_set *ret);
 void store_seen_set_release(struct store_seen_set *set);
 /* The row of path, or NULL (a binary search). */
 struct store_seen *store_seen_find(const struct store_seen_set *set, const char *path);

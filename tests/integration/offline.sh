@@ -183,38 +183,67 @@ rm "$M/tasks/$A/alone-deep.txt"
 alone 4 "a file gone" "0 new conversation folders, 0 new conversation files, 0 changed \(0 merged\), 0 plain files copied in, .*; 1 files missing underneath"
 
 # ---- 7. the mount answers while the walk goes on ------------------------------------
-# Once the top level is as seen, the mount answers, and the walk of the rest
-# goes on behind it. Its threads are made to begin late here, so that every
-# request below comes first: a request must look at its own task folder at
-# once, and wait for the take-in where that differs; a listing of tasks/
-# must wait for the walk.
+# Once the top level is as seen, the mount answers, and the rest of the check
+# goes on behind it: the load of what the store saw, then the walk. Both are
+# made to begin late here (CONVFS_WALK_DELAY_MS: the load that long after
+# mounting, the walk as long again), so that the requests below come first.
+# Before the load, a request looks at its own task folder against that
+# folder's rows; after it, it looks at it with the walk's check (a task
+# folder no thread has taken yet). Either way it must not wait for the walk
+# where nothing changed, and where something did it must wait for the
+# take-in, never read the store's older version. A listing of tasks/ must
+# wait for the walk.
 say "the mount answers while the walk goes on"
-late=$((SLOW > 1 ? 9000 : 3000)) # ms; a mount under valgrind takes about 1 s
-# walk_late N: mounts with the walk late, as log7-N.
+late=$((SLOW > 1 ? 6000 : 2000)) # ms; a mount under valgrind takes about 1 s
+# walk_late N: mounts with the check late, as log7-N.
 walk_late() { CONVFS_WALK_DELAY_MS=$late mount_convfs_log "$M" "$T/log7-$1" -o "store=$STORE"; }
-jq -c ". + [$(msg 1795306500001 'rewritten underneath, found by the walk')]" "$M/tasks/$A/ui_messages.json" >"$T/ui7.json"
-dir_mtime=$(stat -c %Y "$M/tasks/$A")
-cat "$T/ui7.json" >"$M/tasks/$A/ui_messages.json"
-[[ $(stat -c %Y "$M/tasks/$A") == "$dir_mtime" ]] || fail "rewriting a file in place moved its folder's mtime"
+# at_once WHAT PATH: a stat of PATH must not have waited for the walk (since $start).
+at_once()
+{
+	stat "$M/$2" >/dev/null || problem "$2 cannot be stat'ed ($1)"
+	ms=$((($(date +%s%N) - start) / 1000000))
+	((ms < late / 2)) || problem "$1: took $ms ms, waiting for the walk (begun $late ms late)"
+}
+# rewrite_in_place N: a message added to task A's ui_messages.json underneath, its folder's mtime kept.
+rewrite_in_place()
+{
+	jq -c ". + [$(msg $((1795306500000 + $1)) "rewritten underneath $1")]" "$M/tasks/$A/ui_messages.json" >"$T/ui7.json"
+	dir_mtime=$(stat -c %Y "$M/tasks/$A")
+	cat "$T/ui7.json" >"$M/tasks/$A/ui_messages.json"
+	[[ $(stat -c %Y "$M/tasks/$A") == "$dir_mtime" ]] || fail "rewriting a file in place moved its folder's mtime"
+}
+# merged_at_once N WHEN: task A's messages, read now, hold rewrite_in_place N's.
+merged_at_once()
+{
+	jq -e --arg t "rewritten underneath $1" 'any(.[]; .text == $t)' "$M/tasks/$A/ui_messages.json" >/dev/null ||
+		problem "read $2, a conversation rewritten underneath shows the store's older version"
+}
+rewrite_in_place 1
 start=$(date +%s%N)
 walk_late 1
-stat "$M/state/taskHistory.json" >/dev/null || problem "state/taskHistory.json cannot be stat'ed right after mounting"
-ms=$((($(date +%s%N) - start) / 1000000))
-((ms < late / 2)) || problem "mounting and a stat took $ms ms: they waited for the walk ($late ms late)"
-jq -e 'any(.[]; .text == "rewritten underneath, found by the walk")' "$M/tasks/$A/ui_messages.json" >/dev/null ||
-	problem "read right after mounting, a conversation rewritten underneath shows the store's older version"
+at_once "mounting and a stat before the load" state/taskHistory.json
+merged_at_once 1 "before the load"
 unmount_convfs "$M"
-log_has "$T/log7-1" "^convfs: info: took in from the folder underneath '$M': 0 new conversation folders, 0 new conversation files, 1 changed \(1 merged\)" \
-	"the conversation rewritten underneath"
+rewrite_in_place 2
+walk_late 2
+sleep "$((late * 6 / 5))e-3" # the load is done, the walk not begun
+start=$(date +%s%N)
+at_once "a stat after the load, before the walk" settings/cline_mcp_settings.json
+merged_at_once 2 "after the load, before the walk"
+unmount_convfs "$M"
+for n in 1 2; do
+	log_has "$T/log7-$n" "^convfs: info: took in from the folder underneath '$M': 0 new conversation folders, 0 new conversation files, 1 changed \(1 merged\)" \
+		"the conversation rewritten underneath ($n)"
+	check_log "$T/log7-$n"
+done
 NEW2=1795500000000
 mkdir "$M/tasks/$NEW2"
 echo "[$(msg $((NEW2 + 10)) 'a task the walk finds')]" >"$M/tasks/$NEW2/ui_messages.json"
-walk_late 2
+walk_late 3
 ls "$M/tasks" | grep -qx "$NEW2" || problem "listed right after mounting, tasks/ lacks the folder made underneath"
 unmount_convfs "$M"
-log_has "$T/log7-2" "^convfs: info: took in from the folder underneath '$M': 1 new conversation folders, 1 new conversation files, 0 changed" \
+log_has "$T/log7-3" "^convfs: info: took in from the folder underneath '$M': 1 new conversation folders, 1 new conversation files, 0 changed" \
 	"the task folder made underneath"
-check_log "$T/log7-1"
-check_log "$T/log7-2" "^convfs: warning: task folder 'tasks/$NEW2' is not listed in state/taskHistory.json; kept as it is$"
+check_log "$T/log7-3" "^convfs: warning: task folder 'tasks/$NEW2' is not listed in state/taskHistory.json; kept as it is$"
 
 pass

@@ -116,6 +116,75 @@ static void test_load_sorted_and_find(void **state)
 	store_seen_set_release(NULL);
 }
 
+/* Paths of a set, joined by spaces (free()). */
+static char *paths_of(const struct store_seen_set *set)
+{
+	struct sb sb = SB_INIT;
+
+	for (size_t i = 0; i < set->n; i++)
+		assert_int_equal(sb_addf(&sb, "%s%s", i ? " " : "", set->v[i].path), 0);
+	return sb.buf ? sb_detach(&sb, NULL) : strdup("");
+}
+
+/*
+ * The top level alone, and one entry with all below it: what a mount looks at
+ * before it answers, and what a request looks at for its own task folder.
+ * '-', '.' sort before '/' and '0' after it: the ranges must not take them.
+ */
+static void test_load_top_and_below(void **state)
+{
+	struct store *st = *state;
+	struct store_seen_set set = { 0 };
+	_cleanup_free_ char *top = NULL, *below = NULL, *none = NULL, *leaf = NULL;
+	static const char *const paths[] = { "a", "a-b", "a.json", "a/b", "a/b/c", "a/c", "a0", "b/orphan",
+					     "tasks", "tasks/1", "tasks/1/ui.json", "tasks/10", "tasks/10/x", "tasks/1-x" };
+
+	assert_int_equal(store_seen_load_top(st, &set), 0);
+	assert_int_equal(set.n, 0);
+	for (size_t i = 0; i < ARRAY_SIZE(paths); i++)
+		put(st, paths[i], strchr(paths[i], '.') ? S_IFREG : S_IFDIR, (int64_t)i + 1, 0);
+	assert_int_equal(store_seen_load_top(st, &set), 0);
+	top = paths_of(&set);
+	/* "b/orphan" has no row of its folder: nothing of b is at the top. */
+	assert_string_equal(top, "a a-b a.json a0 tasks");
+	assert_int_equal(set.v[4].size, 9);
+	store_seen_set_release(&set);
+	assert_int_equal(store_seen_load_below(st, "tasks/1", &set), 0);
+	below = paths_of(&set);
+	assert_string_equal(below, "tasks/1 tasks/1/ui.json");
+	store_seen_set_release(&set);
+	assert_int_equal(store_seen_load_below(st, "a/b/c", &set), 0);
+	leaf = paths_of(&set);
+	assert_string_equal(leaf, "a/b/c");
+	store_seen_set_release(&set);
+	assert_int_equal(store_seen_load_below(st, "tasks/2", &set), 0);
+	none = paths_of(&set);
+	assert_string_equal(none, "");
+	store_seen_set_release(&set);
+}
+
+/* More rows than one piece of the load (4096): all come back, in order, once. */
+static void test_load_in_pieces(void **state)
+{
+	struct store *st = *state;
+	struct store_seen_set set = { 0 };
+	char path[32];
+
+	assert_int_equal(store_batch_begin(st), 0);
+	for (int i = 0; i < 10000; i++) {
+		snprintf(path, sizeof(path), "tasks/%05d", i);
+		put(st, path, S_IFDIR, i + 1, 0);
+	}
+	assert_int_equal(store_batch_end(st), 0);
+	assert_int_equal(store_seen_load(st, &set), 0);
+	assert_int_equal(set.n, 10000);
+	for (int i = 0; i < 10000; i++) {
+		snprintf(path, sizeof(path), "tasks/%05d", i);
+		assert_string_equal(set.v[i].path, path);
+	}
+	store_seen_set_release(&set);
+}
+
 /* A put replaces the row; gone is set by mark_gone and cleared by the next put. */
 static void test_replace_and_gone(void **state)
 {
@@ -311,6 +380,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_load_sorted_and_find, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_load_top_and_below, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_load_in_pieces, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_replace_and_gone, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_large_inode, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_merge_against_last_take_in, setup, teardown),
