@@ -333,8 +333,8 @@ static int serve(struct fs *fs, struct fuse_args *args, const char *store_path, 
 	 * convfs). Done once the mount is up, so that no client can write
 	 * underneath after it: the folder is reached only through under_fd.
 	 * With nothing changed it is the quick check alone, and only its look
-	 * at the top level is made here: the loop starts, and its walk of the
-	 * rest goes on on a thread of its own, each request waiting until what
+	 * at the top level is made here: the loop starts, and the rest of the
+	 * check goes on on a thread of its own, each request waiting until what
 	 * it touches was looked at (fs_take_in_wait()). Where the top level
 	 * differs, the whole take-in runs here, before the loop; requests wait
 	 * for it. If it fails, what is underneath would be hidden: unmount, and
