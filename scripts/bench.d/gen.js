@@ -20,8 +20,9 @@
 //   big    a long task whose ui_messages.json is BIG_MB MB;
 //   small  an API conversation of 10 short messages;
 //   long   an API conversation of LONG_MESSAGES short messages (same shape).
-// Tasks are spread over 200 workspaces by a Zipf law (a few workspaces have
-// most of the tasks); the manifest names one with about 10 tasks.
+// Tasks are spread over 200 workspaces (one per 50 tasks beyond 10,000) by a
+// Zipf law (a few workspaces have most of the tasks); the manifest names one
+// with about 10 tasks.
 // About 1 % of the tasks contain the phrase "race condition" once (grep's
 // target). Prints a JSON manifest on stdout: the special tasks' ids, the
 // number of tasks, files and bytes, and how many files hold the phrase.
@@ -134,8 +135,13 @@ function text(n) {
 }
 
 // ---- records -----------------------------------------------------------------
+// 200 workspaces, or one per 50 tasks in a larger history (a user with
+// 50,000 tasks has worked in more places), so that the Zipf law leaves a
+// workspace of about 10 tasks at any size: one workspace's walk then
+// compares across sizes (bench --scale).
 const WORKSPACES = [];
-for (let i = 0; i < 200; i++)
+const NWORKSPACES = Math.max(200, Math.round(NTASKS / 50));
+for (let i = 0; i < NWORKSPACES; i++)
 	WORKSPACES.push(`/home/dev/projects/${pick(IDENT)}-${pick(IDENT)}${i}`);
 // The folder of a workspace in convfs's view: <basename>-<Cline's key of the path>
 // (our basenames need no escaping).
