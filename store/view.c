@@ -341,10 +341,24 @@ int store_history_render_ws(struct store *st, const char *ws_key, char **ret, si
 	} else if (rc != SQLITE_DONE) {
 		return store_fail(st, rc, "cannot find taskHistory.json");
 	}
-	r = store_prepare(st, "SELECT e.json FROM elems e JOIN docs d ON d.id = e.doc_id JOIN tasks t ON t.id = e.key "
-			      "LEFT JOIN workspaces w ON w.id = t.workspace_id "
-			      "WHERE d.path = 'state/taskHistory.json' AND e.rev_to IS NULL AND t.trashed_ns IS NULL "
-			      "AND ((?1 IS NULL AND w.id IS NULL) OR w.key = ?1) ORDER BY e.seq", &stmt);
+	/*
+	 * A workspace's items: from its tasks (tasks_workspace) to their items
+	 * by key (elems_key), in this order (CROSS JOIN), then sorted. In the
+	 * order of the history's items, SQLite would walk all of them: a
+	 * `stat` in a workspace's folder cost time that grew with the history
+	 * (4× at 50,000 tasks against 10,000). The tasks of no workspace have no
+	 * index to start from: those walk the history.
+	 */
+	r = store_prepare(st,
+			  ws_key ? "SELECT e.json FROM workspaces w CROSS JOIN tasks t CROSS JOIN elems e "
+				   "WHERE w.key = ?1 AND t.workspace_id = w.id AND t.trashed_ns IS NULL "
+				   "AND e.doc_id = (SELECT id FROM docs WHERE path = 'state/taskHistory.json') "
+				   "AND e.key = t.id AND e.rev_to IS NULL ORDER BY e.seq"
+				 : "SELECT e.json FROM elems e JOIN docs d ON d.id = e.doc_id JOIN tasks t ON t.id = e.key "
+				   "LEFT JOIN workspaces w ON w.id = t.workspace_id "
+				   "WHERE d.path = 'state/taskHistory.json' AND e.rev_to IS NULL AND t.trashed_ns IS NULL "
+				   "AND w.id IS NULL ORDER BY e.seq",
+			  &stmt);
 	if (r < 0)
 		return r;
 	if (ws_key)

@@ -395,6 +395,43 @@ static void test_task_list(void **state)
 
 /* ---- a workspace's items ------------------------------------------------------------- */
 
+/*
+ * A workspace's history is its tasks' items, in the history's order, and
+ * nothing else: not another workspace's, not a trashed task's; the items
+ * of no workspace (no cwd) are their own. (Its query starts from the
+ * workspace's tasks: the order of the rows must be the history's anyway.)
+ */
+static void test_workspace_items(void **state)
+{
+	struct store *st = *state;
+	const char *all = "[" ITEM("1700000000023", "/home/dev/a") "," ITEM("1700000000021", "/home/dev/b") ","
+			  ITEM("1700000000022", "/home/dev/a") ","
+			  "{\"id\":\"1700000000024\",\"ts\":1700000000024,\"task\":\"t\"}" ","
+			  ITEM("1700000000025", "/home/dev/a") "]";
+	char *a, *view = NULL;
+	size_t len = 0;
+
+	assert_int_equal(commit(st, HISTORY, all), 0);
+	for (const char *const *id = (const char *const[]){ "1700000000021", "1700000000022", "1700000000023",
+							     "1700000000024", "1700000000025", NULL };
+	     *id; id++) {
+		char path[64];
+
+		snprintf(path, sizeof(path), "tasks/%s/ui_messages.json", *id);
+		assert_int_equal(commit(st, path, "[]"), 0);
+	}
+	a = key_of(st, "1700000000023");
+	assert_int_equal(store_task_trash(st, "1700000000025", &mine), 0);
+	assert_int_equal(store_history_render_ws(st, a, &view, &len, NULL, NULL), 0);
+	assert_string_equal(view, "[" ITEM("1700000000023", "/home/dev/a") "," ITEM("1700000000022", "/home/dev/a") "]");
+	assert_int_equal(len, strlen(view));
+	free(view);
+	assert_int_equal(store_history_render_ws(st, NULL, &view, &len, NULL, NULL), 0);
+	assert_string_equal(view, "[{\"id\":\"1700000000024\",\"ts\":1700000000024,\"task\":\"t\"}]");
+	free(view);
+	free(a);
+}
+
 /* A rewrite of workspace A's items removes and adds A's, and never touches B's. */
 static void test_workspace_rewrite(void **state)
 {
@@ -438,6 +475,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_workspace_list, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_task_list, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_workspace_rewrite, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_workspace_items, setup, teardown),
 	};
 
 	log_set_level(LOG_LEVEL_ERR);
