@@ -959,6 +959,15 @@ int fs_take_in_wait(struct take_in *t, const char *rel, bool view, bool listing)
 			return 0;
 		}
 	}
+	/*
+	 * What no walker has taken yet is looked at here; if nothing differs
+	 * once every entry was looked at, nothing is left to wait for.
+	 */
+	if (q) {
+		quick_help(q);
+		if (quick_all_same(q))
+			return 0;
+	}
 	pthread_mutex_lock(&t->lock);
 	while (!t->done)
 		pthread_cond_wait(&t->ended, &t->lock);

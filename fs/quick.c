@@ -16,7 +16,9 @@
  *
  * The mount answers while the threads walk (import.c): a request for a path
  * asks quick_serves() first, which checks the path's entry one level down
- * at once if no thread has taken it yet, and waits for the thread that has.
+ * at once if no thread has taken it yet, and waits for the thread that has;
+ * one that needs the whole walk (a listing of tasks/) walks what is left
+ * itself (quick_help()) and waits for the rest (quick_all_same()).
  *
  * More threads than CPUs: after a reboot the walk waits on the disk for each
  * inode, and a disk serves many reads at once (see QUICK_THREADS).
@@ -418,6 +420,27 @@ void quick_walk(struct quick *q)
 	for (unsigned k = 1; k < QUICK_THREADS; k++)
 		if (w[k].thread)
 			pthread_join(w[k].thread, NULL);
+}
+
+void quick_help(struct quick *q)
+{
+	struct walker w = { .q = q };
+	_cleanup_sb_ struct sb path = SB_INIT;
+	size_t i;
+
+	while (w.r == 0 && !quick_stopped(&w) && (i = __atomic_fetch_add(&q->next, 1, __ATOMIC_RELAXED)) < q->nitems)
+		if (item_take(&q->items[i]))
+			quick_item(&w, &q->items[i], &path);
+}
+
+bool quick_all_same(struct quick *q)
+{
+	pthread_mutex_lock(&q->lock);
+	for (size_t i = 0; i < q->nitems && !quick_differs_yet(q); i++)
+		while (q->items[i].state != ITEM_LOOKED_AT && !quick_differs_yet(q))
+			pthread_cond_wait(&q->looked_at, &q->lock);
+	pthread_mutex_unlock(&q->lock);
+	return !quick_differs_yet(q);
 }
 
 /* The top-level folder named name (len bytes), or -1. */

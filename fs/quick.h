@@ -60,6 +60,21 @@ bool quick_differs_yet(const struct quick *q);
 void quick_walk(struct quick *q);
 
 /*
+ * Looks at the entries one level down that no thread has taken yet, on this
+ * thread, until none is left or a difference stops it: a request that must
+ * wait for the whole walk helps it at its own priority, where the walk's
+ * threads (at the lowest) may get no CPU on a busy machine.
+ */
+void quick_help(struct quick *q);
+
+/*
+ * Waits until every entry one level down was looked at: true if none
+ * differs (nothing the take-in could change is left), false at the first
+ * difference. Call after quick_help(), which leaves no entry untaken.
+ */
+bool quick_all_same(struct quick *q);
+
+/*
  * Whether rel (a path from the top, "" for it) may be served as it is while
  * the walk goes on: true if what is underneath at rel was looked at and is
  * as seen, or nothing underneath can change it (no such entry one level

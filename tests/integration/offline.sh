@@ -192,7 +192,7 @@ alone 4 "a file gone" "0 new conversation folders, 0 new conversation files, 0 c
 # folder no thread has taken yet). Either way it must not wait for the walk
 # where nothing changed, and where something did it must wait for the
 # take-in, never read the store's older version. A listing of tasks/ must
-# wait for the walk.
+# wait for the walk, and walk what no thread has taken itself.
 say "the mount answers while the walk goes on"
 late=$((SLOW > 1 ? 6000 : 2000)) # ms; a mount under valgrind takes about 1 s
 # walk_late N: mounts with the check late, as log7-N.
@@ -245,5 +245,16 @@ unmount_convfs "$M"
 log_has "$T/log7-3" "^convfs: info: took in from the folder underneath '$M': 1 new conversation folders, 1 new conversation files, 0 changed" \
 	"the task folder made underneath"
 check_log "$T/log7-3" "^convfs: warning: task folder 'tasks/$NEW2' is not listed in state/taskHistory.json; kept as it is$"
+# Nothing changed: a listing of tasks/ after the load must not wait for the
+# walk's threads (at the lowest priority, they may get no CPU on a busy
+# machine): it looks at what they have not taken itself.
+walk_late 4
+sleep "$((late * 6 / 5))e-3" # the load is done, the walk not begun
+start=$(date +%s%N)
+ls "$M/tasks" | grep -qx "$NEW2" || problem "tasks/ lacks $NEW2, taken in before"
+ms=$((($(date +%s%N) - start) / 1000000))
+((ms < late / 2)) || problem "a listing of tasks/ after the load took $ms ms: it waited for the walk's threads (begun $late ms late)"
+unmount_convfs "$M"
+check_log "$T/log7-4"
 
 pass
