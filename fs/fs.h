@@ -201,8 +201,9 @@ int fs_take_in_begin(struct fs *fs, int src_fd, const char *src_name, struct tak
 /*
  * Runs the rest of t on a thread of its own. If it took anything in,
  * changed(fs) is called before any request waiting is let go (the kernel
- * may keep what the mount answered meanwhile). If it fails, the daemon is
- * sent SIGTERM: the mount must not hide what could not be taken in.
+ * may keep what the mount answered meanwhile). If it fails, the calling
+ * thread, which must be the one that runs the FUSE loop, is sent SIGTERM:
+ * the mount must not hide what could not be taken in.
  */
 int fs_take_in_start(struct take_in *t, void (*changed)(struct fs *fs));
 /* True once t has ended: no request waits for it any more. Any thread. */

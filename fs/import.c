@@ -706,6 +706,7 @@ struct take_in {
 	bool same;                 /* the check found nothing changed */
 	int src_fd;
 	void (*changed)(struct fs *fs);
+	pthread_t loop;            /* the thread that runs the FUSE loop: fs_take_in_start()'s */
 	pthread_t thread;
 	bool started;
 	pthread_mutex_t lock;
@@ -886,9 +887,14 @@ static void *take_in_thread(void *arg)
 	pthread_cond_broadcast(&t->ended);
 	pthread_mutex_unlock(&t->lock);
 	if (r < 0) {
-		/* What is underneath would be hidden: end the mount (the signal libfuse ends its loop at). */
+		/*
+		 * What is underneath would be hidden: end the mount, with the
+		 * signal libfuse ends its loop at, sent to the thread that runs
+		 * the loop (sent to the process, it may land on this thread, and
+		 * the loop would go on waiting).
+		 */
 		log_err("unmounting '%s': its folder underneath could not be taken in", t->c.src_name);
-		kill(getpid(), SIGTERM);
+		pthread_kill(t->loop, SIGTERM);
 	}
 	return NULL;
 }
@@ -898,6 +904,7 @@ int fs_take_in_start(struct take_in *t, void (*changed)(struct fs *fs))
 	int r;
 
 	t->changed = changed;
+	t->loop = pthread_self();
 	r = pthread_create(&t->thread, NULL, take_in_thread, t);
 	if (r != 0) {
 		log_err("cannot start the take-in's thread: %s", strerror(r));
