@@ -671,7 +671,7 @@ static int take_in_proper(struct import_ctx *c, int src_fd)
 }
 
 /* Frees what c holds; says what failed (r), or what was taken in. */
-static int take_in_done(struct import_ctx *c, int r, struct import_report *ret)
+static int take_in_done(struct import_ctx *c, int r)
 {
 	for (size_t i = 0; i < c->ntask_dirs; i++)
 		free(c->task_dirs[i]);
@@ -688,8 +688,6 @@ static int take_in_done(struct import_ctx *c, int r, struct import_report *ret)
 		return r;
 	}
 	report(c);
-	if (ret)
-		*ret = c->rep;
 	return 0;
 }
 
@@ -762,7 +760,7 @@ static int take_in_first(struct take_in *t)
 	r = take_in_load(&t->c, t->c.fs->store);
 	if (r == 0)
 		r = take_in_proper(&t->c, t->src_fd);
-	return take_in_done(&t->c, r, NULL);
+	return take_in_done(&t->c, r);
 }
 
 int fs_take_in_begin(struct fs *fs, int src_fd, const char *src_name, struct take_in **ret)
@@ -870,7 +868,7 @@ static int take_in_rest(struct take_in *t, bool idle)
 			r = take_in_proper(&t->c, t->src_fd);
 		changed = true;
 	}
-	r = take_in_done(&t->c, r, NULL);
+	r = take_in_done(&t->c, r);
 	if (r == 0 && changed && t->changed)
 		t->changed(t->c.fs);
 	return r;

@@ -346,19 +346,25 @@ static bool item_take(struct quick_item *it)
 					   __ATOMIC_ACQUIRE);
 }
 
-static void *quick_run(void *arg)
+/* Takes the entries one level down that no thread has taken yet, and looks at each, until none is left. */
+static void take_items(struct walker *w)
 {
-	struct walker *w = arg;
 	struct quick *q = w->q;
 	_cleanup_sb_ struct sb path = SB_INIT;
 	size_t i;
 
-	if (q->delay_ms)
-		usleep(q->delay_ms * 1000);
-
 	while (w->r == 0 && !quick_stopped(w) && (i = __atomic_fetch_add(&q->next, 1, __ATOMIC_RELAXED)) < q->nitems)
 		if (item_take(&q->items[i]))
 			quick_item(w, &q->items[i], &path);
+}
+
+static void *quick_run(void *arg)
+{
+	struct walker *w = arg;
+
+	if (w->q->delay_ms)
+		usleep(w->q->delay_ms * 1000);
+	take_items(w);
 	return NULL;
 }
 
@@ -425,12 +431,8 @@ void quick_walk(struct quick *q)
 void quick_help(struct quick *q)
 {
 	struct walker w = { .q = q };
-	_cleanup_sb_ struct sb path = SB_INIT;
-	size_t i;
 
-	while (w.r == 0 && !quick_stopped(&w) && (i = __atomic_fetch_add(&q->next, 1, __ATOMIC_RELAXED)) < q->nitems)
-		if (item_take(&q->items[i]))
-			quick_item(&w, &q->items[i], &path);
+	take_items(&w);
 }
 
 bool quick_all_same(struct quick *q)
@@ -563,21 +565,4 @@ void quick_free(struct quick *q)
 	pthread_mutex_destroy(&q->lock);
 	pthread_cond_destroy(&q->looked_at);
 	free(q);
-}
-
-bool quick_unchanged(const struct store_seen_set *seen, bool *visited, int src_fd, unsigned long *files)
-{
-	struct quick *q = NULL;
-	bool same;
-	int r = quick_begin(seen, visited, src_fd, &q);
-
-	if (r == 0 && !quick_differs_yet(q))
-		quick_walk(q);
-	same = r == 0 && quick_end(q, files);
-	if (r < 0) {
-		memset(visited, 0, seen->n * sizeof(*visited));
-		*files = 0;
-	}
-	quick_free(q);
-	return same;
 }

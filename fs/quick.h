@@ -97,7 +97,4 @@ bool quick_end(struct quick *q, unsigned long *files);
 
 void quick_free(struct quick *q);
 
-/* The whole check on this thread and its walkers: quick_begin(), quick_walk(), quick_end(). */
-bool quick_unchanged(const struct store_seen_set *seen, bool *visited, int src_fd, unsigned long *files);
-
 #endif
