@@ -49,6 +49,7 @@
 #include "fs/cmd.h"
 #include "fs/fs.h"
 #include "fs/kcache.h"
+#include "fs/loop.h"
 #include "fs/shadow.h"
 #include "fs/warnings.h"
 #include "store/util.h"
@@ -298,7 +299,6 @@ static int prepare_store(struct fs *fs, const char *store_path, const char *moun
 static int serve(struct fs *fs, struct fuse_args *args, const char *store_path, const char *mountpoint,
 		 int under_fd, int notify_fd, bool multithreaded)
 {
-	struct fuse_loop_config *loop;
 	struct fuse_session *se;
 	int r;
 
@@ -325,7 +325,7 @@ static int serve(struct fs *fs, struct fuse_args *args, const char *store_path, 
 		r = -EIO;
 		goto out_session;
 	}
-	if (fuse_set_signal_handlers(se) != 0)
+	if (loop_signals_set(se) < 0)
 		log_warn("cannot install signal handlers; unmount with fusermount3 -u");
 	/*
 	 * The take-in: what clients wrote into the folder while convfs was not
@@ -350,7 +350,7 @@ static int serve(struct fs *fs, struct fuse_args *args, const char *store_path, 
 		if (r < 0) {
 			close(under_fd);
 			log_err("unmounting '%s': its folder underneath could not be taken in", mountpoint);
-			fuse_remove_signal_handlers(se);
+			loop_signals_remove();
 			fuse_session_unmount(se);
 			goto out_session;
 		}
@@ -371,19 +371,7 @@ static int serve(struct fs *fs, struct fuse_args *args, const char *store_path, 
 		(void)!write(notify_fd, &ok, 1);
 		close(notify_fd);
 	}
-	if (multithreaded) {
-		loop = fuse_loop_cfg_create();
-		if (!loop) {
-			r = -ENOMEM;
-		} else {
-			fuse_loop_cfg_set_max_threads(loop, 16);
-			fuse_loop_cfg_set_idle_threads(loop, 4);
-			r = fuse_session_loop_mt(se, loop);
-			fuse_loop_cfg_destroy(loop);
-		}
-	} else {
-		r = fuse_session_loop(se);
-	}
+	r = loop_run(se, multithreaded ? 16 : 1);
 	/*
 	 * A read of /dev/fuse that races the kernel's teardown at an unmount
 	 * gets ECONNABORTED instead of ENODEV: the connection ended as it
@@ -410,7 +398,7 @@ static int serve(struct fs *fs, struct fuse_args *args, const char *store_path, 
 		if (r2 < 0)
 			r = r2;
 	}
-	fuse_remove_signal_handlers(se);
+	loop_signals_remove();
 	fuse_session_unmount(se);
 	log_info("unmounted '%s'; the store is closed", mountpoint);
 out_session:

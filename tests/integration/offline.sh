@@ -257,4 +257,28 @@ ms=$((($(date +%s%N) - start) / 1000000))
 unmount_convfs "$M"
 check_log "$T/log7-4"
 
+# ---- 8. a request that waits holds up no other ----------------------------------------
+# One worker at a time reads the kernel's requests and serves what it read
+# itself (fs/loop.c); when a request keeps it, another worker must take over
+# reading, and more workers must start when those wait too. Listings of the
+# top-level folders made before the check's load wait for its end, each in a
+# worker of its own; a stat made meanwhile must not wait behind them. (Not
+# workspaces/: the kernel holds up every lookup in the root while the
+# view's own lookup waits, whatever the daemon's loop.)
+say "a request that waits holds up no other"
+walk_late 5
+start=$(date +%s%N)
+listings=()
+for d in tasks settings state; do
+	ls "$M/$d" >"$T/ls8-$d" &
+	listings+=($!)
+done
+sleep 0.3 # the listings wait in the daemon
+at_once "a stat while 3 listings wait for the check" globalState.json
+wait "${listings[@]}"
+grep -qx "$NEW2" "$T/ls8-tasks" || problem "tasks/, listed while the check waited, lacks $NEW2"
+grep -qx taskHistory.json "$T/ls8-state" || problem "state/, listed while the check waited, lacks taskHistory.json"
+unmount_convfs "$M"
+check_log "$T/log7-5"
+
 pass

@@ -1,0 +1,362 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * loop.c: the loop that takes the kernel's requests and serves them.
+ *
+ * libfuse's multithreaded loop keeps its idle workers asleep in read() of
+ * /dev/fuse, so every request wakes one of them, and the reply wakes the
+ * caller. On a virtual machine a wakeup across CPUs is an interrupt between
+ * virtual CPUs, tens of microseconds each; a client that asks one thing at
+ * a time pays it for every request. grep -r pays it three times a file (its
+ * OPEN, the reply, its RELEASE), which made a warm grep three times as slow
+ * as on the plain folder, though the daemon's own work for a file is a few
+ * microseconds.
+ *
+ * So one worker at a time is the reader. After each request it serves, it
+ * keeps asking the device for the next one without sleeping (the device
+ * set O_NONBLOCK) for SPIN_NS, then sleeps in poll(). A request that comes
+ * while the reader looks is taken with no wakeup at all. The reader serves
+ * the request it took itself, on its own thread and with its own buffer,
+ * then comes back to read: a client's next request usually comes while it
+ * spins. Only the reply's wakeup of the caller is left.
+ *
+ * A request may take long: a commit of a large file, a wait for the
+ * take-in, a lock another request holds. Whoever serves it must not hold
+ * up the rest, and waking a second worker at every request would bring the
+ * wakeups back. One idle worker is therefore the standby: while the reader
+ * is busy, it looks every STANDBY_NS whether the reader role has been left
+ * for that long, and if so becomes the reader itself. The others sleep on a
+ * condition variable until a role is free. While the reader sleeps in
+ * poll() the standby sleeps too: an idle mount wakes nobody.
+ *
+ * At most max_workers threads serve at once, as with libfuse's loop; a new
+ * one starts when the standby takes over and nobody is left to be the next
+ * standby. The thread that called loop_run() only waits for the end: an
+ * unmount (the device says ENODEV) or a stop signal, whichever thread it
+ * lands on (the handler wakes the reader through an eventfd).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fs/loop.h"
+#include "store/util.h"
+
+/* How long the reader asks for the next request before it sleeps. */
+#define SPIN_NS 200000
+/* How long a request may keep the reader before the standby reads instead. */
+#define STANDBY_NS 2000000
+#define MAX_WORKERS 64
+
+struct loop {
+	struct fuse_session *se;
+	int fd;
+	pthread_mutex_t lock;
+	pthread_cond_t idle_cond;    /* workers with no role */
+	pthread_cond_t standby_cond; /* the standby */
+	bool reading;                /* a worker is the reader */
+	bool polling;                /* ... and it sleeps in poll() */
+	bool has_standby;
+	bool standby_sleeps;         /* the standby waits for the reader to wake */
+	int64_t left_at;             /* when the reader role was last left (monotonic ns) */
+	unsigned idle;
+	unsigned workers, max_workers;
+	pthread_t threads[MAX_WORKERS];
+	bool stop;
+	int error;
+	sem_t done;                  /* posted when a worker saw the end */
+};
+
+static struct fuse_session *signal_se;
+static volatile sig_atomic_t stop_signal;
+static int wake_fd = -1;
+
+/* Logs what failed, with errno's text, and returns -errno. */
+static int fail(const char *what)
+{
+	int e = errno;
+
+	log_err("%s: %s", what, strerror(e));
+	return -e;
+}
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static struct timespec mono_at(int64_t ns)
+{
+	return (struct timespec){ .tv_sec = ns / 1000000000, .tv_nsec = ns % 1000000000 };
+}
+
+static void wake_reader(void)
+{
+	uint64_t one = 1;
+
+	if (wake_fd >= 0)
+		(void)!write(wake_fd, &one, sizeof(one));
+}
+
+static void on_signal(int sig)
+{
+	int saved = errno;
+
+	stop_signal = sig;
+	if (signal_se)
+		fuse_session_exit(signal_se);
+	wake_reader();
+	errno = saved;
+}
+
+int loop_signals_set(struct fuse_session *se)
+{
+	struct sigaction sa = { .sa_handler = on_signal }, ign = { .sa_handler = SIG_IGN };
+	static const int sigs[] = { SIGHUP, SIGINT, SIGTERM };
+
+	signal_se = se;
+	sigemptyset(&sa.sa_mask);
+	sigemptyset(&ign.sa_mask);
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		if (sigaction(sigs[i], &sa, NULL) < 0)
+			return fail("cannot set a stop signal's handler");
+	if (sigaction(SIGPIPE, &ign, NULL) < 0)
+		return fail("cannot ignore SIGPIPE");
+	return 0;
+}
+
+void loop_signals_remove(void)
+{
+	struct sigaction dfl = { .sa_handler = SIG_DFL };
+
+	sigemptyset(&dfl.sa_mask);
+	sigaction(SIGHUP, &dfl, NULL);
+	sigaction(SIGINT, &dfl, NULL);
+	sigaction(SIGTERM, &dfl, NULL);
+	sigaction(SIGPIPE, &dfl, NULL);
+	signal_se = NULL;
+}
+
+/* The end, seen by a worker: lock held. */
+static void loop_end(struct loop *l, int error)
+{
+	if (error < 0 && !l->error)
+		l->error = error;
+	__atomic_store_n(&l->stop, true, __ATOMIC_RELAXED);
+	pthread_cond_broadcast(&l->idle_cond);
+	pthread_cond_broadcast(&l->standby_cond);
+	wake_reader();
+	sem_post(&l->done);
+}
+
+/*
+ * The reader's wait for one request into buf: asks the device until one
+ * comes, sleeping in poll() once SPIN_NS went by without one. Lock not held.
+ * Returns the request's size, 0 at the end (the mount went away, or the
+ * loop stops), or a negative errno.
+ */
+static int take(struct loop *l, struct fuse_buf *buf)
+{
+	int64_t until = mono_ns() + SPIN_NS;
+
+	for (;;) {
+		struct pollfd p[2] = { { .fd = l->fd, .events = POLLIN }, { .fd = wake_fd, .events = POLLIN } };
+		int r = fuse_session_receive_buf(l->se, buf);
+
+		if (r != -EAGAIN && r != -EINTR)
+			return r;
+		if (fuse_session_exited(l->se) || __atomic_load_n(&l->stop, __ATOMIC_RELAXED))
+			return 0;
+		if (mono_ns() < until) {
+			/* Others runnable on this CPU (the client, perhaps) go first. */
+			sched_yield();
+			continue;
+		}
+		pthread_mutex_lock(&l->lock);
+		l->polling = true;
+		pthread_mutex_unlock(&l->lock);
+		r = poll(p, 2, -1);
+		pthread_mutex_lock(&l->lock);
+		l->polling = false;
+		if (l->standby_sleeps)
+			pthread_cond_signal(&l->standby_cond);
+		pthread_mutex_unlock(&l->lock);
+		if (r < 0 && errno != EINTR)
+			return fail("cannot wait for the kernel's next request");
+		until = mono_ns() + SPIN_NS;
+	}
+}
+
+static void *worker(void *arg);
+
+/* Lock held. A failure to start one leaves the others serving. */
+static void worker_start(struct loop *l)
+{
+	int r;
+
+	if (l->workers >= l->max_workers)
+		return;
+	r = pthread_create(&l->threads[l->workers], NULL, worker, l);
+	if (r != 0) {
+		log_warn("cannot start a thread to serve requests: %s", strerror(r));
+		return;
+	}
+	l->workers++;
+}
+
+/*
+ * The standby's watch, lock held: returns when the reader role has been left
+ * for STANDBY_NS (the caller takes it) or the loop stops.
+ */
+static void standby(struct loop *l)
+{
+	l->has_standby = true;
+	while (!l->stop) {
+		int64_t now = mono_ns();
+		struct timespec at;
+
+		if (!l->reading && now >= l->left_at + STANDBY_NS)
+			break;
+		if (l->reading && l->polling) {
+			/* The reader sleeps until a request comes: so can the standby. */
+			l->standby_sleeps = true;
+			pthread_cond_wait(&l->standby_cond, &l->lock);
+			l->standby_sleeps = false;
+			continue;
+		}
+		/* The reader spins and may leave at any time, or left at left_at. */
+		at = mono_at((l->reading ? now : l->left_at) + STANDBY_NS);
+		pthread_cond_timedwait(&l->standby_cond, &l->lock, &at);
+	}
+	l->has_standby = false;
+}
+
+static void *worker(void *arg)
+{
+	struct loop *l = arg;
+	struct fuse_buf buf = { .mem = NULL };
+	sigset_t stops;
+
+	/* The stop signals go to the thread that waits for the end, if it can take them. */
+	sigemptyset(&stops);
+	sigaddset(&stops, SIGHUP);
+	sigaddset(&stops, SIGINT);
+	sigaddset(&stops, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &stops, NULL);
+
+	pthread_mutex_lock(&l->lock);
+	while (!l->stop) {
+		int r;
+
+		if (l->reading) {
+			if (!l->has_standby)
+				standby(l);
+			else {
+				l->idle++;
+				pthread_cond_wait(&l->idle_cond, &l->lock);
+				l->idle--;
+			}
+			continue;
+		}
+		l->reading = true;
+		pthread_mutex_unlock(&l->lock);
+		r = take(l, &buf);
+		pthread_mutex_lock(&l->lock);
+		l->reading = false;
+		l->left_at = mono_ns();
+		if (r <= 0 || l->stop) {
+			loop_end(l, r);
+			break;
+		}
+		/* Someone must watch while this request is served. */
+		if (!l->has_standby) {
+			if (l->idle)
+				pthread_cond_signal(&l->idle_cond);
+			else
+				worker_start(l);
+		}
+		pthread_mutex_unlock(&l->lock);
+		fuse_session_process_buf(l->se, &buf);
+		pthread_mutex_lock(&l->lock);
+	}
+	pthread_mutex_unlock(&l->lock);
+	free(buf.mem);
+	return NULL;
+}
+
+int loop_run(struct fuse_session *se, unsigned max_workers)
+{
+	struct loop l = { .se = se, .fd = fuse_session_fd(se), .max_workers = max_workers };
+	pthread_condattr_t attr;
+	int flags, r;
+
+	if (max_workers < 2) {
+		r = fuse_session_loop(se);
+		return r == 0 && stop_signal ? stop_signal : r;
+	}
+	if (l.max_workers > MAX_WORKERS)
+		l.max_workers = MAX_WORKERS;
+	flags = fcntl(l.fd, F_GETFL);
+	if (flags < 0 || fcntl(l.fd, F_SETFL, flags | O_NONBLOCK) < 0)
+		return fail("cannot make /dev/fuse non-blocking");
+	wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (wake_fd < 0) {
+		r = fail("cannot make an eventfd");
+		goto out_flags;
+	}
+	if (sem_init(&l.done, 0, 0) < 0) {
+		r = fail("cannot make a semaphore");
+		goto out_wake;
+	}
+	pthread_mutex_init(&l.lock, NULL);
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&l.standby_cond, &attr);
+	pthread_cond_init(&l.idle_cond, &attr);
+	pthread_condattr_destroy(&attr);
+
+	pthread_mutex_lock(&l.lock);
+	worker_start(&l);
+	worker_start(&l);
+	r = l.workers ? 0 : -EAGAIN;
+	pthread_mutex_unlock(&l.lock);
+	if (r == 0) {
+		/* sem_wait() returns at a signal: the handler has set the session's exit. */
+		while (!fuse_session_exited(se) && sem_wait(&l.done) < 0 && errno == EINTR)
+			;
+		pthread_mutex_lock(&l.lock);
+		if (!l.stop)
+			loop_end(&l, 0);
+		pthread_mutex_unlock(&l.lock);
+		for (unsigned i = 0; i < l.workers; i++)
+			pthread_join(l.threads[i], NULL);
+		r = l.error;
+	} else {
+		log_err("cannot start a thread to serve requests");
+	}
+	pthread_cond_destroy(&l.idle_cond);
+	pthread_cond_destroy(&l.standby_cond);
+	pthread_mutex_destroy(&l.lock);
+	sem_destroy(&l.done);
+	if (r == 0 && stop_signal)
+		r = stop_signal;
+out_wake:
+	close(wake_fd);
+	wake_fd = -1;
+out_flags:
+	fcntl(l.fd, F_SETFL, flags);
+	fuse_session_reset(se);
+	return r;
+}

@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#ifndef CONVFS_LOOP_H
+#define CONVFS_LOOP_H
+
+#include <fuse_lowlevel.h>
+
+/*
+ * Serves se's requests on up to max_workers threads until the mount ends
+ * or a signal set by loop_signals_set() stops it. Returns 0 when the kernel
+ * ended the connection (an unmount), the signal's number when one stopped
+ * it, or a negative errno when reading the device failed. With
+ * max_workers 1, libfuse's single-threaded loop serves them (-s).
+ */
+int loop_run(struct fuse_session *se, unsigned max_workers);
+
+/* SIGHUP, SIGINT and SIGTERM end se's loop; SIGPIPE is ignored. 0 or a negative errno. */
+int loop_signals_set(struct fuse_session *se);
+void loop_signals_remove(void);
+
+#endif
