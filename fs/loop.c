@@ -104,10 +104,11 @@ static struct timespec mono_at(int64_t ns)
 
 static void wake_reader(void)
 {
+	int fd = __atomic_load_n(&wake_fd, __ATOMIC_SEQ_CST);
 	uint64_t one = 1;
 
-	if (wake_fd >= 0)
-		(void)!write(wake_fd, &one, sizeof(one));
+	if (fd >= 0)
+		(void)!write(fd, &one, sizeof(one));
 }
 
 static void on_signal(int sig)
@@ -300,7 +301,7 @@ int loop_run(struct fuse_session *se, unsigned max_workers)
 {
 	struct loop l = { .se = se, .fd = fuse_session_fd(se), .max_workers = max_workers };
 	pthread_condattr_t attr;
-	int flags, r;
+	int flags, fd, r;
 
 	if (max_workers < 2) {
 		r = fuse_session_loop(se);
@@ -311,11 +312,12 @@ int loop_run(struct fuse_session *se, unsigned max_workers)
 	flags = fcntl(l.fd, F_GETFL);
 	if (flags < 0 || fcntl(l.fd, F_SETFL, flags | O_NONBLOCK) < 0)
 		return fail("cannot make /dev/fuse non-blocking");
-	wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (wake_fd < 0) {
+	fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (fd < 0) {
 		r = fail("cannot make an eventfd");
 		goto out_flags;
 	}
+	__atomic_store_n(&wake_fd, fd, __ATOMIC_SEQ_CST);
 	if (sem_init(&l.done, 0, 0) < 0) {
 		r = fail("cannot make a semaphore");
 		goto out_wake;
@@ -353,8 +355,9 @@ int loop_run(struct fuse_session *se, unsigned max_workers)
 	if (r == 0 && stop_signal)
 		r = stop_signal;
 out_wake:
-	close(wake_fd);
-	wake_fd = -1;
+	/* No handler may write to the descriptor once closed: its number may be another file's. */
+	fd = __atomic_exchange_n(&wake_fd, -1, __ATOMIC_SEQ_CST);
+	close(fd);
 out_flags:
 	fcntl(l.fd, F_SETFL, flags);
 	fuse_session_reset(se);
