@@ -336,8 +336,7 @@ static void test_restore_readonly(void **state)
 	assert_int_equal(store_doc_restore(st, UI("1"), ALONE(UI("1")), 1, &mine, NULL), -EROFS);
 	assert_doc(st, UI("1"), "[]");
 	store_free(st);
-	unlink(path);
-	rmdir(dir);
+	remove_store_file(dir, path);
 }
 
 int main(void)

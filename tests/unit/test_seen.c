@@ -297,8 +297,7 @@ static void test_readonly(void **state)
 	assert_int_equal(store_seen_legacy_done(st), -EROFS);
 	store_seen_set_release(&set);
 	store_free(st);
-	unlink(path);
-	rmdir(dir);
+	remove_store_file(dir, path);
 }
 
 /*
@@ -362,8 +361,7 @@ static void test_migrate_legacy(void **state)
 	assert_int_equal(store_open(path, 0, &st), 0);
 	assert_int_equal(store_seen_legacy(st, &ns), -ENOENT);
 	store_free(st);
-	unlink(path);
-	rmdir(dir);
+	remove_store_file(dir, path);
 }
 
 /* A new store has the table and no legacy time. */
