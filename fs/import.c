@@ -886,10 +886,10 @@ static void *take_in_thread(void *arg)
 	pthread_mutex_unlock(&t->lock);
 	if (r < 0) {
 		/*
-		 * What is underneath would be hidden: end the mount, with the
-		 * signal libfuse ends its loop at, sent to the thread that runs
-		 * the loop (sent to the process, it may land on this thread, and
-		 * the loop would go on waiting).
+		 * What is underneath would be hidden: end the mount, with a stop
+		 * signal (loop_signals_set()), sent to the thread that runs the
+		 * loop. Sent to the process, it may land on this thread, and with
+		 * -s libfuse's loop would go on waiting in read().
 		 */
 		log_err("unmounting '%s': its folder underneath could not be taken in", t->c.src_name);
 		pthread_kill(t->loop, SIGTERM);
