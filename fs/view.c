@@ -411,15 +411,6 @@ static int ws_last(void *ctx, const struct store_workspace *ws)
 	return 0;
 }
 
-static int ws_max(void *ctx, const struct store_workspace *ws)
-{
-	struct last_ctx *c = ctx;
-
-	if (ws->last_ns > c->last)
-		c->last = ws->last_ns;
-	return 0;
-}
-
 static int task_last(void *ctx, const char *id, int64_t mtime)
 {
 	struct last_ctx *c = ctx;
@@ -463,7 +454,7 @@ int view_getattr(struct fs *fs, const char *rel, const struct view_path *vp, str
 		st->st_nlink = 2;
 		/* the last change of what it lists: stable while nothing changes */
 		r = vp->kind == VIEW_TRASH ? store_task_list(fs->store, NULL, true, task_last, &lc)
-					   : store_workspace_list(fs->store, ws_max, &lc);
+					   : store_workspace_last(fs->store, &lc.last);
 		if (r < 0)
 			return r;
 		set_time(&st->st_mtim, lc.last);

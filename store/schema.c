@@ -188,6 +188,15 @@ static const char *const migrations[] = {
 	"DROP INDEX elems_cur;"
 	"CREATE INDEX elems_cur ON elems(doc_id, seq, len, pre, dg, rev_to) WHERE rev_to IS NULL;"
 	"INSERT OR IGNORE INTO meta(key, value) VALUES ('digest_key', lower(hex(randomblob(288))));",
+
+	/*
+	 * 10 -> 11: the last change of any live task without a sum of every
+	 * task: the time of the workspaces view's root, which every walk
+	 * through it asks for once the kernel's entry has lapsed (a `>>` to a
+	 * messages.jsonl a second later, say) when the folder underneath has
+	 * no workspaces/ of its own.
+	 */
+	"CREATE INDEX docs_mtime ON docs(mtime_ns) WHERE present;",
 };
 
 int store_schema_version(void)

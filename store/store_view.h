@@ -38,6 +38,8 @@ int store_workspace_path(struct store *st, const char *key, char **ret_path);
 /* Calls fn for each workspace with at least one live task, or for the one with key. */
 int store_workspace_list(struct store *st, store_workspace_fn fn, void *ctx);
 int store_workspace_get(struct store *st, const char *key, store_workspace_fn fn, void *ctx); /* -ENOENT */
+/* The latest last_ns of the workspaces store_workspace_list() calls back for (0 if none). */
+int store_workspace_last(struct store *st, int64_t *ret_ns);
 
 /*
  * Calls fn for each live task (one that has a doc) of the workspace with key

@@ -263,6 +263,24 @@ static int ws_collect(void *ctx, const struct store_workspace *ws)
 }
 
 /*
+ * store_workspace_last(), the time of the view's root: the latest last
+ * activity of the list, and want.
+ */
+static void assert_ws_last(struct store *st, int64_t want)
+{
+	struct ws_seen all[8] = { 0 };
+	int64_t max = 0, got = -1;
+
+	assert_int_equal(store_workspace_list(st, ws_collect, all), 0);
+	for (size_t i = 0; i < ARRAY_SIZE(all) && all[i].key[0]; i++)
+		if (all[i].last_ns > max)
+			max = all[i].last_ns;
+	assert_int_equal(store_workspace_last(st, &got), 0);
+	assert_int_equal(got, max);
+	assert_int_equal(got, want);
+}
+
+/*
  * A workspace counts its live tasks; its first activity is its oldest task,
  * trashed or not, and its last the last change of a live task's docs. One
  * whose tasks are all in the trash is still listed (a task can go back).
@@ -296,6 +314,8 @@ static void test_workspace_list(void **state)
 	assert_int_equal(all[1].ntasks, 0);
 	assert_int_equal(all[1].first_ns, 1700000000023LL * 1000000);
 	assert_int_equal(all[2].key[0], '\0');
+	/* Not the trashed task's later change: */
+	assert_ws_last(st, live.mtime_ns);
 
 	/* One workspace by its key: the same answer. */
 	assert_int_equal(store_workspace_get(st, b, ws_collect, one), 0);
@@ -330,6 +350,7 @@ static void test_workspace_list(void **state)
 	memset(one, 0, sizeof(one));
 	assert_int_equal(store_workspace_get(st, a, ws_collect, one), 0);
 	assert_int_equal(one[0].last_ns, live.mtime_ns);
+	assert_ws_last(st, live.mtime_ns); /* nor the latest change, of a task of no workspace */
 	/* A file of it dated ahead (touch -d): a save of another file of it is not the latest activity. */
 	assert_int_equal(commit(st, API("1700000000021"), "[{\"role\":\"user\",\"content\":\"q\"}]"), 0);
 	memset(one, 0, sizeof(one));
@@ -342,10 +363,12 @@ static void test_workspace_list(void **state)
 	memset(one, 0, sizeof(one));
 	assert_int_equal(store_workspace_get(st, a, ws_collect, one), 0);
 	assert_int_equal(one[0].last_ns, 4000000000000000000LL);
+	assert_ws_last(st, 4000000000000000000LL);
 	assert_int_equal(store_task_trash(st, "1700000000021", &mine), 0);
 	memset(one, 0, sizeof(one));
 	assert_int_equal(store_workspace_get(st, a, ws_collect, one), 0);
 	assert_int_equal(one[0].ntasks, 0);
+	assert_ws_last(st, 0); /* every task in the trash */
 	/* What every answer above was checked against: the whole list, asked afresh. */
 	memset(all, 0, sizeof(all));
 	assert_int_equal(store_workspace_list(st, ws_collect, all), 0);

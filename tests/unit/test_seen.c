@@ -315,6 +315,7 @@ static void make_v4_store(const char *path, bool imported)
 	store_free(st);
 	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
 	sql = sqlite3_mprintf("DROP TABLE underneath; DROP INDEX revisions_doc; DROP INDEX elems_cur; DROP INDEX tasks_workspace;"
+			      "DROP INDEX docs_mtime;"
 			      "PRAGMA user_version = 4;"
 			      "INSERT INTO revisions(id, time_ns, path, kind) VALUES (1, 5000, %Q, 'import');"
 			      "INSERT INTO revisions(id, time_ns, path, kind) VALUES (2, 4000, 'state/x.json', 'import-damaged');"
