@@ -8,8 +8,12 @@
 //   tasks/<id>/ui_messages.json      ClineMessage array (compact)
 //   tasks/<id>/api_conversation_history.json   API message array (compact)
 //   tasks/<id>/task_metadata.json    pretty-printed, as Cline writes it
-//   globalState.json, settings/cline_mcp_settings.json,
-//   workspaces/<8 hex>/workspaceState.json     the CLI 2.x's own plain files
+//   globalState.json, settings/cline_mcp_settings.json   the client's own plain files
+//
+// That is the VS Code extension's layout. The CLI 2.x also writes
+// workspaces/<8 hex>/workspaceState.json; it is left out, so that on the
+// mount workspaces/ is the view alone, answered by the store, not by a folder
+// underneath (the case where every walk through the view costs most).
 //
 // The shapes are those of the fixtures (../shared/fixtures): an
 // api_req_started message carries the request as a JSON string, the API
@@ -311,9 +315,6 @@ write('globalState.json', JSON.stringify({ 'cline.generatedMachineId': hex(32), 
 	planModeApiProvider: 'anthropic', actModeApiProvider: 'anthropic', welcomeViewCompleted: true,
 	lastShownAnnouncementId: 'oct-2025' }, null, 2));
 write('settings/cline_mcp_settings.json', JSON.stringify({ mcpServers: {} }, null, 2));
-for (let i = 0; i < 8; i++)
-	write(`workspaces/${hex(8)}/workspaceState.json`, JSON.stringify({ localClineRulesToggles: {},
-		workflowToggles: {}, cwd: WORKSPACES[i] }, null, 2));
 
 // The workspace with the number of tasks nearest to 10 (the view workloads list it).
 const byWs = new Map();
