@@ -194,7 +194,7 @@ alone 4 "a file gone" "0 new conversation folders, 0 new conversation files, 0 c
 # take-in, never read the store's older version. A listing of tasks/ must
 # wait for the walk, and walk what no thread has taken itself.
 say "the mount answers while the walk goes on"
-late=$((SLOW > 1 ? 6000 : 2000)) # ms; a mount under valgrind takes about 1 s
+late=$((SLOW > 1 ? 12000 : 2000)) # ms; a mount under valgrind takes up to 4 s (the stat must come before the load)
 # walk_late N: mounts with the check late, as log7-N.
 walk_late() { CONVFS_WALK_DELAY_MS=$late mount_convfs_log "$M" "$T/log7-$1" -o "store=$STORE"; }
 # at_once WHAT PATH: a stat of PATH must not have waited for the walk (since $start).
