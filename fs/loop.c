@@ -36,6 +36,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/fuse.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
@@ -43,6 +44,7 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <time.h>
@@ -56,10 +58,16 @@
 /* How long a request may keep the reader before the standby reads instead. */
 #define STANDBY_NS 2000000
 #define MAX_WORKERS 64
+/*
+ * A request's buffer, in pages: the most libfuse lets the kernel send in
+ * one (256 pages of data, as it caps max_write) and a page for the headers.
+ */
+#define READ_PAGES (256 + 1)
 
 struct loop {
 	struct fuse_session *se;
 	int fd;
+	size_t bufsize;              /* of each worker's request buffer */
 	pthread_mutex_t lock;
 	pthread_cond_t idle_cond;    /* workers with no role */
 	pthread_cond_t standby_cond; /* the standby */
@@ -163,6 +171,43 @@ static void loop_end(struct loop *l, int error)
 }
 
 /*
+ * One read of the device into buf, as fuse_session_receive_buf() does it,
+ * but without its perror() to stderr: a read that races the kernel's
+ * teardown at an unmount fails with ECONNABORTED, and whether that was an
+ * unmount or a real abort is for the loop's caller to tell (and log), after
+ * the loop. A request the kernel took back (ENOENT: interrupted before it
+ * was read) is skipped. Returns the request's size, 0 at the end (ENODEV:
+ * unmounted), or a negative errno (-EAGAIN when none is there yet).
+ */
+static int device_read(struct loop *l, struct fuse_buf *buf)
+{
+	ssize_t n;
+
+	if (!buf->mem) {
+		buf->mem = malloc(l->bufsize);
+		if (!buf->mem)
+			return -ENOMEM;
+	}
+	do
+		n = read(l->fd, buf->mem, l->bufsize);
+	while (n < 0 && errno == ENOENT);
+	if (fuse_session_exited(l->se))
+		return 0;
+	if (n < 0) {
+		if (errno != ENODEV)
+			return -errno;
+		fuse_session_exit(l->se);
+		return 0;
+	}
+	if ((size_t)n < sizeof(struct fuse_in_header)) {
+		log_err("a read of /dev/fuse gave %zd bytes, less than a request's header", n);
+		return -EIO;
+	}
+	buf->size = n;
+	return n;
+}
+
+/*
  * The reader's wait for one request into buf: asks the device until one
  * comes, sleeping in poll() once SPIN_NS went by without one. Lock not held.
  * Returns the request's size, 0 at the end (the mount went away, or the
@@ -174,7 +219,7 @@ static int take(struct loop *l, struct fuse_buf *buf)
 
 	for (;;) {
 		struct pollfd p[2] = { { .fd = l->fd, .events = POLLIN }, { .fd = wake_fd, .events = POLLIN } };
-		int r = fuse_session_receive_buf(l->se, buf);
+		int r = device_read(l, buf);
 
 		if (r != -EAGAIN && r != -EINTR)
 			return r;
@@ -299,7 +344,12 @@ static void *worker(void *arg)
 
 int loop_run(struct fuse_session *se, unsigned max_workers)
 {
-	struct loop l = { .se = se, .fd = fuse_session_fd(se), .max_workers = max_workers };
+	struct loop l = {
+		.se = se,
+		.fd = fuse_session_fd(se),
+		.bufsize = READ_PAGES * (size_t)getpagesize(),
+		.max_workers = max_workers,
+	};
 	pthread_condattr_t attr;
 	int flags, fd, r;
 

@@ -474,11 +474,9 @@ static const struct command {
 /*
  * libfuse's own messages go through ours: with our prefix, to syslog once
  * the daemon has detached (libfuse's stderr is then /dev/null), and to
- * `convfs status` if they are warnings. One is taken down to info: a read of
- * /dev/fuse that races the kernel's teardown at an unmount fails with
- * ECONNABORTED ("reading device: Software caused connection abort"); the end
- * of the FUSE loop (serve()) tells that from a real abort, and
- * logs an error for the latter.
+ * `convfs status` if they are warnings. (Its errors reading and writing
+ * /dev/fuse are perror()s, which this never sees: loop.c reads the device
+ * itself.)
  */
 static void libfuse_log(enum fuse_log_level level, const char *fmt, va_list ap)
 {
@@ -493,8 +491,6 @@ static void libfuse_log(enum fuse_log_level level, const char *fmt, va_list ap)
 	n = strlen(line);
 	while (n > 0 && line[n - 1] == '\n')
 		line[--n] = '\0';
-	if (ours < LOG_LEVEL_INFO && strstr(line, strerror(ECONNABORTED)))
-		ours = LOG_LEVEL_INFO;
 	log_msg(ours, "libfuse: %s", line);
 }
 
