@@ -353,10 +353,8 @@ int loop_run(struct fuse_session *se, unsigned max_workers)
 	pthread_condattr_t attr;
 	int flags, fd, r;
 
-	if (max_workers < 2) {
-		r = fuse_session_loop(se);
-		return r == 0 && stop_signal ? stop_signal : r;
-	}
+	if (l.max_workers < 1)
+		l.max_workers = 1;
 	if (l.max_workers > MAX_WORKERS)
 		l.max_workers = MAX_WORKERS;
 	flags = fcntl(l.fd, F_GETFL);

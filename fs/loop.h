@@ -9,7 +9,7 @@
  * or a signal set by loop_signals_set() stops it. Returns 0 when the kernel
  * ended the connection (an unmount), the signal's number when one stopped
  * it, or a negative errno when reading the device failed. With
- * max_workers 1, libfuse's single-threaded loop serves them (-s).
+ * max_workers 1 (-s), one thread reads and serves every request in turn.
  */
 int loop_run(struct fuse_session *se, unsigned max_workers);
 
