@@ -33,6 +33,9 @@
 #      redirect (its .git writable by others, or checkpoints/<key> owned by
 #      another user) is not opened: no files/, one warning; once it is the
 #      daemon user's alone again, it is.
+#   F. rm -r of a task with checkpoints stops at their read-only files and
+#      leaves the task whole; rmdir of its folder puts it in the trash, and
+#      mv brings it back with the same checkpoints.
 
 . "$(dirname "$0")/lib.sh"
 
@@ -544,6 +547,34 @@ chown 0 "$store.files/checkpoints/$K"
 mount_convfs "$mnt" "$store" -o allow_other
 same "$s1/files/$first" <(git --git-dir="$BG" cat-file blob "${HASHES[0]}:$first") \
 	"with allow_other, $(snapshot_name 1)/files/$first of a repository no other user can change"
+unmount_convfs "$mnt"
+check_log "$log" "^convfs: warning: .*(${BOGUS:0:7}|is not opened: .* (is writable by group or others|is owned by another user))"
+
+# ---- F. removing a task that has checkpoints ---------------------------------------
+# rm -r goes down into checkpoints/, whose files are read-only: it stops
+# there, and the task stays whole. rmdir of the task's folder puts it in
+# the trash, checkpoints and all, and mv brings it back with them.
+say "F. rm -r and rmdir of a task with checkpoints"
+mount_convfs "$mnt" "$store"
+ls "$C" >"$T/b/cps.before"
+[[ -s $T/b/cps.before ]] || problem "the task lists no checkpoints before its removal"
+if rm -r "$V" 2>"$T/rm.err"; then
+	problem "rm -r of a task with checkpoints succeeded"
+else
+	grep -q "Read-only file system" "$T/rm.err" || problem "rm -r of a task with checkpoints: $(head -n 1 "$T/rm.err")"
+	[[ -f $V/ui_messages.jsonl ]] && ls "$C" | cmp -s - "$T/b/cps.before" ||
+		problem "rm -r of a task with checkpoints, refused, changed it"
+fi
+if rmdir "$V" 2>"$T/rmdir.err"; then
+	[[ ! -e $V && -d $mnt/workspaces/.trash/$TASK ]] || problem "rmdir of a task with checkpoints did not put it in the trash"
+	if mv "$mnt/workspaces/.trash/$TASK" "$V" 2>"$T/mv.err"; then
+		ls "$C" | cmp -s - "$T/b/cps.before" || problem "the task back from the trash lists other checkpoints: $(ls "$C" | tr '\n' ' ')"
+	else
+		problem "mv of the task back from the trash failed: $(cat "$T/mv.err")"
+	fi
+else
+	problem "rmdir of a task with checkpoints failed: $(cat "$T/rmdir.err")"
+fi
 unmount_convfs "$mnt"
 check_log "$log" "^convfs: warning: .*(${BOGUS:0:7}|is not opened: .* (is writable by group or others|is owned by another user))"
 
