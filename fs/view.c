@@ -430,6 +430,16 @@ static int trashed_at(void *ctx, const char *id, int64_t trashed_ns)
 	return 0;
 }
 
+/* The time of the task's last checkpoint: its checkpoints/ folder's. */
+static int last_ckpt(void *ctx, const struct store_checkpoint *c)
+{
+	int64_t ns = c->ts * 1000000;
+
+	if (ns > *(int64_t *)ctx)
+		*(int64_t *)ctx = ns;
+	return 0;
+}
+
 /* The time of a checkpoint's or a version's folder and files: fixed, whatever comes after. */
 static int64_t fixed_time(const struct view_path *vp)
 {
@@ -527,6 +537,10 @@ int view_getattr(struct fs *fs, const char *rel, const struct view_path *vp, str
 	case VIEW_CKPTS:
 		st->st_mode = S_IFDIR | 0500;
 		st->st_nlink = 2;
+		r = ckpt_each(fs, vp->task, last_ckpt, &lc.last);
+		if (r < 0)
+			return r;
+		set_time(&st->st_mtim, lc.last);
 		break;
 	case VIEW_VERSIONS:
 		st->st_mode = S_IFDIR | 0500;
@@ -656,12 +670,6 @@ static int list_subagent(void *ctx, const char *name, const struct store_stat *s
 	return sl->fn(sl->ctx, view_name, S_IFREG, 0);
 }
 
-static int has_ckpt(void *ctx, const struct store_checkpoint *c)
-{
-	*(bool *)ctx = true;
-	return 0;
-}
-
 static int count_task(void *ctx, const char *id, int64_t mtime)
 {
 	(*(int *)ctx)++;
@@ -721,17 +729,13 @@ int view_list(struct fs *fs, const struct view_path *vp, op_list_fn fn, void *ct
 				return r;
 		}
 		/*
-		 * versions/ is not listed, only found by its name (as ZFS's .zfs and
-		 * NetApp's .snapshot): listed, every grep -r, find, du and rsync of
-		 * the view would read each conversation once a version, and rm -r of
-		 * a task would stop at its first read-only file.
+		 * versions/ and checkpoints/ are not listed, only found by their
+		 * names (as ZFS's .zfs and NetApp's .snapshot): listed, every grep -r,
+		 * find, du and rsync of the view would read each conversation once a
+		 * version and once a checkpoint (and the workspace's files once a
+		 * checkpoint), and rm -r of a task would stop at its first read-only
+		 * file.
 		 */
-		if (!vp->trash) {
-			bool any = false;
-
-			if (ckpt_each(fs, vp->task, has_ckpt, &any) == 0 && any)
-				r = fn(ctx, "checkpoints", S_IFDIR, 0);
-		}
 		return r;
 	case VIEW_CKPTS: {
 		struct ckpt_list cl = { fn, ctx, 0 };

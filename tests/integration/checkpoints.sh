@@ -8,7 +8,9 @@
 #      001-<7 hex> and 002-<7 hex>, in the order of the conversation; the
 #      second one's files/hello.txt is what git reads at that commit;
 #      commit.json gives hash, time, message and parent; the folder's mtime is
-#      the checkpoint message's ts; ui_messages.jsonl (messages.jsonl) is the
+#      the checkpoint message's ts, checkpoints/'s the last one's; the task's
+#      folder does not list checkpoints/, and grep -r of it finds the
+#      checkpoint messages in one file; ui_messages.jsonl (messages.jsonl) is the
 #      task's stream up to the message that carries the hash (cut at its
 #      conversationHistoryIndex); changes.diff is `git diff`.
 #   B. A shadow repo made in the mount as Cline makes it (checkpoints/<key>,
@@ -33,9 +35,9 @@
 #      redirect (its .git writable by others, or checkpoints/<key> owned by
 #      another user) is not opened: no files/, one warning; once it is the
 #      daemon user's alone again, it is.
-#   F. rm -r of a task with checkpoints stops at their read-only files and
-#      leaves the task whole; rmdir of its folder puts it in the trash, and
-#      mv brings it back with the same checkpoints.
+#   F. checkpoints/ is not listed in the task's folder, so rm -r of a task
+#      with checkpoints puts it in the trash, as rmdir of its folder does,
+#      and mv brings it back with the same checkpoints and its messages.
 
 . "$(dirname "$0")/lib.sh"
 
@@ -185,6 +187,13 @@ mapfile -t want_hashes < <(jq -r '[.[] | .lastCheckpointHash | strings] | reduce
 mapfile -t names < <(ls "$C" 2>"$T/ls.err") || true
 want="001-${want_hashes[0]:0:7} 002-${want_hashes[1]:0:7}"
 [[ ${names[*]} == "$want" ]] || problem "ls checkpoints/ shows '${names[*]}' ($(cat "$T/ls.err")); expected '$want'"
+# Found by name, not listed: grep -r of the task reads its conversation once, not once a checkpoint.
+! ls "$V" | grep -q checkpoints || problem "checkpoints/ is listed in the task's folder: $(ls "$V" | tr '\n' ' ')"
+n=$(grep -r -l -F '"say":"checkpoint_created"' "$V" | wc -l)
+((n == 1)) || problem "grep -r of the task finds its checkpoint messages in $n files; expected 1 (ui_messages.jsonl)"
+# Its mtime is its last checkpoint's (not 1970).
+[[ $(stat -c %Y "$C") == $(stat -c %Y "$C/${names[1]}") ]] ||
+	problem "checkpoints/ has the mtime $(stat -c %y "$C"); its last checkpoint $(stat -c %y "$C/${names[1]}")"
 for i in 0 1; do
 	name=$(printf '%03d-%.7s' $((i + 1)) "${want_hashes[i]}")
 	s=$C/$name
@@ -551,27 +560,32 @@ unmount_convfs "$mnt"
 check_log "$log" "^convfs: warning: .*(${BOGUS:0:7}|is not opened: .* (is writable by group or others|is owned by another user))"
 
 # ---- F. removing a task that has checkpoints ---------------------------------------
-# rm -r goes down into checkpoints/, whose files are read-only: it stops
-# there, and the task stays whole. rmdir of the task's folder puts it in
-# the trash, checkpoints and all, and mv brings it back with them.
+# checkpoints/ is not listed in the task's folder, so rm -r of the task does
+# not go down into its read-only files: it puts the task in the trash,
+# checkpoints and all, as rmdir of the folder does, and mv brings it back
+# with them.
 say "F. rm -r and rmdir of a task with checkpoints"
 mount_convfs "$mnt" "$store"
 ls "$C" >"$T/b/cps.before"
 [[ -s $T/b/cps.before ]] || problem "the task lists no checkpoints before its removal"
+# back_from_trash HOW: the task went to the trash by HOW; mv it back, with the same checkpoints.
+back_from_trash()
+{
+	if [[ -e $V || ! -d $mnt/workspaces/.trash/$TASK ]]; then
+		problem "$1 of a task with checkpoints did not put it in the trash"
+	elif ! mv "$mnt/workspaces/.trash/$TASK" "$V" 2>"$T/mv.err"; then
+		problem "mv of the task back from the trash ($1) failed: $(cat "$T/mv.err")"
+	elif ! ls "$C" | cmp -s - "$T/b/cps.before" || [[ ! -s $V/ui_messages.jsonl ]]; then
+		problem "the task back from the trash ($1) lists other checkpoints ($(ls "$C" | tr '\n' ' ')) or lost its messages"
+	fi
+}
 if rm -r "$V" 2>"$T/rm.err"; then
-	problem "rm -r of a task with checkpoints succeeded"
+	back_from_trash "rm -r"
 else
-	grep -q "Read-only file system" "$T/rm.err" || problem "rm -r of a task with checkpoints: $(head -n 1 "$T/rm.err")"
-	[[ -f $V/ui_messages.jsonl ]] && ls "$C" | cmp -s - "$T/b/cps.before" ||
-		problem "rm -r of a task with checkpoints, refused, changed it"
+	problem "rm -r of a task with checkpoints failed: $(head -n 3 "$T/rm.err")"
 fi
 if rmdir "$V" 2>"$T/rmdir.err"; then
-	[[ ! -e $V && -d $mnt/workspaces/.trash/$TASK ]] || problem "rmdir of a task with checkpoints did not put it in the trash"
-	if mv "$mnt/workspaces/.trash/$TASK" "$V" 2>"$T/mv.err"; then
-		ls "$C" | cmp -s - "$T/b/cps.before" || problem "the task back from the trash lists other checkpoints: $(ls "$C" | tr '\n' ' ')"
-	else
-		problem "mv of the task back from the trash failed: $(cat "$T/mv.err")"
-	fi
+	back_from_trash rmdir
 else
 	problem "rmdir of a task with checkpoints failed: $(cat "$T/rmdir.err")"
 fi
