@@ -320,6 +320,20 @@ static ssize_t read_array(struct store *st, struct store_snap *s, char *buf, off
 	return end - off;
 }
 
+/*
+ * The line breaks of n bytes of an element (one written pretty-printed) as
+ * spaces, found with memchr(): most elements have none, and testing each
+ * byte was an eighth of the daemon's time in a grep -r of the view.
+ */
+static void blank_breaks(char *p, size_t n)
+{
+	static const char breaks[] = { '\n', '\r' };
+
+	for (size_t i = 0; i < sizeof(breaks); i++)
+		for (char *q = p, *e = p + n; (q = memchr(q, breaks[i], (size_t)(e - q))) != NULL; q++)
+			*q = ' ';
+}
+
 /* A JSONL line: the element's bytes, line breaks as spaces, then "\n". */
 static ssize_t read_jsonl(struct store *st, struct store_snap *s, char *buf, off_t off, off_t end)
 {
@@ -345,9 +359,8 @@ static ssize_t read_jsonl(struct store *st, struct store_snap *s, char *buf, off
 			copy_part(buf, off, (const char *)sqlite3_column_blob(stmt, 3), at, jlen, end);
 		else if (b > a && (r = blob_read(st, "elems", "json", id, buf + (a - off), (size_t)(b - a), a - at)) < 0)
 			return r;
-		for (off_t i = a; i < b; i++)
-			if (buf[i - off] == '\n' || buf[i - off] == '\r')
-				buf[i - off] = ' ';
+		if (b > a)
+			blank_breaks(buf + (a - off), (size_t)(b - a));
 		if (at + (off_t)jlen >= off && at + (off_t)jlen < end)
 			buf[at + (off_t)jlen - off] = '\n';
 	}

@@ -185,11 +185,51 @@ static void test_session(void **state)
 	assert_int_equal(store_task_create(f->st, "new_session", NULL, &who), -EINVAL);
 }
 
+/* A message with "\r\n" line ends inside it, as an editor on Windows may leave one. */
+#define MSG_CRLF "\n    {\r\n      \"id\": \"r\",\r\n      \"role\": \"user\",\r\n      \"ts\": 50\r\n    }"
+
+/* The JSON Lines line of a message as SESSION_DOC() lays it out: after its indent, line breaks as spaces. */
+static void add_line(struct sb *out, const char *msg)
+{
+	for (msg += strspn(msg, "\n "); *msg; msg++)
+		assert_int_equal(sb_add(out, *msg == '\n' || *msg == '\r' ? " " : msg, 1), 0);
+	assert_int_equal(sb_add(out, "\n", 1), 0);
+}
+
+/* A pretty-printed conversation as JSON Lines: one message a line, read whole or in pieces of any size. */
+static void test_session_lines(void **state)
+{
+	struct fixture *f = *state;
+	_cleanup_sb_ struct sb want = SB_INIT;
+	struct store_snap *snap;
+	char buf[512];
+
+	assert_int_equal(commit(f->st, SESSION_MSGS, SESSION_DOC(MSG_A "," MSG_CRLF "," MSG_B)), 0);
+	add_line(&want, MSG_A);
+	add_line(&want, MSG_CRLF);
+	add_line(&want, MSG_B);
+	assert_int_equal(store_snap_open_jsonl(f->st, SESSION_MSGS, &snap), 0);
+	assert_int_equal(store_snap_size(snap), (int64_t)want.len);
+	for (size_t piece = 1; piece <= 40; piece++) {
+		size_t got = 0;
+		ssize_t n;
+
+		memset(buf, 'x', sizeof(buf));
+		while ((n = store_snap_read(f->st, snap, buf + got, piece, (off_t)got)) > 0)
+			got += (size_t)n;
+		assert_int_equal(n, 0);
+		assert_int_equal(got, want.len);
+		assert_memory_equal(buf, want.buf, want.len);
+	}
+	store_snap_free(snap);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_workspaces, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_session, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_session_lines, setup_store, teardown),
 	};
 
 	log_set_level(LOG_LEVEL_ERR);
