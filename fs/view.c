@@ -848,6 +848,65 @@ void view_invalidate_conversation(struct fs *fs, const char *task_id)
 	kcache_invalidate(fs, rel);
 }
 
+/*
+ * The last task's history item rendered (its task.json): a walk asks for it
+ * at the file's lookup, its open and the reader's fstat(), and each render
+ * finds the item among all of taskHistory.json's. Kept until the next
+ * commit, as the last task's checkpoints are (view_ckpt.c).
+ */
+static struct {
+	pthread_mutex_t lock;
+	uint64_t gen;
+	char task[64];
+	char *json;
+	size_t len;
+	int64_t mtime_ns;
+} last_item = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+/* A copy of n bytes of p, NUL-terminated (free()), or NULL. */
+static char *dup_n(const char *p, size_t n)
+{
+	char *q = malloc(n + 1);
+
+	if (q) {
+		memcpy(q, p, n);
+		q[n] = '\0';
+	}
+	return q;
+}
+
+static int history_item(struct fs *fs, const char *task, char **ret, size_t *ret_len, int64_t *ret_mtime_ns)
+{
+	uint64_t gen = store_generation(fs->store);
+	char *keep;
+	bool hit;
+	int r;
+
+	pthread_mutex_lock(&last_item.lock);
+	hit = last_item.json && last_item.gen == gen && strcmp(last_item.task, task) == 0;
+	if (hit) {
+		*ret = dup_n(last_item.json, last_item.len);
+		*ret_len = last_item.len;
+		*ret_mtime_ns = last_item.mtime_ns;
+	}
+	pthread_mutex_unlock(&last_item.lock);
+	if (hit)
+		return *ret ? 0 : -ENOMEM;
+	r = store_history_item(fs->store, task, ret, ret_len, ret_mtime_ns);
+	/* Kept under the generation taken before the query: a commit since makes it miss. */
+	if (r == 0 && strlen(task) < sizeof(last_item.task) && (keep = dup_n(*ret, *ret_len))) {
+		pthread_mutex_lock(&last_item.lock);
+		free(last_item.json);
+		last_item.json = keep;
+		last_item.len = *ret_len;
+		last_item.mtime_ns = *ret_mtime_ns;
+		last_item.gen = gen;
+		snprintf(last_item.task, sizeof(last_item.task), "%s", task);
+		pthread_mutex_unlock(&last_item.lock);
+	}
+	return r;
+}
+
 int view_render(struct fs *fs, const struct view_path *vp, char **ret, size_t *ret_len, int64_t *ret_mtime_ns,
 		int64_t *ret_rev)
 {
@@ -857,7 +916,7 @@ int view_render(struct fs *fs, const struct view_path *vp, char **ret, size_t *r
 	if (vp->kind == VIEW_TASK_JSON && *vp->doc)
 		return read_whole(fs, vp->doc, ret, ret_len, ret_mtime_ns);
 	if (vp->kind == VIEW_TASK_JSON)
-		return store_history_item(fs->store, vp->task, ret, ret_len, ret_mtime_ns);
+		return history_item(fs, vp->task, ret, ret_len, ret_mtime_ns);
 	if (vp->kind == VIEW_CKPT_COMMIT || vp->kind == VIEW_CKPT_DIFF) {
 		int64_t t;
 

@@ -8,6 +8,7 @@
 #   - `ls workspaces/` shows the client's own <hash> folders, untouched, beside
 #     webapp-691006855 and api-server-2325622928, whose workspace.json gives
 #     the path and key;
+#   - task.json is the task's history item, at once after the item changes;
 #   - `printf ... >>` appends one message, read back the same through
 #     messages.jsonl / ui_messages.jsonl and the compat JSON files; a whole
 #     rewrite (cat old new > tmp; cat tmp > file) with one new line is taken;
@@ -105,6 +106,23 @@ for ws in "$WS_A /home/dev/projects/webapp 691006855" "$WS_B /home/dev/projects/
 	read -r name path key <<<"$ws"
 	got=$(jq -r '.path + " " + .key' "$W/$name/workspace.json" 2>&1) || true
 	[[ $got == "$path $key" ]] || problem "workspaces/$name/workspace.json gives path and key '$got'; expected '$path $key'"
+done
+
+# ---- 1b. task.json is the task's history item, and follows it ------------------
+say "task.json and its history item"
+# (The view keeps the last item it rendered until the next commit.)
+task_json_is_item()
+{
+	local got want
+	got=$(jq -c . "$VA/task.json" 2>&1) || true
+	want=$(history_item "$TA")
+	[[ -n $want && $got == "$want" ]] || problem "$1: task.json of $TA gives '$got'; its history item is '$want'"
+}
+task_json_is_item "as imported"
+for flip in 1 2; do
+	jq -c --arg id "$TA" 'map(if .id == $id then .isFavorited = (.isFavorited | not) else . end)' "$HIST" >"$T/hist.new"
+	node_client write_atomic.js "$HIST" "$T/hist.new"
+	task_json_is_item "right after the item's isFavorited was flipped ($flip)"
 done
 
 # ---- 8. jq -c . reproduces the .jsonl files (as imported) ---------------------
