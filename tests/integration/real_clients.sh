@@ -143,7 +143,7 @@ say "model server on $BASE_URL"
 # children, background ones included).
 pids_of_home()
 {
-	grep -l -s -z -x -F "HOME=$1" /proc/[0-9]*/environ | awk -F/ -v me=$$ '$3 != me { print $3 }' || true
+	timeout -s KILL 20 grep -l -s -z -x -F "HOME=$1" /proc/[0-9]*/environ | awk -F/ -v me=$$ '$3 != me { print $3 }' || true
 }
 
 # pids_on DIR: processes with their cwd or an open file at or below DIR.
@@ -197,20 +197,22 @@ sweep()
 	stop_pids "${pids[@]}"
 }
 
-# Whatever happens, no client of ours is left behind.
+# Whatever happens, no client of ours is left behind. (Reading the environ of
+# a process waits for its memory map's lock, which one stuck in a request to
+# a daemon that does not answer holds: each read is bounded.)
 sweep_all()
 {
 	local p
 	for p in /proc/[0-9]*; do
 		[[ ${p#/proc/} == "$$" ]] && continue
-		grep -q -z "^HOME=$T/" "$p/environ" 2>/dev/null && kill -KILL "${p#/proc/}" 2>/dev/null
+		timeout -s KILL 5 grep -q -z "^HOME=$T/" "$p/environ" 2>/dev/null && kill -KILL "${p#/proc/}" 2>/dev/null
 	done
 	kill "$MODEL_PID" 2>/dev/null
 	return 0
 }
 # (lib.sh's cleanup takes the test's status from $?.)
 status_is() { return "$1"; }
-trap 'st=$?; trap - ERR; set +e; sweep_all; status_is $st; cleanup' EXIT
+trap 'st=$?; trap - ERR; trap "" INT TERM HUP; set +e; sweep_all; status_is $st; cleanup' EXIT
 
 # cline V HOME ARGS...: runs the CLI V with HOME (in the current directory).
 # BACKEND= (empty) lets 3.x start its background hub.
@@ -301,8 +303,18 @@ run_task()
 # until the last has started, so that they still work and save at once.
 run_tasks()
 {
-	local v=$1 i pids=() gap=0
+	local v=$1 i pids=() gap=0 dumper
 	[[ $v == 1.* ]] && gap=${REAL_CLIENT_GAP:-8}
+	# Shortly before the first client's timeout, what is stuck (lib.sh's
+	# dump_stuck: processes waiting in the kernel, the daemons' threads),
+	# into $B/stuck-FROM, which check_run prints if a task timed out.
+	(
+		trap - ERR
+		set +e
+		sleep $((CLIENT_SECS - 5))
+		dump_stuck >"$B/stuck-$2" 2>&1
+	) </dev/null >/dev/null 2>&1 &
+	dumper=$!
 	for ((i = $2; i <= $3; i++)); do
 		(
 			trap - ERR
@@ -313,6 +325,8 @@ run_tasks()
 		((i < $3 && gap > 0)) && sleep "$gap"
 	done
 	wait "${pids[@]}" || true
+	kill "$dumper" 2>/dev/null || true
+	wait "$dumper" 2>/dev/null || true
 }
 
 # task_id V I: the id the client gave task I, found in its own files.
@@ -336,12 +350,26 @@ task_id()
 	return 0
 }
 
-# err_text FILE...: the lines of a client's output that say what went wrong.
+# err_text FILE...: the lines of a client's output that say what went wrong,
+# or, if none does, its last lines; never fails.
 err_text()
 {
-	cat "$@" 2>/dev/null | sed 's/\x1b\[[0-9;]*m//g' |
+	local text
+	text=$(cat "$@" 2>/dev/null | sed 's/\x1b\[[0-9;]*m//g' |
 		grep -a -i -E 'error|EPERM|EACCES|ENOENT|EINVAL|EIO|ENOTCONN|fail|denied' |
-		grep -a -v -E 'DeprecationWarning|^\s+at ' | head -n 3 | cut -c1-300 | tr '\n' ' '
+		grep -a -v -E 'DeprecationWarning|^\s+at ' | head -n 3 | cut -c1-300 | tr '\n' ' ') || true
+	[[ -n $text ]] || text="no error in its output, which ends: $(cat "$@" 2>/dev/null | sed 's/\x1b\[[0-9;]*m//g' |
+		tail -n 3 | cut -c1-200 | tr '\n' ' ')" || true
+	printf '%s' "$text"
+}
+
+# exit_text RC: what a client's exit status says.
+exit_text()
+{
+	case $1 in
+	124 | 137) echo "timed out after $CLIENT_SECS s (status $1)" ;;
+	*) echo "exit status $1" ;;
+	esac
 }
 
 # task_problems V I ID: why task I did not end well (empty if it did).
@@ -349,7 +377,7 @@ task_problems()
 {
 	local v=$1 i=$2 id=$3 rc why=() f
 	rc=$(cat "$B/task-$i.rc")
-	((rc == 0)) || why+=("exit status $rc: $(err_text "$B/task-$i.err" "$B/task-$i.out")")
+	((rc == 0)) || why+=("$(exit_text "$rc"): $(err_text "$B/task-$i.err" "$B/task-$i.out")")
 	grep -q -F "$GREETING" "$B/ws-$i/hello.txt" 2>/dev/null || why+=("no hello.txt in its workspace")
 	if [[ -z $id ]]; then
 		why+=("none of its files in the data folder")
@@ -420,7 +448,7 @@ declare -A IDS=() # "V mode i" -> task id
 # MODE plain: reported; mount: asserted.
 check_run()
 {
-	local v=$1 mode=$2 i id why hist view lost_hist=() lost_view=() bad=() kept=0 done_n=0 g found=0
+	local v=$1 mode=$2 i id why hist view lost_hist=() lost_view=() bad=() kept=0 done_n=0 g found=0 f
 	hist=$(history_ids "$v")
 	view=
 	if [[ $mode == mount ]]; then
@@ -453,6 +481,11 @@ check_run()
 	fi
 	note "mount: $v completed $done_n of $((N + 1)) tasks; kept $kept of $N concurrent tasks in $(history_name "$v"); $((found - ${#lost_view[@]})) of the $found tasks found are in the view$(retries)"
 	for why in "${bad[@]}"; do problem "mount: $v $why"; done
+	for f in "$B"/stuck-*; do
+		[[ -s $f ]] && grep -q -x -E '124|137' "$B"/task-*.rc || continue
+		say "what was stuck shortly before a client's timeout ($(basename "$f")):"
+		head -n 200 "$f" >&2
+	done
 	((${#lost_hist[@]} == 0)) || problem "mount: $v: $(history_name "$v") lacks ${lost_hist[*]}"
 	((${#lost_view[@]} == 0)) || problem "mount: $v: the view (workspaces/*/tasks/) lacks ${lost_view[*]}; it holds: $(tr "\n" " " <<<"$view")"
 	if [[ $v == 1.* ]]; then
