@@ -440,6 +440,18 @@ static int last_ckpt(void *ctx, const struct store_checkpoint *c)
 	return 0;
 }
 
+/* A live task's time: its ui stream's, or its session's conversation's; 0 if it has neither. */
+static int64_t task_time(struct fs *fs, const char *task)
+{
+	struct store_stat ss;
+	char doc[96];
+
+	if ((task_doc(task, 1, doc, sizeof(doc)) == 0 || task_doc(task, 0, doc, sizeof(doc)) == 0) &&
+	    store_doc_stat(fs->store, doc, &ss) == 0)
+		return ss.mtime_ns;
+	return 0;
+}
+
 /* The time of a checkpoint's or a version's folder and files: fixed, whatever comes after. */
 static int64_t fixed_time(const struct view_path *vp)
 {
@@ -480,12 +492,7 @@ int view_getattr(struct fs *fs, const char *rel, const struct view_path *vp, str
 			else
 				r = store_workspace_get(fs->store, vp->key, ws_last, &lc);
 		} else if (vp->kind == VIEW_TASK && !vp->trash) {
-			char doc[96];
-
-			/* the time of its ui stream, or of a session's conversation */
-			if ((task_doc(vp->task, 1, doc, sizeof(doc)) == 0 || task_doc(vp->task, 0, doc, sizeof(doc)) == 0) &&
-			    store_doc_stat(fs->store, doc, &ss) == 0)
-				lc.last = ss.mtime_ns;
+			lc.last = task_time(fs, vp->task);
 		} else if (vp->kind == VIEW_TASK) {
 			lc.id = vp->task;
 			r = store_task_list(fs->store, NULL, true, trashed_at, &lc);
@@ -540,6 +547,8 @@ int view_getattr(struct fs *fs, const char *rel, const struct view_path *vp, str
 		r = ckpt_each(fs, vp->task, last_ckpt, &lc.last);
 		if (r < 0)
 			return r;
+		if (!lc.last) /* none yet: the task's own */
+			lc.last = task_time(fs, vp->task);
 		set_time(&st->st_mtim, lc.last);
 		break;
 	case VIEW_VERSIONS:

@@ -108,6 +108,15 @@ for ws in "$WS_A /home/dev/projects/webapp 691006855" "$WS_B /home/dev/projects/
 	[[ $got == "$path $key" ]] || problem "workspaces/$name/workspace.json gives path and key '$got'; expected '$path $key'"
 done
 
+# A task with no checkpoints: its checkpoints/ (found by name) is empty and
+# has the task's time, not 1970's.
+if [[ -d $VA/checkpoints && -z $(ls -A "$VA/checkpoints") ]]; then
+	[[ $(stat -c %Y "$VA/checkpoints") == $(stat -c %Y "$VA") ]] ||
+		problem "checkpoints/ of a task with none has the mtime $(stat -c %y "$VA/checkpoints"); the task's folder $(stat -c %y "$VA")"
+else
+	problem "checkpoints/ of a task with none is not an empty folder: $(ls -A "$VA/checkpoints" 2>&1 | head -n 3)"
+fi
+
 # ---- 1b. task.json is the task's history item, and follows it ------------------
 say "task.json and its history item"
 # (The view keeps the last item it rendered until the next commit.)
