@@ -8,15 +8,20 @@
  * without blocking it (a reader never holds up a writer, and a read-only
  * connection never checkpoints); the warnings since the mount are in
  * <store>.warnings (warnings.c). Exit status: 0 mounted and answering, 1 not
- * mounted (or its daemon is gone), 2 wrong usage.
+ * mounted (or its daemon is gone, or does not answer), 2 wrong usage.
  */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "fs/cmd.h"
 #include "fs/mounts.h"
@@ -25,6 +30,12 @@
 #include "store/util.h"
 
 #define LAST_WARNINGS 5
+/*
+ * Seconds status waits for the daemon to answer. A daemon that serves
+ * requests answers a statfs at once (it waits for nothing, whatever else is
+ * under way), so one that has not by then is stuck, or stopped.
+ */
+#define ANSWER_SECS 5
 
 /* What status found, for either output. */
 struct status {
@@ -48,13 +59,62 @@ static int64_t file_size(const char *path, const char *suffix)
 	return st.st_size;
 }
 
+/*
+ * Whether the daemon of the mount at mountpoint answers: 0, or why not (an
+ * errno; ETIMEDOUT: no answer within ANSWER_SECS). statfs always asks the
+ * daemon, where a stat may be answered from the kernel's cache. A child asks:
+ * a daemon that never answers would keep the asker in the kernel for good,
+ * and status must still say so and end. Such a child is killed and not
+ * waited for (a request the daemon has not read goes with it).
+ */
+static int daemon_answers(const char *mountpoint)
+{
+	struct pollfd pfd;
+	unsigned char b;
+	int p[2], e, r;
+	pid_t pid;
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return errno;
+	pid = fork();
+	if (pid < 0) {
+		e = errno;
+		close(p[0]);
+		close(p[1]);
+		return e;
+	}
+	if (pid == 0) {
+		struct statvfs sv;
+
+		close(p[0]);
+		b = statvfs(mountpoint, &sv) < 0 ? (unsigned char)errno : 0;
+		_exit(write(p[1], &b, 1) == 1 ? 0 : 1);
+	}
+	close(p[1]);
+	pfd = (struct pollfd){ .fd = p[0], .events = POLLIN };
+	do
+		r = poll(&pfd, 1, ANSWER_SECS * 1000);
+	while (r < 0 && errno == EINTR);
+	if (r < 0)
+		e = errno;
+	else if (r == 0)
+		e = ETIMEDOUT;
+	else
+		e = read(p[0], &b, 1) == 1 ? b : EIO;
+	close(p[0]);
+	if (e == ETIMEDOUT)
+		kill(pid, SIGKILL);
+	else
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	return e;
+}
+
 static void status_gather(struct status *s)
 {
 	struct store *st = NULL;
-	struct statvfs sv;
 
-	/* statfs always asks the daemon; a stat may be answered from the kernel's cache. */
-	s->alive_err = statvfs(s->mount.mountpoint, &sv) < 0 ? errno : 0;
+	s->alive_err = daemon_answers(s->mount.mountpoint);
 	s->store_size = s->wal_size = -1;
 	if (!s->mount.store) {
 		s->store_err = s->warn_err = ENOENT;
@@ -80,8 +140,11 @@ static int print_json(const struct status *s)
 
 	ok = ok && cJSON_AddBoolToObject(o, "mounted", s->mount.mountpoint && !s->alive_err);
 	ok = ok && cJSON_AddStringToObject(o, "mountpoint", s->mount.mountpoint ? s->mount.mountpoint : s->asked);
-	if (ok && s->mount.mountpoint && s->alive_err)
-		ok = cJSON_AddStringToObject(o, "error", strerror(s->alive_err));
+	if (ok && s->mount.mountpoint && s->alive_err) {
+		if (s->alive_err == ETIMEDOUT)
+			snprintf(t, sizeof(t), "no answer in %d s", ANSWER_SECS);
+		ok = cJSON_AddStringToObject(o, "error", s->alive_err == ETIMEDOUT ? t : strerror(s->alive_err));
+	}
 	if (ok && s->mount.mountpoint) {
 		ok = s->mount.store ? cJSON_AddStringToObject(o, "store", s->mount.store) != NULL
 				    : cJSON_AddNullToObject(o, "store") != NULL;
@@ -135,7 +198,12 @@ static void print_text(const struct status *s)
 		printf("not mounted: '%s' is not a convfs mount\n", s->asked);
 		return;
 	}
-	if (s->alive_err)
+	if (s->alive_err == ETIMEDOUT)
+		printf("not answering: '%s' is mounted, but its daemon has not answered in %d s: it is stuck, or "
+		       "stopped (kill -CONT); what goes through the mount waits. If it stays so, detach the mount "
+		       "with fusermount3 -uz, kill the daemon and mount again: what it committed is kept\n",
+		       s->mount.mountpoint, ANSWER_SECS);
+	else if (s->alive_err)
 		printf("not answering: '%s' is mounted, but its daemon is gone (%s); "
 		       "unmount it with fusermount3 -u and mount again\n", s->mount.mountpoint, strerror(s->alive_err));
 	else

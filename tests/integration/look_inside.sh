@@ -212,6 +212,23 @@ jq -e 'length == 6 and .[0].number == 6 and .[1].kind == "restore"' "$T/out" >/d
 	problem "the log after a remount: $(cat "$T/out")"
 cv status --json "$MNT"
 [[ $(jq -r .warnings.count "$T/out") == 0 ]] || problem "the warnings of the last mount count at this one"
+# A daemon that does not answer (stopped here): status says so in about 5 s
+# and ends, where it would wait as long as the daemon does; then, going on,
+# it answers again.
+pid=${DAEMON_PID[$MNT]}
+kill -STOP "$pid"
+start=$SECONDS
+RC=0
+timeout -s KILL 30 "$CONVFS" status "$MNT" >"$T/out" 2>"$T/err" || RC=$?
+took=$((SECONDS - start))
+kill -CONT "$pid"
+expect_rc 1 "status of a mount whose daemon is stopped"
+((took <= 15)) || problem "status of a mount whose daemon is stopped took $took s"
+grep -q "not answering: .* has not answered in 5 s" "$T/out" ||
+	problem "status of a mount whose daemon is stopped does not say it does not answer: $(cat "$T/out")"
+cv status --json "$MNT"
+expect_rc 0 "status once the stopped daemon goes on"
+[[ $(jq -r .mounted "$T/out") == true ]] || problem "status --json once the stopped daemon goes on: $(cat "$T/out")"
 kill_daemon "$MNT"
 cv status --json "$MNT"
 expect_rc 1 "status of a mount whose daemon is gone"
