@@ -100,6 +100,25 @@ int stage_begin(struct fs *fs, struct fs_file *f, bool empty)
 	return 0;
 }
 
+/*
+ * Who commits what handle f staged: the process that opened it, as /proc
+ * said then, not the one whose request commits it now. A flush comes at every
+ * close of a descriptor, also of one a child got at fork() and closes at its
+ * execve() (close-on-exec): that child holds its exec lock until the flush
+ * returns, and reading /proc/<pid>/stat of it waits for that lock, for good.
+ * (A handle made for one call has no opener: its caller's.)
+ */
+static void file_who(const struct fs_file *f, struct fs_proc *proc, struct store_who *who)
+{
+	if (!f->opener.tgid) {
+		fs_caller(proc, who);
+		return;
+	}
+	*proc = f->opener;
+	who->pid = proc->tgid;
+	who->comm = proc->comm[0] ? proc->comm : NULL;
+}
+
 int stage_commit(struct fs *fs, struct fs_file *f, const char *kind)
 {
 	struct store_snap *snap = NULL;
@@ -108,7 +127,7 @@ int stage_commit(struct fs *fs, struct fs_file *f, const char *kind)
 	struct commit_req req = { .doc = f->path, .base_path = f->path, .kind = kind, .proc = &proc, .who = &who };
 	int r;
 
-	fs_caller(&proc, &who);
+	file_who(f, &proc, &who);
 	r = commit_fd(fs, &req, f->fd, true);
 	if (r < 0) {
 		if (r != -EINVAL) /* EINVAL was logged with its reason by the store */
@@ -159,7 +178,7 @@ static int text_commit(struct fs *fs, struct fs_file *f)
 		return -errno;
 	if (st.st_size == 0)
 		return refuse_emptying(f->path);
-	fs_caller(&proc, &who);
+	file_who(f, &proc, &who);
 	res = commit_fd(fs, &req, f->fd, true);
 	if (res == 0)
 		f->dirty = false;
@@ -201,7 +220,7 @@ static int jsonl_append(struct fs *fs, struct fs_file *f, const char *buf, size_
 			lines[n++] = (struct store_line){ f->pending.buf + done, len };
 			done = i + 1;
 		}
-	fs_caller(&proc, &who);
+	file_who(f, &proc, &who);
 	r = store_doc_append(fs->store, f->path, lines, n, f->require, &who);
 	if (r == -EINVAL) {
 		f->pending.len = old; /* none of this write is kept */
@@ -242,7 +261,7 @@ static int jsonl_commit(struct fs *fs, struct fs_file *f)
 		return refuse_emptying(f->path);
 	if (r < 0)
 		return r;
-	fs_caller(&proc, &who);
+	file_who(f, &proc, &who);
 	r = commit_taken(fs, &req, &b);
 	if (r == 0)
 		f->dirty = false;
@@ -706,7 +725,7 @@ int op_getattr_if_owner(uint64_t fh, pid_t tgid, struct stat *st)
 {
 	struct fs_file *f = (struct fs_file *)(uintptr_t)fh;
 
-	if (f->kind != FILE_DOC || f->tgid != tgid)
+	if (f->kind != FILE_DOC || f->opener.tgid != tgid)
 		return -ENOENT;
 	return file_getattr(fs_get(), f, st);
 }

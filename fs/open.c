@@ -56,7 +56,7 @@ static int doc_open_snap(struct fs *fs, const char *r, struct fuse_file_info *fi
 		struct fs_proc proc;
 
 		fs_caller(&proc, &who);
-		f->tgid = proc.tgid;
+		f->opener = proc;
 		/* This process may read the doc now: what it sees is its merge base. */
 		if (!created && !(fi->flags & O_TRUNC) && store_base_from_snap(f->snap, &base) == 0)
 			bases_put(fs->bases, &proc, r, base);
@@ -120,7 +120,7 @@ static void record_read_base(struct fs *fs, struct fs_file *f, const char *doc, 
 	struct fs_proc proc;
 
 	fs_caller(&proc, &who);
-	f->tgid = proc.tgid;
+	f->opener = proc;
 	if (reads && store_base_from_snap(f->snap, &base) == 0)
 		bases_put(fs->bases, &proc, doc, base);
 }
@@ -186,6 +186,7 @@ static int text_open(struct fs *fs, const char *r, const struct view_path *vp, s
 		if (!(f->ws_key = strdup(vp->unknown ? "" : vp->key)))
 			res = -ENOMEM;
 		fs_caller(&proc, &who);
+		f->opener = proc;
 		if (res == 0 && rev && !(fi->flags & O_TRUNC) &&
 		    store_base_at(fs->store, "state/taskHistory.json", rev, &base) == 0)
 			bases_put(fs->bases, &proc, r, base);

@@ -34,7 +34,7 @@ struct fs_file {
 	int fd;                 /* plain: the file; doc, jsonl, text: the staging file or -1 */
 	char *path;             /* doc, jsonl: the doc's compat path; text: its path */
 	struct store_snap *snap; /* doc, jsonl: what reads see until this handle stages */
-	pid_t tgid;             /* the process that opened it */
+	struct fs_proc opener;  /* the process that opened it (tgid 0: made for one call) */
 	bool append;
 	bool dirty;             /* staged bytes not yet committed */
 	bool written;           /* written or truncated since open (not only O_TRUNC) */

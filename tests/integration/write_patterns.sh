@@ -177,6 +177,38 @@ for mode in O_TRUNC bun; do
 	done
 done
 
+# ---- a child that execs while the file is written -------------------------------
+
+# Node opens every file with O_CLOEXEC. A child spawned while a doc is
+# written and not yet closed gets the descriptor, and execve() closes it:
+# the daemon gets a flush (a commit) from the child, which holds its exec
+# lock until the flush returns. The commit is the writer's (the process
+# that opened the file), and must not wait for the child (reading
+# /proc/<child>/stat waits for that lock: the daemon hung there, and the
+# child with it, under Cline 1.0.10, whose core spawns git while it saves).
+say "a child that execs while the writer's file is open"
+node_client gen.js ui 12 700 >"$T/content/exec"
+rc=0
+timeout -s KILL 30 node -e '
+	const fs = require("fs"), cp = require("child_process");
+	const [file, from] = process.argv.slice(1);
+	fs.readFileSync(file); /* as clients do: what it read is the base of its save */
+	const fd = fs.openSync(file, "w");
+	fs.writeSync(fd, fs.readFileSync(from));
+	const r = cp.spawnSync("/bin/true");
+	if (r.status !== 0) {
+		console.error("the child: " + (r.error || "status " + r.status));
+		process.exit(1);
+	}
+	fs.closeSync(fd);' "$M/${FILE[ui]}" "$T/content/exec" 2>"$T/exec.err" || rc=$?
+((rc != 137)) || fail "a child's execve() while a doc was written hung (killed after 30 s): the daemon waits for the child"
+((rc == 0)) || problem "a writer whose child exec'd failed (status $rc): $(cat "$T/exec.err")"
+same "$M/${FILE[ui]}" "$T/content/exec" "the writer's version, a child having exec'd while it wrote"
+cp "$T/content/exec" "$T/expect/ui"
+"$CONVFS" log --json "$M/${FILE[ui]}" >"$T/exec.log" 2>&1 || problem "convfs log failed: $(cat "$T/exec.log")"
+got=$(jq -r '.[0].process' "$T/exec.log" 2>/dev/null) || true
+[[ $got == node ]] || problem "the commit of the writer whose child exec'd is said to be by '$got', not by the writer (node)"
+
 # ---- nothing left behind, and it all survives a remount ------------------------
 
 say "leftovers"
