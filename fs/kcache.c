@@ -103,7 +103,33 @@ void kcache_invalidate(struct fs *fs, const char *rel)
 }
 
 /*
- * Docs and the view's files are never cached: they change under merges.
+ * A live task's messages.jsonl, ui_messages.jsonl and metadata.json in the
+ * view, under its workspace's own name: every commit of the doc behind one
+ * tells the kernel before it returns (view_invalidate_conversation() drops
+ * their attributes, at the paths it knows), so their attributes are kept
+ * TIMEOUT: a walk of the view (grep -r: a stat, an open, an fstat a file)
+ * asks for them once, not at each stat. (A subagent's file, task.json, which
+ * every save of taskHistory.json may change, and a task's files under a
+ * `<name>.view` folder are never kept.)
+ */
+static bool view_file_told(const struct route *rt)
+{
+	const char *ws, *leaf;
+	size_t n, sl = strlen(VIEW_CLASH_SUFFIX);
+
+	if (rt->vp.trash || (rt->vp.kind != VIEW_MESSAGES && rt->vp.kind != VIEW_UI && rt->vp.kind != VIEW_METADATA))
+		return false;
+	leaf = strrchr(rt->rel, '/');
+	if (!leaf || !view_task_file_named(leaf + 1))
+		return false;
+	/* workspaces/<ws>/tasks/<id>/<leaf> */
+	ws = rt->rel + strlen("workspaces/");
+	n = strcspn(ws, "/");
+	return !(n > sl && strncmp(ws + n - sl, VIEW_CLASH_SUFFIX, sl) == 0);
+}
+
+/*
+ * Docs and the view's other files are never cached: they change under merges.
  * (A checkpoint's never change: those are. The view's folders are too:
  * their permissions are checked on every path walk through them, and their
  * listings, kept like every folder's, go when a commit or a task that moved
@@ -111,7 +137,7 @@ void kcache_invalidate(struct fs *fs, const char *rel)
  */
 static bool never_cached(const struct route *rt)
 {
-	return rt->kind == ROUTE_DOC || (rt->kind == ROUTE_VIEW && rt->vp.kind <= VIEW_CKPTS);
+	return rt->kind == ROUTE_DOC || (rt->kind == ROUTE_VIEW && rt->vp.kind <= VIEW_CKPTS && !view_file_told(rt));
 }
 
 /*
@@ -298,6 +324,11 @@ void kcache_drop_attrs(fuse_ino_t ino)
 double kcache_attr_timeout(const struct route *rt, const struct stat *st)
 {
 	return kcache_links_timeout(st, route_timeout(rt, st));
+}
+
+double kcache_handle_timeout(const struct route *rt, double timeout)
+{
+	return rt->kind == ROUTE_VIEW && rt->vp.kind <= VIEW_CKPTS ? 0 : timeout;
 }
 
 void kcache_entry(struct fs *fs, const struct route *rt, const char *path, struct fuse_entry_param *e)

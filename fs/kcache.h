@@ -45,6 +45,12 @@ void kcache_taken_in(struct fs *fs);
 double kcache_attr_timeout(const struct route *rt, const struct stat *st);
 /* How long it may keep the attributes st of a file that would be kept timeout, weighing st's links. */
 double kcache_links_timeout(const struct stat *st, double timeout);
+/*
+ * How long the kernel may keep attributes of rt answered through a handle,
+ * were they kept timeout otherwise: a live file of the view answers with what
+ * that handle shows (its writer's staged bytes), not for everyone: 0.
+ */
+double kcache_handle_timeout(const struct route *rt, double timeout);
 /* How long the kernel may keep the entry e of rt (not a doc's), whose path is path: e's timeouts set. */
 void kcache_entry(struct fs *fs, const struct route *rt, const char *path, struct fuse_entry_param *e);
 /* How long it may keep the entry e of a doc's node, a version node or not: e's timeouts set. */

@@ -157,6 +157,8 @@ static void reply_entry_at(fuse_req_t req, fuse_ino_t parent, const char *name, 
 		return;
 	}
 	kcache_entry(fs_current, &rt, path, &e);
+	if (fi)
+		e.attr_timeout = kcache_handle_timeout(&rt, e.attr_timeout);
 	e.ino = nodes_lookup(parent, name, fi ? &fi->fh : NULL);
 	if (!e.ino) {
 		if (fi)
@@ -293,6 +295,8 @@ static int getattr_route(fuse_ino_t ino, const struct route *rt, bool removed, s
 	}
 	r = getattr_fresh(ino, rt, removed, fi, st);
 	*ret_timeout = r == 0 ? kcache_attr_timeout(rt, st) : 0;
+	if (fi)
+		*ret_timeout = kcache_handle_timeout(rt, *ret_timeout);
 	return r;
 }
 

@@ -828,8 +828,15 @@ static int read_whole(struct fs *fs, const char *doc, char **ret, size_t *ret_le
 	return 0;
 }
 
+bool view_task_file_named(const char *name)
+{
+	return strcmp(name, "messages.jsonl") == 0 || strcmp(name, "ui_messages.jsonl") == 0 ||
+	       strcmp(name, "metadata.json") == 0;
+}
+
 void view_invalidate_conversation(struct fs *fs, const char *task_id)
 {
+	static const char *const told[] = { "messages.jsonl", "ui_messages.jsonl", "metadata.json" };
 	_cleanup_free_ char *key = NULL, *wpath = NULL;
 	char name[80], rel[256];
 	bool trashed;
@@ -855,6 +862,11 @@ void view_invalidate_conversation(struct fs *fs, const char *task_id)
 	kcache_invalidate(fs, rel);
 	snprintf(rel, sizeof(rel), "workspaces/%s/tasks/%s/versions", name, task_id);
 	kcache_invalidate(fs, rel);
+	/* The files whose attributes the kernel keeps (kcache.c, view_file_told()). */
+	for (size_t i = 0; !trashed && i < ARRAY_SIZE(told); i++) {
+		snprintf(rel, sizeof(rel), "workspaces/%s/tasks/%s/%s", name, task_id, told[i]);
+		kcache_invalidate(fs, rel);
+	}
 }
 
 /*

@@ -129,11 +129,19 @@ static inline bool view_is_top(const struct view_path *vp)
  * Tells the kernel that the folders showing conversation task_id changed
  * (their times follow its last activity, their listings its files, its
  * checkpoints and its versions): workspaces/, its workspace's folder, tasks/,
- * the task's folder, its checkpoints/ and versions/. Their attributes and
- * listings are dropped (notify_inval_inode), which takes no folder lock in
- * the kernel: safe from inside a request.
+ * the task's folder, its checkpoints/ and versions/; and so did its files
+ * whose attributes the kernel keeps (view_task_file_named()). Their
+ * attributes and listings are dropped (notify_inval_inode), which takes no
+ * folder lock in the kernel: safe from inside a request.
  */
 void view_invalidate_conversation(struct fs *fs, const char *task_id);
+
+/*
+ * True for the names of a live task's files whose attributes the kernel may
+ * keep: messages.jsonl, ui_messages.jsonl, metadata.json (every commit of
+ * the doc behind one tells it: view_invalidate_conversation()).
+ */
+bool view_task_file_named(const char *name);
 
 /*
  * The compat doc behind the task file of kind (VIEW_MESSAGES, VIEW_UI,
