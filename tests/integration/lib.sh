@@ -156,7 +156,8 @@ dump_stuck()
 	for f in /proc/[0-9]*/stat; do
 		pid=${f#/proc/}
 		pid=${pid%/stat}
-		state=$(sed -E 's/^.*\) ([A-Za-z]).*$/\1/' "$f" 2>/dev/null) || continue
+		# (A read of a process's stat waits while it is in execve(): bounded.)
+		state=$(timeout -s KILL 2 sed -E 's/^.*\) ([A-Za-z]).*$/\1/' "$f" 2>/dev/null) || continue
 		[[ $state == D ]] || continue
 		echo "--- pid $pid ($(cat "/proc/$pid/comm" 2>/dev/null)) in D, waiting in $(cat "/proc/$pid/wchan" 2>/dev/null):"
 		cat "/proc/$pid/stack" 2>/dev/null

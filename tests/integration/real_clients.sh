@@ -147,11 +147,13 @@ pids_of_home()
 }
 
 # pids_on DIR: processes with their cwd or an open file at or below DIR.
+# (Reading the links of a process in execve() waits for its exec lock, for
+# good if the process waits on the mount: bounded, as sweep_all()'s reads.)
 pids_on()
 {
 	{
-		find /proc/[0-9]*/fd -mindepth 1 -maxdepth 1 \( -lname "$1" -o -lname "$1/*" \) -printf '%h\n'
-		find /proc/[0-9]*/cwd -maxdepth 0 \( -lname "$1" -o -lname "$1/*" \) -printf '%p\n'
+		timeout -s KILL 20 find /proc/[0-9]*/fd -mindepth 1 -maxdepth 1 \( -lname "$1" -o -lname "$1/*" \) -printf '%h\n'
+		timeout -s KILL 20 find /proc/[0-9]*/cwd -maxdepth 0 \( -lname "$1" -o -lname "$1/*" \) -printf '%p\n'
 	} 2>/dev/null | awk -F/ -v me=$$ '$3 != me { print $3 }' | sort -un || true
 }
 
