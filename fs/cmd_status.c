@@ -12,11 +12,11 @@
  */
 #include <cjson/cJSON.h>
 #include <errno.h>
-#include <inttypes.h>
-#include <stdio.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>

@@ -828,15 +828,22 @@ static int read_whole(struct fs *fs, const char *doc, char **ret, size_t *ret_le
 	return 0;
 }
 
+/* The task files whose attributes the kernel may keep: all but task.json, which no commit of its own changes. */
+static bool told_of_commits(size_t i)
+{
+	return task_files[i].kind != VIEW_TASK_JSON;
+}
+
 bool view_task_file_named(const char *name)
 {
-	return strcmp(name, "messages.jsonl") == 0 || strcmp(name, "ui_messages.jsonl") == 0 ||
-	       strcmp(name, "metadata.json") == 0;
+	for (size_t i = 0; i < ARRAY_SIZE(task_files); i++)
+		if (told_of_commits(i) && strcmp(name, task_files[i].name) == 0)
+			return true;
+	return false;
 }
 
 void view_invalidate_conversation(struct fs *fs, const char *task_id)
 {
-	static const char *const told[] = { "messages.jsonl", "ui_messages.jsonl", "metadata.json" };
 	_cleanup_free_ char *key = NULL, *wpath = NULL;
 	char name[80], rel[256];
 	bool trashed;
@@ -863,8 +870,10 @@ void view_invalidate_conversation(struct fs *fs, const char *task_id)
 	snprintf(rel, sizeof(rel), "workspaces/%s/tasks/%s/versions", name, task_id);
 	kcache_invalidate(fs, rel);
 	/* The files whose attributes the kernel keeps (kcache.c, view_file_told()). */
-	for (size_t i = 0; !trashed && i < ARRAY_SIZE(told); i++) {
-		snprintf(rel, sizeof(rel), "workspaces/%s/tasks/%s/%s", name, task_id, told[i]);
+	for (size_t i = 0; !trashed && i < ARRAY_SIZE(task_files); i++) {
+		if (!told_of_commits(i))
+			continue;
+		snprintf(rel, sizeof(rel), "workspaces/%s/tasks/%s/%s", name, task_id, task_files[i].name);
 		kcache_invalidate(fs, rel);
 	}
 }
