@@ -15,7 +15,9 @@
  *     change, fs/nodes.h), its entry until the next change of any doc (a new
  *     epoch) where the kernel counts epochs, else not at all;
  *   - docs' ordinary nodes and the view's files: never (they change under
- *     merges); the view's folders and the root: TIMEOUT.
+ *     merges), but a live task's .jsonl files and metadata.json, whose every
+ *     commit tells the kernel (view_file_told()); those, the view's folders
+ *     and the root: TIMEOUT.
  *
  * The kernel is told with no lock of ours held, and never so that it takes a
  * folder's lock on the daemon's behalf (notify_inval_entry would: a daemon
@@ -264,7 +266,8 @@ double kcache_links_timeout(const struct stat *st, double timeout)
 /*
  * How long the kernel may keep the attributes st of rt, before
  * kcache_links_timeout(): CACHE_TIMEOUT in the backing tree, 0 for docs and the
- * view's files, TIMEOUT for the root and the view's folders. (A version
+ * view's files (but view_file_told()'s), TIMEOUT for the root and the view's
+ * folders. (A version
  * node's attributes are kept for good: KCACHE_VERSION_TIMEOUT.)
  */
 static double route_timeout(const struct route *rt, const struct stat *st)
