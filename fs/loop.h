@@ -13,6 +13,13 @@
  */
 int loop_run(struct fuse_session *se, unsigned max_workers);
 
+/*
+ * Closes fd once the request this thread serves has been answered, or at
+ * once on a thread that serves no request. For a descriptor whose last
+ * close may take long, that no reply needs to wait for.
+ */
+void loop_close_after_reply(int fd);
+
 /* SIGHUP, SIGINT and SIGTERM end se's loop; SIGPIPE is ignored. 0 or a negative errno. */
 int loop_signals_set(struct fuse_session *se);
 void loop_signals_remove(void);

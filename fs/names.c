@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fs/loop.h"
 #include "fs/ops_internal.h"
 #include "fs/shadow.h"
 #include "store/util.h"
@@ -73,8 +74,8 @@ static int rename_in(struct fs *fs, const char *from, const char *to, unsigned i
 	}
 	fs_caller(&proc, &who);
 	r = commit_fd(fs, &req, fd, false);
-	close(fd);
 	if (r < 0) {
+		close(fd);
 		if (r != -EINVAL) /* EINVAL was logged with its reason by the store */
 			log_err("cannot commit '%s' as '%s': %s; the previous version stays", from, to, strerror(-r));
 		return r;
@@ -85,6 +86,8 @@ static int rename_in(struct fs *fs, const char *from, const char *to, unsigned i
 			 strerror(dfd < 0 ? -dfd : errno));
 	if (dfd >= 0)
 		close(dfd);
+	/* Its last close frees its pages: the rename's caller does not wait for that. */
+	loop_close_after_reply(fd);
 	fs_invalidate(fs, ws_key ? "state/taskHistory.json" : to);
 	return 0;
 }
