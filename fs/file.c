@@ -296,8 +296,32 @@ static ssize_t staged_read(struct fs *fs, struct fs_file *f, char *buf, size_t s
 	return n;
 }
 
-/* Stages a write (the first one copies the committed content). f->lock held. */
-static ssize_t stage_write(struct fs *fs, struct fs_file *f, const char *buf, size_t size, off_t off)
+/*
+ * Writes the bytes of a write at off in fd: from buf, or (buf NULL) from
+ * the loop's pipe that bufv names, by splice(). Returns the count written
+ * or -errno.
+ */
+static ssize_t write_at(int fd, const char *buf, struct fuse_bufvec *bufv, size_t size, off_t off)
+{
+	struct fuse_bufvec dst = FUSE_BUFVEC_INIT(size);
+	ssize_t n;
+
+	if (buf) {
+		n = pwrite(fd, buf, size, off);
+		return n < 0 ? -errno : n;
+	}
+	dst.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+	dst.buf[0].fd = fd;
+	dst.buf[0].pos = off;
+	return fuse_buf_copy(&dst, bufv, 0);
+}
+
+/*
+ * Stages a write (the first one copies the committed content), its bytes
+ * in buf or (buf NULL) in the pipe of bufv. f->lock held.
+ */
+static ssize_t stage_write(struct fs *fs, struct fs_file *f, const char *buf, struct fuse_bufvec *bufv, size_t size,
+			   off_t off)
 {
 	ssize_t n;
 	int r;
@@ -318,9 +342,9 @@ static ssize_t stage_write(struct fs *fs, struct fs_file *f, const char *buf, si
 		if (fstat(f->fd, &st) == 0)
 			off = st.st_size;
 	}
-	n = pwrite(f->fd, buf, size, off);
+	n = write_at(f->fd, buf, bufv, size, off);
 	if (n < 0) {
-		n = f->write_err = -errno;
+		f->write_err = (int)n;
 		log_err("cannot stage a write to '%s': %s; this open file will commit nothing, the previous version stays",
 			f->path, strerror((int)-n));
 	} else {
@@ -329,7 +353,9 @@ static ssize_t stage_write(struct fs *fs, struct fs_file *f, const char *buf, si
 	return n;
 }
 
-static ssize_t staged_write(struct fs *fs, struct fs_file *f, const char *buf, size_t size, off_t off, int flags)
+/* A staged write of a doc, its bytes in buf or (buf NULL) in the pipe of bufv. */
+static ssize_t staged_write_from(struct fs *fs, struct fs_file *f, const char *buf, struct fuse_bufvec *bufv,
+				 size_t size, off_t off)
 {
 	ssize_t n;
 
@@ -342,9 +368,14 @@ static ssize_t staged_write(struct fs *fs, struct fs_file *f, const char *buf, s
 	 */
 	n = f->write_err;
 	if (n == 0)
-		n = stage_write(fs, f, buf, size, off);
+		n = stage_write(fs, f, buf, bufv, size, off);
 	pthread_mutex_unlock(&f->lock);
 	return n;
+}
+
+static ssize_t staged_write(struct fs *fs, struct fs_file *f, const char *buf, size_t size, off_t off, int flags)
+{
+	return staged_write_from(fs, f, buf, NULL, size, off);
 }
 
 static int staged_truncate(struct fs *fs, struct fs_file *f, off_t size)
@@ -537,7 +568,7 @@ static ssize_t jsonl_write(struct fs *fs, struct fs_file *f, const char *buf, si
 	if (n == 0 && f->fd < 0 && (f->append || off == store_snap_size(f->snap) + (off_t)f->pending.len))
 		n = jsonl_append(fs, f, buf, size, &appended);
 	else if (n == 0)
-		n = stage_write(fs, f, buf, size, off);
+		n = stage_write(fs, f, buf, NULL, size, off);
 	pthread_mutex_unlock(&f->lock);
 	/* Outside f->lock: getattr holds the node table's lock, then a file's (docs/ARCHITECTURE.md). */
 	if (appended)
@@ -755,6 +786,39 @@ int op_write(const char *buf, size_t size, off_t off, struct fuse_file_info *fi)
 	struct fs_file *f = file_of(fi);
 
 	return (int)file_ops[f->kind].write(fs_get(), f, buf, size, off, fi->flags);
+}
+
+int op_write_buf(struct fuse_bufvec *bufv, off_t off, struct fuse_file_info *fi)
+{
+	struct fs_file *f = file_of(fi);
+	size_t size = fuse_buf_size(bufv);
+	struct fuse_bufvec dst = FUSE_BUFVEC_INIT(size);
+	_cleanup_free_ char *mem = NULL;
+	ssize_t n;
+
+	if (bufv->count == 1 && bufv->idx == 0 && bufv->off == 0 && !(bufv->buf[0].flags & FUSE_BUF_IS_FD))
+		return op_write(bufv->buf[0].mem, size, off, fi);
+	/* O_APPEND is the client's flag of the moment, which the backing fd does not have (plain_write()). */
+	if (f->kind == FILE_PLAIN && !(fi->flags & O_APPEND)) {
+		n = write_at(f->fd, NULL, bufv, size, off);
+		return n < 0 ? plain_fail("write", f->path, (int)-n) : (int)n;
+	}
+	if (f->kind == FILE_DOC)
+		return (int)staged_write_from(fs_get(), f, NULL, bufv, size, off);
+	mem = malloc(size ? size : 1);
+	if (!mem)
+		return -ENOMEM;
+	dst.buf[0].mem = mem;
+	n = fuse_buf_copy(&dst, bufv, 0);
+	if (n < 0) {
+		log_err("cannot take the bytes of a write to '%s': %s", f->path, strerror((int)-n));
+		return (int)n;
+	}
+	if ((size_t)n != size) {
+		log_err("a write to '%s' brought %zd of its %zu bytes", f->path, n, size);
+		return -EIO;
+	}
+	return op_write(mem, size, off, fi);
 }
 
 int op_flush(struct fuse_file_info *fi)

@@ -28,6 +28,11 @@
  * condition variable until a role is free. While the reader sleeps in
  * poll() the standby sleeps too: an idle mount wakes nobody.
  *
+ * A write's bytes cross the daemon twice when read(): from the device into
+ * the worker's buffer, then into the file. After a large request (only a
+ * WRITE is), the reader takes the next ones by splice() into a pipe of its
+ * own instead, and the bytes go from the pipe into the file (SPLICE_AFTER).
+ *
  * At most max_workers threads serve at once, as with libfuse's loop; a new
  * one starts when the standby takes over and nobody is left to be the next
  * standby. The thread that called loop_run() only waits for the end: an
@@ -47,6 +52,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -63,6 +69,28 @@
  * one (256 pages of data, as it caps max_write) and a page for the headers.
  */
 #define READ_PAGES (256 + 1)
+/*
+ * A request this large can only be a WRITE's (the others carry a name or a
+ * few fields). After one, the reader expects another: it takes the next
+ * request by splice() into a pipe of its own, and the write's bytes go from
+ * the writer's pages to the backing file without a copy through the
+ * daemon's memory (ll_write_buf()). Any other request is read out of the
+ * pipe whole, one call more than a read() of the device.
+ */
+#define SPLICE_AFTER ((size_t)64 << 10)
+/*
+ * How many smaller requests the reader still takes by splice() after a large
+ * one: a write of 1 MiB comes as one request of loop_max_write() and one of
+ * the pages left over.
+ */
+#define SPLICE_RUN 2
+/*
+ * The pipe's size: the most /proc/sys/fs/pipe-max-size allows by default. A
+ * request spliced into it takes a slot (a page) for its headers and one for
+ * each page its data touches, so a write may bring two pages less than the
+ * pipe holds (loop_max_write()).
+ */
+#define PIPE_BYTES (1 << 20)
 
 struct loop {
 	struct fuse_session *se;
@@ -79,6 +107,7 @@ struct loop {
 	unsigned idle;
 	unsigned workers, max_workers;
 	pthread_t threads[MAX_WORKERS];
+	unsigned splice_next;        /* requests the reader takes by splice() (SPLICE_RUN) */
 	bool stop;
 	int error;
 	sem_t done;                  /* posted when a worker saw the end */
@@ -94,6 +123,9 @@ struct loop {
 static __thread int after_reply[AFTER_REPLY_MAX];
 static __thread unsigned after_reply_n;
 static __thread bool serving; /* this thread is a worker, serving a request */
+
+/* The worker's pipe for splice(): none yet (-1), or none to be had (-2). */
+static __thread int splice_pipe[2] = { -1, -1 };
 
 static struct fuse_session *signal_se;
 static volatile sig_atomic_t stop_signal;
@@ -181,6 +213,78 @@ static void loop_end(struct loop *l, int error)
 	sem_post(&l->done);
 }
 
+static void splice_pipe_close(int state)
+{
+	for (int i = 0; i < 2; i++)
+		if (splice_pipe[i] >= 0)
+			close(splice_pipe[i]);
+	splice_pipe[0] = splice_pipe[1] = state;
+}
+
+/*
+ * The worker's pipe, of PIPE_BYTES: false if it cannot have one (a pipe of
+ * more than /proc/sys/fs/pipe-max-size takes CAP_SYS_RESOURCE), and then
+ * it never tries again.
+ */
+static bool splice_pipe_ready(const struct loop *l)
+{
+	int size;
+
+	if (splice_pipe[0] >= 0)
+		return true;
+	if (splice_pipe[0] == -2)
+		return false;
+	if (pipe2(splice_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
+		splice_pipe[0] = splice_pipe[1] = -2;
+		return false;
+	}
+	size = fcntl(splice_pipe[0], F_SETPIPE_SZ, PIPE_BYTES);
+	if (size < PIPE_BYTES) {
+		splice_pipe_close(-2);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * Empties the pipe after a request served from it: a handler that failed
+ * may have left its bytes there. If it cannot, the pipe is dropped (a new
+ * one is made when needed).
+ */
+static void splice_pipe_drain(struct fuse_buf *buf, size_t size)
+{
+	for (;;) {
+		int left;
+
+		if (ioctl(splice_pipe[0], FIONREAD, &left) < 0 || (left > 0 && read(splice_pipe[0], buf->mem, size) <= 0)) {
+			splice_pipe_close(-1);
+			return;
+		}
+		if (left == 0)
+			return;
+	}
+}
+
+/* Reads n bytes, a whole request, out of the pipe into buf->mem. */
+static int splice_pipe_take(struct fuse_buf *buf, size_t n)
+{
+	size_t got = 0;
+
+	while (got < n) {
+		ssize_t k = read(splice_pipe[0], (char *)buf->mem + got, n - got);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			log_err("cannot read a request out of the loop's pipe: %s", k < 0 ? strerror(errno) : "it ended");
+			splice_pipe_close(-1);
+			return -EIO;
+		}
+		got += (size_t)k;
+	}
+	return 0;
+}
+
 /*
  * One read of the device into buf, as fuse_session_receive_buf() does it,
  * but without its perror() to stderr: a read that races the kernel's
@@ -189,9 +293,14 @@ static void loop_end(struct loop *l, int error)
  * the loop. A request the kernel took back (ENOENT: interrupted before it
  * was read) is skipped. Returns the request's size, 0 at the end (ENODEV:
  * unmounted), or a negative errno (-EAGAIN when none is there yet).
+ *
+ * After a large request, by splice() (SPLICE_AFTER, SPLICE_RUN): a large one
+ * is left in the pipe (buf->flags FUSE_BUF_IS_FD), a small one read into
+ * buf->mem.
  */
 static int device_read(struct loop *l, struct fuse_buf *buf)
 {
+	bool by_splice;
 	ssize_t n;
 
 	if (!buf->mem) {
@@ -199,11 +308,20 @@ static int device_read(struct loop *l, struct fuse_buf *buf)
 		if (!buf->mem)
 			return -ENOMEM;
 	}
+	buf->flags = 0;
+	by_splice = l->splice_next > 0 && splice_pipe_ready(l);
 	do
-		n = read(l->fd, buf->mem, l->bufsize);
+		n = by_splice ? splice(l->fd, NULL, splice_pipe[1], NULL, l->bufsize, 0)
+			      : read(l->fd, buf->mem, l->bufsize);
 	while (n < 0 && errno == ENOENT);
 	if (fuse_session_exited(l->se))
 		return 0;
+	if (n < 0 && by_splice && errno != EAGAIN && errno != EINTR && errno != ENODEV) {
+		/* Whatever splice() cannot do here, read() can: this worker reads from now on. */
+		log_warn("cannot take requests from /dev/fuse by splice(): %s; reading them instead", strerror(errno));
+		splice_pipe_close(-2);
+		return -EAGAIN;
+	}
 	if (n < 0) {
 		if (errno != ENODEV)
 			return -errno;
@@ -215,7 +333,18 @@ static int device_read(struct loop *l, struct fuse_buf *buf)
 		return -EIO;
 	}
 	buf->size = n;
-	return n;
+	if ((size_t)n >= SPLICE_AFTER)
+		l->splice_next = SPLICE_RUN;
+	else if (l->splice_next > 0)
+		l->splice_next--;
+	if (!by_splice)
+		return n;
+	if ((size_t)n >= SPLICE_AFTER) {
+		buf->flags = FUSE_BUF_IS_FD;
+		buf->fd = splice_pipe[0];
+		return n;
+	}
+	return splice_pipe_take(buf, (size_t)n) < 0 ? -EIO : n;
 }
 
 /*
@@ -256,6 +385,11 @@ static int take(struct loop *l, struct fuse_buf *buf)
 	}
 }
 
+size_t loop_max_write(void)
+{
+	return PIPE_BYTES - 2 * (size_t)getpagesize();
+}
+
 void loop_close_after_reply(int fd)
 {
 	if (!serving || after_reply_n == AFTER_REPLY_MAX) {
@@ -270,6 +404,8 @@ static void serve_request(struct loop *l, struct fuse_buf *buf)
 	serving = true;
 	fuse_session_process_buf(l->se, buf);
 	serving = false;
+	if (buf->flags & FUSE_BUF_IS_FD)
+		splice_pipe_drain(buf, l->bufsize);
 	while (after_reply_n > 0)
 		close(after_reply[--after_reply_n]);
 }
@@ -368,6 +504,7 @@ static void *worker(void *arg)
 	}
 	pthread_mutex_unlock(&l->lock);
 	free(buf.mem);
+	splice_pipe_close(-1);
 	return NULL;
 }
 

@@ -13,6 +13,9 @@
  */
 int loop_run(struct fuse_session *se, unsigned max_workers);
 
+/* The largest write the kernel may send: one that a worker's pipe holds whole. */
+size_t loop_max_write(void);
+
 /*
  * Closes fd once the request this thread serves has been answered, or at
  * once on a thread that serves no request. For a descriptor whose last

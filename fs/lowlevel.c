@@ -30,6 +30,7 @@
 
 #include "fs/dirs.h"
 #include "fs/kcache.h"
+#include "fs/loop.h"
 #include "fs/nodes.h"
 #include "fs/ops.h"
 #include "fs/view.h"
@@ -641,13 +642,13 @@ static void ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, stru
 		fuse_reply_buf(req, buf, (size_t)r);
 }
 
-static void ll_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
-		     struct fuse_file_info *fi)
+static void ll_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv, off_t off,
+			 struct fuse_file_info *fi)
 {
 	int r;
 
 	begin(req);
-	r = op_write(buf, size, off, fi);
+	r = op_write_buf(bufv, off, fi);
 	if (r < 0)
 		fuse_reply_err(req, -r);
 	else
@@ -765,6 +766,9 @@ static void ll_init(void *userdata, struct fuse_conn_info *conn)
 	/* O_TRUNC arrives with open, not as a separate truncate. */
 	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
 		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+	/* A write's bytes are taken by splice() into a pipe, which must hold the largest (loop.c). */
+	if (conn->max_write > loop_max_write())
+		conn->max_write = (unsigned)loop_max_write();
 	kcache_init(conn);
 }
 
@@ -786,7 +790,7 @@ static const struct fuse_lowlevel_ops ll_ops = {
 	.link = ll_link,
 	.open = ll_open,
 	.read = ll_read,
-	.write = ll_write,
+	.write_buf = ll_write_buf,
 	.flush = ll_flush,
 	.release = ll_release,
 	.fsync = ll_fsync,

@@ -65,6 +65,13 @@ int op_open_version_snap(const struct route *rt, struct store_snap *snap, struct
 int op_create(const struct route *rt, mode_t mode, struct fuse_file_info *fi);
 int op_read(char *buf, size_t size, off_t off, struct fuse_file_info *fi);
 int op_write(const char *buf, size_t size, off_t off, struct fuse_file_info *fi);
+/*
+ * A write whose bytes may still be in a pipe (bufv from libfuse's
+ * write_buf): a plain file's go from the pipe to the file by splice(),
+ * never through the daemon's memory; any other kind's are read into memory
+ * and written by op_write().
+ */
+int op_write_buf(struct fuse_bufvec *bufv, off_t off, struct fuse_file_info *fi);
 int op_flush(struct fuse_file_info *fi);
 int op_release(struct fuse_file_info *fi);
 int op_fsync(int datasync, struct fuse_file_info *fi);

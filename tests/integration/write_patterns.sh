@@ -209,6 +209,40 @@ cp "$T/content/exec" "$T/expect/ui"
 got=$(jq -r '.[0].process' "$T/exec.log" 2>/dev/null) || true
 [[ $got == node ]] || problem "the commit of the writer whose child exec'd is said to be by '$got', not by the writer (node)"
 
+# ---- large writes ---------------------------------------------------------------
+# A write of more than 64 KiB makes the daemon take the next request by
+# splice(): its bytes go from the pipe to the file (a plain file, a doc's
+# staging file) without passing through the daemon's memory. Every byte must
+# land where it was written: writes of 512 KiB and more at odd offsets, one
+# over the middle of what was written, small ones between them.
+
+say "large writes"
+python3 - "$M/settings/large.bin" "$T/large.bin" <<'PY' || problem "large writes to a plain file failed"
+import os, random, sys
+rnd = random.Random(7)
+data = bytearray(rnd.randbytes(5 << 20))
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+off = 0
+for size in (1 << 20, 300001, 7, (1 << 20) + 4097, 100, 2 << 20):
+    os.pwrite(fd, data[off:off + size], off)
+    off += size
+os.pwrite(fd, data[off:], off)
+patch = rnd.randbytes(700000)
+os.pwrite(fd, patch, 1234567)
+data[1234567:1234567 + len(patch)] = patch
+os.close(fd)
+open(sys.argv[2], "wb").write(data)
+PY
+same "$M/settings/large.bin" "$T/large.bin" "a plain file written by large writes at odd offsets"
+node -e '
+	const n = 3000, a = [];
+	for (let i = 0; i < n; i++)
+		a.push({ ts: 1795306269021 + i, type: "say", say: "text", text: "large " + i + " " + "x".repeat(900 + i % 97) });
+	require("fs").writeFileSync(process.argv[1], JSON.stringify(a, null, 1));' "$T/content/large"
+for pattern in a b; do
+	write_and_check "$pattern" ui "$T/content/large"
+done
+
 # ---- nothing left behind, and it all survives a remount ------------------------
 
 say "leftovers"
@@ -216,6 +250,9 @@ left=$(find "$M" "$STORE.files" \( -name '*.tmp*' -o -name '*.lock' -o -name '.c
 [[ -z $left ]] || problem "files left behind:\n$left"
 
 unmount_convfs "$M"
+# What the kernel kept of it is gone with the mount: these are the backing file's bytes.
+same "$STORE.files/settings/large.bin" "$T/large.bin" "the backing file of the plain file written by large writes"
+rm "$STORE.files/settings/large.bin"
 mount_convfs "$M" "$STORE"
 say "after remount"
 for key in "${!FILE[@]}"; do
