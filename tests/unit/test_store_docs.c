@@ -287,6 +287,80 @@ static void test_digests(void **state)
 	sb_release(&sb);
 }
 
+/* A conversation of n elements, element `odd` indented far, element `changed` with other text. */
+static void make_long(struct sb *sb, int n, int odd, int changed)
+{
+	assert_int_equal(sb_adds(sb, "["), 0);
+	for (int i = 0; i < n; i++)
+		assert_int_equal(sb_addf(sb, "%s%s{\"ts\":%d,\"text\":\"%s %d\"}", i ? "," : "",
+					 i == odd ? "\n                    " : (i % 3 ? "\n " : ""), 1700000000 + i,
+					 i == changed ? "changed" : "message", i), 0);
+	assert_int_equal(sb_adds(sb, "]"), 0);
+}
+
+/* The rows the last commit added to the doc at path. */
+static int added_last(const char *db, const char *path)
+{
+	return db_int(db, "SELECT count(*) FROM elems e JOIN docs d ON d.id = e.doc_id WHERE d.path = '%s' AND "
+			  "e.rev_to IS NULL AND e.rev_from = d.rev", path);
+}
+
+/*
+ * A long doc: what a commit keeps of it is every element up to the first
+ * that changed, wherever that is, and whatever comes before it: more
+ * bytes before an element than usual, a row without a digest (compared by
+ * its bytes), a digest that says other bytes.
+ */
+static void test_digests_long(void **state)
+{
+	enum { N = 6000, ODD = 2500 };
+	struct fixture *f = *state;
+	struct sb sb = SB_INIT;
+
+	make_long(&sb, N, ODD, -1);
+	assert_int_equal(store_doc_commit(f->st, UI, sb.buf, sb.len, &who, "write"), 0);
+	assert_int_equal(added_last(f->path, UI), N);
+
+	/* One more at the end: every stored element is kept. */
+	sb.len = 0;
+	make_long(&sb, N + 1, ODD, -1);
+	assert_int_equal(store_doc_commit(f->st, UI, sb.buf, sb.len, &who, "write"), 0);
+	assert_doc(f->st, UI, sb.buf, sb.len);
+	assert_int_equal(added_last(f->path, UI), 1);
+
+	/* One changed in the middle of a batch, after the odd one: kept up to it. */
+	sb.len = 0;
+	make_long(&sb, N + 1, ODD, 3000);
+	assert_int_equal(store_doc_commit(f->st, UI, sb.buf, sb.len, &who, "write"), 0);
+	assert_doc(f->st, UI, sb.buf, sb.len);
+	assert_int_equal(added_last(f->path, UI), N + 1 - 3000);
+
+	/* Other bytes before one (a changed indent) in the first batch. */
+	sb.len = 0;
+	make_long(&sb, N + 1, ODD + 1, 3000);
+	assert_int_equal(store_doc_commit(f->st, UI, sb.buf, sb.len, &who, "write"), 0);
+	assert_doc(f->st, UI, sb.buf, sb.len);
+	assert_int_equal(added_last(f->path, UI), N + 1 - ODD);
+
+	/* A row without a digest is checked by its bytes, in order, and kept. */
+	db_exec(f->path, "UPDATE elems SET dg = NULL WHERE seq = 4500 AND rev_to IS NULL");
+	sb.len = 0;
+	make_long(&sb, N + 2, ODD + 1, 3000);
+	assert_int_equal(store_doc_commit(f->st, UI, sb.buf, sb.len, &who, "write"), 0);
+	assert_doc(f->st, UI, sb.buf, sb.len);
+	assert_int_equal(added_last(f->path, UI), 1);
+	assert_int_equal(db_int(f->path, "SELECT count(*) FROM elems WHERE rev_to IS NULL AND dg IS NULL"), 0);
+
+	/* A digest that says other bytes, in the last batch: kept up to it. */
+	db_exec(f->path, "UPDATE elems SET dg = zeroblob(16) WHERE seq = 5999 AND rev_to IS NULL");
+	sb.len = 0;
+	make_long(&sb, N + 3, ODD + 1, 3000);
+	assert_int_equal(store_doc_commit(f->st, UI, sb.buf, sb.len, &who, "write"), 0);
+	assert_doc(f->st, UI, sb.buf, sb.len);
+	assert_int_equal(added_last(f->path, UI), N + 3 - 5999);
+	sb_release(&sb);
+}
+
 /* store_commit.copy_rest of the tests: a copy in an unnamed file of dir, and where it began. */
 struct copied {
 	const char *dir;
@@ -850,6 +924,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_round_trip_whole, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_kept_prefix_ends, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_digests, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_digests_long, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_shared_fd, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_offsets_and_sizes, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_large_element, setup_store, teardown),
