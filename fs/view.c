@@ -613,6 +613,13 @@ int view_getattr(struct fs *fs, const char *rel, const struct view_path *vp, str
 	default:
 		return -ENOENT;
 	}
+	/* A folder with nothing in it yet (an empty view, an empty trash) has the mount root's time, not 1970's. */
+	if (st->st_mtim.tv_sec == 0 && st->st_mtim.tv_nsec == 0 && S_ISDIR(st->st_mode)) {
+		struct stat root;
+
+		if (fstat(fs->root_fd, &root) == 0)
+			st->st_mtim = root.st_mtim;
+	}
 	st->st_ctim = st->st_mtim;
 	st->st_atim = st->st_mtim;
 	st->st_blocks = (st->st_size + 511) / 512;

@@ -117,6 +117,14 @@ else
 	problem "checkpoints/ of a task with none is not an empty folder: $(ls -A "$VA/checkpoints" 2>&1 | head -n 3)"
 fi
 
+# The trash, empty so far, has the mount root's time, not 1970's.
+if [[ -z $(ls -A "$W/.trash") ]]; then
+	[[ $(stat -c %Y "$W/.trash") == $(stat -c %Y "$mnt") ]] ||
+		problem "the empty workspaces/.trash has the mtime $(stat -c %y "$W/.trash"); the mount's root $(stat -c %y "$mnt")"
+else
+	problem "workspaces/.trash is not empty before any task was removed: $(ls -A "$W/.trash" | head -n 3)"
+fi
+
 # ---- 1b. task.json is the task's history item, and follows it ------------------
 say "task.json and its history item"
 # (The view keeps the last item it rendered until the next commit.)
