@@ -9,6 +9,10 @@
  * daemon for a listing only when it has none, in pieces, by offset, from 0
  * on, with no handle.
  *
+ * The pieces go as READDIRPLUS replies (dir_reply_plus()) with the nodes
+ * and attributes of the entries the kernel may keep, so that a walk does not
+ * look each one up; or as READDIR replies, bare names.
+ *
  * A listing is made whole at offset 0 (op_list_dir()) and kept for the
  * pieces that follow, so that the offsets of one reading stay stable
  * whatever changes meanwhile: each offset carries the listing's serial
@@ -20,12 +24,14 @@
  * changes may see.
  */
 #include <errno.h>
+#include <linux/fuse.h>
 #include <fuse_lowlevel.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fs/dirs.h"
+#include "fs/nodes.h"
 #include "fs/ops.h"
 #include "store/util.h"
 
@@ -145,26 +151,62 @@ int dir_listing_new(fuse_ino_t ino, const struct route *rt, struct dir_listing *
 	return 0;
 }
 
-void dir_reply(fuse_req_t req, struct dir_listing *l, size_t size, off_t off)
+/*
+ * Fills buf with the entries of l from index i on, as many as size holds,
+ * plain (entry NULL) or with their nodes; the lookups entry() counted go
+ * into *counted. Returns the bytes filled; *ret_i is the first entry left out.
+ */
+static size_t fill(fuse_req_t req, struct dir_listing *l, size_t i, char *buf, size_t size, dir_entry_fn entry,
+		   fuse_ino_t *counted, size_t *ret_ncounted, size_t *ret_i)
 {
-	_cleanup_free_ char *buf = malloc(size);
-	struct dir_listing *gone = NULL;
 	uint64_t base = (uint64_t)l->serial << SERIAL_SHIFT;
-	size_t pos = 0, i = (size_t)((uint64_t)off & INDEX_MASK);
+	size_t pos = 0;
 
-	if (!buf) {
-		fuse_reply_err(req, ENOMEM);
-	} else {
-		for (; i < l->n; i++) {
-			struct stat st = { .st_ino = l->v[i].ino, .st_mode = l->v[i].type };
-			size_t need = fuse_add_direntry(req, buf + pos, size - pos, l->v[i].name, &st,
-							(off_t)(base | (i + 1)));
+	*ret_ncounted = 0;
+	for (; i < l->n; i++) {
+		struct stat st = { .st_ino = l->v[i].ino, .st_mode = l->v[i].type };
+		struct fuse_entry_param e = { .attr = st };
+		off_t next = (off_t)(base | (i + 1));
+		size_t need;
 
+		if (!entry) {
+			need = fuse_add_direntry(req, buf + pos, size - pos, l->v[i].name, &st, next);
 			if (need > size - pos)
 				break;
 			pos += need;
+			continue;
 		}
-		fuse_reply_buf(req, buf, pos);
+		/* Its size first: an entry that does not fit must not be counted as looked up. */
+		need = fuse_add_direntry_plus(req, NULL, 0, l->v[i].name, &e, next);
+		if (need > size - pos)
+			break;
+		if (entry(l->node, l->v[i].name, &e))
+			counted[(*ret_ncounted)++] = e.ino;
+		else
+			e = (struct fuse_entry_param){ .attr = st };
+		fuse_add_direntry_plus(req, buf + pos, size - pos, l->v[i].name, &e, next);
+		pos += need;
+	}
+	*ret_i = i;
+	return pos;
+}
+
+static void reply(fuse_req_t req, struct dir_listing *l, size_t size, off_t off, dir_entry_fn entry)
+{
+	_cleanup_free_ char *buf = malloc(size);
+	/* Each entry of a readdirplus takes more than a fuse_dirent: fewer than size / 24 of them. */
+	_cleanup_free_ fuse_ino_t *counted = entry ? calloc(size / sizeof(struct fuse_dirent) + 1, sizeof(*counted)) : NULL;
+	struct dir_listing *gone = NULL;
+	size_t pos = 0, ncounted = 0, i = (size_t)((uint64_t)off & INDEX_MASK);
+
+	if (!buf || (entry && !counted)) {
+		fuse_reply_err(req, ENOMEM);
+	} else {
+		pos = fill(req, l, i, buf, size, entry, counted, &ncounted, &i);
+		/* Not delivered (interrupted): the kernel did not count those lookups either. */
+		if (fuse_reply_buf(req, buf, pos) < 0)
+			for (size_t k = 0; k < ncounted; k++)
+				nodes_forget(counted[k], 1);
 	}
 	pthread_mutex_lock(&dirs_lock);
 	/*
@@ -178,6 +220,16 @@ void dir_reply(fuse_req_t req, struct dir_listing *l, size_t size, off_t off)
 	gone = listing_put(l);
 	pthread_mutex_unlock(&dirs_lock);
 	listing_free(gone);
+}
+
+void dir_reply(fuse_req_t req, struct dir_listing *l, size_t size, off_t off)
+{
+	reply(req, l, size, off, NULL);
+}
+
+void dir_reply_plus(fuse_req_t req, struct dir_listing *l, size_t size, off_t off, dir_entry_fn entry)
+{
+	reply(req, l, size, off, entry);
 }
 
 void dir_release_all(void)

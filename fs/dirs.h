@@ -9,6 +9,7 @@
  */
 
 #include <fuse_lowlevel.h>
+#include <stdbool.h>
 
 struct dir_listing;
 struct route;
@@ -23,6 +24,18 @@ struct dir_listing *dir_listing_find(fuse_ino_t ino, off_t off);
 int dir_listing_new(fuse_ino_t ino, const struct route *rt, struct dir_listing **ret);
 /* Replies to a readdir of the listing from offset off, and drops the reference. */
 void dir_reply(fuse_req_t req, struct dir_listing *l, size_t size, off_t off);
+/*
+ * Fills *e with the node and attributes of the entry name of folder parent,
+ * counted as one lookup of it, and returns true; or false, for an entry
+ * without them (e is then left to dir_reply_plus()).
+ */
+typedef bool (*dir_entry_fn)(fuse_ino_t parent, const char *name, struct fuse_entry_param *e);
+/*
+ * Replies to a readdirplus as dir_reply() to a readdir, each entry's node
+ * and attributes from entry(), and drops the reference. The lookups entry()
+ * counted are forgotten again if the reply does not reach the kernel.
+ */
+void dir_reply_plus(fuse_req_t req, struct dir_listing *l, size_t size, off_t off, dir_entry_fn entry);
 /* At unmount: frees the listings still kept. */
 void dir_release_all(void);
 

@@ -713,28 +713,73 @@ static void ll_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	fuse_reply_err(req, ENOSYS);
 }
 
-static void ll_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+/* The listing a readdir of ino from off reads, with a reference; NULL once the error is replied. */
+static struct dir_listing *listing_of(fuse_req_t req, fuse_ino_t ino, off_t off)
 {
 	struct dir_listing *l = dir_listing_find(ino, off);
+	_cleanup_sb_ struct sb path = SB_INIT;
+	struct route rt;
+	int r;
+
+	if (l)
+		return l;
+	r = node_route(ino, &path, &rt, NULL);
+	if (r == 0)
+		r = wait_taken_in(path.buf, true);
+	if (r == 0)
+		r = dir_listing_new(ino, &rt, &l);
+	if (r < 0) {
+		fuse_reply_err(req, -r);
+		return NULL;
+	}
+	return l;
+}
+
+static void ll_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	struct dir_listing *l;
 
 	(void)fi;
-	if (!l) {
-		_cleanup_sb_ struct sb path = SB_INIT;
-		struct route rt;
-		int r;
+	begin(req);
+	if ((l = listing_of(req, ino, off)))
+		dir_reply(req, l, size, off);
+}
 
-		begin(req);
-		r = node_route(ino, &path, &rt, NULL);
-		if (r == 0)
-			r = wait_taken_in(path.buf, true);
-		if (r == 0)
-			r = dir_listing_new(ino, &rt, &l);
-		if (r < 0) {
-			fuse_reply_err(req, -r);
-			return;
-		}
-	}
-	dir_reply(req, l, size, off);
+/*
+ * An entry of a READDIRPLUS reply (dir_entry_fn): the node and attributes a
+ * LOOKUP of it would give, for an entry the kernel may keep (a folder, a
+ * plain file), so that a walk (grep -r, find, ls -lR) does not look each one
+ * up. Not for a doc: the kernel stamps an entry a READDIRPLUS reply brings
+ * with the epoch of the moment it takes the reply in, not of when its
+ * request began as for a LOOKUP, so a commit in between would leave the
+ * entry of the doc's old version node standing (kcache_doc_entry()). A doc,
+ * "." and "..", and whatever the kernel would not keep go as bare names.
+ */
+static bool plus_entry(fuse_ino_t parent, const char *name, struct fuse_entry_param *e)
+{
+	_cleanup_sb_ struct sb path = SB_INIT;
+	struct route rt;
+
+	if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || path_of(parent, name, &path, NULL) < 0)
+		return false;
+	route_resolve(fs_current, path.buf, &rt);
+	if (rt.kind == ROUTE_DOC || op_getattr(&rt, &e->attr, NULL) < 0)
+		return false;
+	kcache_entry(fs_current, &rt, path.buf, e);
+	if (e->entry_timeout <= 0)
+		return false;
+	e->ino = nodes_lookup(parent, name, NULL);
+	return e->ino != 0;
+}
+
+static void ll_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	struct dir_listing *l;
+
+	(void)fi;
+	begin(req);
+	if ((l = listing_of(req, ino, off)))
+		dir_reply_plus(req, l, size, off, plus_entry);
 }
 
 /* ---- control ---------------------------------------------------------------- */
@@ -766,6 +811,13 @@ static void ll_init(void *userdata, struct fuse_conn_info *conn)
 	/* O_TRUNC arrives with open, not as a separate truncate. */
 	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
 		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+	/*
+	 * Every piece of a listing as READDIRPLUS: grep -r, find and ls -lR read
+	 * a whole listing before they look at an entry, and the kernel's own
+	 * choice (the first piece only, unless lookups came meanwhile) would
+	 * leave them a lookup a folder.
+	 */
+	conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
 	/* A write's bytes are taken by splice() into a pipe, which must hold the largest (loop.c). */
 	if (conn->max_write > loop_max_write())
 		conn->max_write = (unsigned)loop_max_write();
@@ -796,6 +848,7 @@ static const struct fuse_lowlevel_ops ll_ops = {
 	.fsync = ll_fsync,
 	.opendir = ll_opendir,
 	.readdir = ll_readdir,
+	.readdirplus = ll_readdirplus,
 	.statfs = ll_statfs,
 	.create = ll_create,
 	.fallocate = ll_fallocate,

@@ -27,6 +27,8 @@
 #   - the view's listings, which the kernel keeps too, at once after changes
 #     made in the compat tree: a new version, a new checkpoint, a task moved
 #     to a new workspace by its history item, a task removed (in the trash);
+#   - a first walk of folders looks none of them up: their listings bring
+#     their entries (READDIRPLUS);
 #   - and that the kernel does keep them: a second read and stat of a doc that
 #     did not change since its save by temp + rename (and 1 s, for the temp
 #     file's entry to lapse) send the daemon no READ and no GETATTR (nor any
@@ -429,6 +431,25 @@ writer=$(awk '$1 == 1 { n = $3 } END { print n }' "$T/opens")
 [[ $writer != "$reader" ]] ||
 	problem "the writer opened node $reader to write, which the reader had open:\n$(cat "$T/opens")"
 same "$DOC" "$T/v2.json" "the doc after the writer"
+
+say "a first walk of folders gets their entries with the listings"
+# READDIRPLUS: a listing brings each folder's node and attributes, so that a
+# walk (find, grep -r, ls -lR) does not look each folder up. Docs still are
+# (their entries come by LOOKUP only: ll_readdirplus()).
+for i in 1 2 3 4 5 6; do
+	mkdir "$M/tasks/17953062690$i"
+done
+unmount_convfs "$M"
+mount_convfs "$M" "$STORE" -d
+before=$(wc -l <"$STORE.log")
+find "$M/tasks" -type d >"$T/folders"
+tail -n +"$((before + 1))" "$STORE.log" | grep -a -o -E 'opcode: [A-Z_]+' | sort | uniq -c | tr -s ' \n' ' ' >"$T/walk"
+folders=$(wc -l <"$T/folders")
+((folders >= 7)) || fail "find lists $folders folders under tasks/: $(tr '\n' ' ' <"$T/folders")"
+looked=$(grep -o -E '[0-9]+ opcode: LOOKUP' "$T/walk" | cut -d' ' -f1) || true
+# One LOOKUP: tasks/ itself, found by its path, not in a listing.
+((${looked:-0} <= 1)) || problem "a first find of $folders folders sent the daemon ${looked} LOOKUP requests: $(cat "$T/walk")"
+grep -q -w READDIRPLUS "$T/walk" || problem "a first find of folders sent no READDIRPLUS: $(cat "$T/walk")"
 unmount_convfs "$M"
 check_log "$STORE.log" '^convfs: debug: '
 pass
