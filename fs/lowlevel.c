@@ -753,13 +753,18 @@ static void ll_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, s
  * with the epoch of the moment it takes the reply in, not of when its
  * request began as for a LOOKUP, so a commit in between would leave the
  * entry of the doc's old version node standing (kcache_doc_entry()). A doc,
- * "." and "..", and whatever the kernel would not keep go as bare names.
+ * "." and "..", whatever the kernel would not keep, and every entry while
+ * the take-in goes on (the mount is ready before it ends) go as bare names.
  */
 static bool plus_entry(fuse_ino_t parent, const char *name, struct fuse_entry_param *e)
 {
 	_cleanup_sb_ struct sb path = SB_INIT;
+	struct take_in *t = fs_current->take_in;
 	struct route rt;
 
+	/* While the take-in goes on, an entry's attributes would wait for it: bare, looked up when used. */
+	if (t && !fs_take_in_done(t))
+		return false;
 	if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || path_of(parent, name, &path, NULL) < 0)
 		return false;
 	route_resolve(fs_current, path.buf, &rt);
