@@ -226,7 +226,7 @@ static void splice_pipe_close(int state)
  * more than /proc/sys/fs/pipe-max-size takes CAP_SYS_RESOURCE), and then
  * it never tries again.
  */
-static bool splice_pipe_ready(const struct loop *l)
+static bool splice_pipe_ready(void)
 {
 	int size;
 
@@ -309,7 +309,7 @@ static int device_read(struct loop *l, struct fuse_buf *buf)
 			return -ENOMEM;
 	}
 	buf->flags = 0;
-	by_splice = l->splice_next > 0 && splice_pipe_ready(l);
+	by_splice = l->splice_next > 0 && splice_pipe_ready();
 	do
 		n = by_splice ? splice(l->fd, NULL, splice_pipe[1], NULL, l->bufsize, 0)
 			      : read(l->fd, buf->mem, l->bufsize);

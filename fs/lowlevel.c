@@ -41,6 +41,14 @@ __thread pid_t fs_caller_pid;
 __thread uid_t fs_caller_uid;
 __thread gid_t fs_caller_gid;
 
+/* Whether the take-in goes on (fs_take_in_begin()). */
+static bool taking_in(void)
+{
+	struct take_in *t = fs_current->take_in;
+
+	return t && !fs_take_in_done(t);
+}
+
 /*
  * While the take-in goes on (fs_take_in_begin()), a request waits here
  * until what it touches at path was looked at underneath (listing: path's
@@ -48,13 +56,12 @@ __thread gid_t fs_caller_gid;
  */
 static int wait_taken_in(const char *path, bool listing)
 {
-	struct take_in *t = fs_current->take_in;
 	struct route rt;
 
-	if (!t || fs_take_in_done(t))
+	if (!taking_in())
 		return 0;
 	route_resolve(fs_current, path, &rt);
-	return fs_take_in_wait(t, rt.rel, rt.kind == ROUTE_VIEW, listing);
+	return fs_take_in_wait(fs_current->take_in, rt.rel, rt.kind == ROUTE_VIEW, listing);
 }
 
 /*
@@ -138,6 +145,24 @@ static void reply_version_entry(fuse_req_t req, fuse_ino_t parent, const char *n
  * After a request that made it (mkdir, create, ...), what stands at path now
  * is looked up afresh.
  */
+/*
+ * The attributes and timeouts of the entry at path, rt (not a doc's, whose
+ * nodes stand for versions: reply_version_entry()); through handle fi if
+ * not NULL. 0 or a negative errno.
+ */
+static int entry_param(const struct route *rt, const char *path, struct fuse_file_info *fi,
+		       struct fuse_entry_param *e)
+{
+	int r = op_getattr(rt, &e->attr, fi);
+
+	if (r < 0)
+		return r;
+	kcache_entry(fs_current, rt, path, e);
+	if (fi)
+		e->attr_timeout = kcache_handle_timeout(rt, e->attr_timeout);
+	return 0;
+}
+
 static void reply_entry_at(fuse_req_t req, fuse_ino_t parent, const char *name, const char *path,
 			   struct fuse_file_info *fi)
 {
@@ -150,16 +175,13 @@ static void reply_entry_at(fuse_req_t req, fuse_ino_t parent, const char *name, 
 		reply_version_entry(req, parent, name, &rt);
 		return;
 	}
-	r = op_getattr(&rt, &e.attr, fi);
+	r = entry_param(&rt, path, fi, &e);
 	if (r < 0) {
 		if (fi)
 			op_release(fi);
 		fuse_reply_err(req, -r);
 		return;
 	}
-	kcache_entry(fs_current, &rt, path, &e);
-	if (fi)
-		e.attr_timeout = kcache_handle_timeout(&rt, e.attr_timeout);
 	e.ino = nodes_lookup(parent, name, fi ? &fi->fh : NULL);
 	if (!e.ino) {
 		if (fi)
@@ -759,19 +781,15 @@ static void ll_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, s
 static bool plus_entry(fuse_ino_t parent, const char *name, struct fuse_entry_param *e)
 {
 	_cleanup_sb_ struct sb path = SB_INIT;
-	struct take_in *t = fs_current->take_in;
 	struct route rt;
 
 	/* While the take-in goes on, an entry's attributes would wait for it: bare, looked up when used. */
-	if (t && !fs_take_in_done(t))
+	if (taking_in())
 		return false;
 	if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || path_of(parent, name, &path, NULL) < 0)
 		return false;
 	route_resolve(fs_current, path.buf, &rt);
-	if (rt.kind == ROUTE_DOC || op_getattr(&rt, &e->attr, NULL) < 0)
-		return false;
-	kcache_entry(fs_current, &rt, path.buf, e);
-	if (e->entry_timeout <= 0)
+	if (rt.kind == ROUTE_DOC || entry_param(&rt, path.buf, NULL, e) < 0 || e->entry_timeout <= 0)
 		return false;
 	e->ino = nodes_lookup(parent, name, NULL);
 	return e->ino != 0;
