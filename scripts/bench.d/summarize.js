@@ -2,11 +2,11 @@
 // summarize.js RESULTS SIZES_JSON
 //
 // Reads scripts/bench's raw results (lines KEY <tab> plain|convfs|passthrough
-// <tab> VALUE: milliseconds, or kB for the rss_* keys) and prints the
+// |floor <tab> VALUE: milliseconds, or kB for the rss_* keys) and prints the
 // markdown table: workload | n | plain median | convfs median | convfs/plain
 // | target; with results of libfuse's passthrough_ll (the rows it can serve
-// in --quick, the saves in the other runs), two columns more before the
-// target: its median and its ratio to plain.
+// in --quick, the saves in the other runs) or of the floor (the walks), two
+// columns more each before the target: its median and its ratio to plain.
 'use strict';
 
 const fs = require('fs');
@@ -45,13 +45,15 @@ const ratio = (r) => (r === undefined || !isFinite(r) ? '—' : r >= 10 ? `${r.t
 const mb = (kb) => (kb === undefined ? '—' : `${(kb / 1024).toFixed(1)} MB`);
 const verdict = (v, max, unit) => (v === undefined ? `≤ ${max}${unit}` : `≤ ${max}${unit} ${v <= max ? 'met' : '**missed**'}`);
 
-const hasPt = Object.values(data).some((d) => d.passthrough);
+// The other sides, each with a column pair if it has results: [side, title].
+const others = [['passthrough', 'passthrough_ll'], ['floor', 'floor']]
+	.filter(([side]) => Object.values(data).some((d) => d[side]));
 const rows = [];
-// A row: workload, n, plain, convfs, convfs/plain, target; pt: the passthrough_ll cells.
-function row(cells, pt) {
+// A row: workload, n, plain, convfs, convfs/plain, target; more: the other
+// sides' cells, a pair each, in the order of others.
+function row(cells, more) {
 	const r = [...cells];
-	if (hasPt)
-		r.splice(5, 0, ...(pt || ['—', '—']));
+	r.splice(5, 0, ...(more || others.flatMap(() => ['—', '—'])));
 	rows.push(r);
 }
 // target: the most convfs/plain may be; maxMs: the most convfs may take.
@@ -59,12 +61,15 @@ function timeRow(key, title, target, maxMs) {
 	const d = data[key];
 	if (!d)
 		return;
-	const p = median(d.plain), c = median(d.convfs), t = median(d.passthrough);
+	const p = median(d.plain), c = median(d.convfs);
 	const n = Math.max((d.plain || []).length, (d.convfs || []).length);
 	const r = p !== undefined && c !== undefined ? c / p : undefined;
-	const pt = [ms(t), ratio(p !== undefined && t !== undefined ? t / p : undefined)];
+	const more = others.flatMap(([side]) => {
+		const t = median(d[side]);
+		return [ms(t), ratio(p !== undefined && t !== undefined ? t / p : undefined)];
+	});
 	const goal = target ? verdict(r, target, '×') : maxMs ? verdict(c, maxMs, ' ms') : '';
-	row([title, n, ms(p), ms(c), ratio(r), goal], pt);
+	row([title, n, ms(p), ms(c), ratio(r), goal], more);
 }
 
 const bigMB = `${sz.bigMB} MB`;
@@ -125,8 +130,7 @@ if (data.rss_peak) {
 }
 
 const head = ['workload', 'n', 'plain median', 'convfs median', 'convfs/plain', 'target'];
-if (hasPt)
-	head.splice(5, 0, 'passthrough_ll median', 'passthrough_ll/plain');
+head.splice(5, 0, ...others.flatMap(([, title]) => [`${title} median`, `${title}/plain`]));
 const table = [head, head.map(() => '---'), ...rows.map((r) => r.map(String))];
 const w = head.map((_, i) => Math.max(...table.map((r) => [...r[i]].length)));
 for (const r of table)

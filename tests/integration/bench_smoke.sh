@@ -4,7 +4,7 @@
 # bench_smoke.sh: scripts/bench --quick works. It runs the whole benchmark on
 # small data (a minute or two) against $CONVFS and passes if the script exits
 # 0 and prints its table with every workload in it (and libfuse's
-# passthrough_ll where it runs it). It checks that the
+# passthrough_ll where it runs it, and the floor on the walks). It checks that the
 # benchmark works, not that convfs meets the targets (docs/BENCHMARKS.md).
 #
 # Environment (set by tests/integration/meson.build): CONVFS, the binary.
@@ -42,6 +42,12 @@ if grep -q -E '^\| workload .*\| passthrough_ll median' "$out"; then
 	missing=$(awk -F'|' '$2 ~ /^ (ls -lR \(|find|grep -r over|rsync|git)/ && ($7 ~ /—/ || $8 ~ /—/)' "$out")
 	[[ -z $missing ]] || fail "rows without a passthrough_ll result:\n$missing"
 fi
+# The floor (scripts/bench.d/floor.c) serves the walks in every run: they
+# have its numbers.
+col=$(awk -F'|' '/^\| workload / { for (i = 2; i <= NF; i++) if ($i ~ /^ floor median/) print i; exit }' "$out")
+[[ -n $col ]] || fail "no floor column in the table"
+missing=$(awk -F'|' -v c="$col" '$2 ~ /^ (ls -lR \(|find|grep -r over|rsync)/ && ($c ~ /—/ || $(c + 1) ~ /—/)' "$out")
+[[ -z $missing ]] || fail "walks without a floor result:\n$missing"
 if grep -q 'WARNING' "$out"; then
 	fail "the benchmark reported a problem:\n$(grep WARNING "$out")"
 fi
