@@ -412,6 +412,7 @@ void store_free(struct store *st)
 	if (!st->readonly)
 		sqlite3_exec(st->db, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL);
 	store_stmt_cache_drop(st->db);
+	store_rows_drop(st);
 	free(st->ws_last.key);
 	free(st->ws_last.path);
 	free(st->ws_path_key);

@@ -18,6 +18,9 @@ enum doc_format {
 	DOC_RAW = 2,   /* unparsed bytes in table blobs (damaged on import) */
 };
 
+struct doc_rows;
+#define STORE_ROWS_KEPT 4
+
 struct store {
 	sqlite3 *db;
 	pthread_mutex_t lock;
@@ -68,6 +71,9 @@ struct store {
 	/* The key of the elements' digests (digest128()), read from meta at the first commit that needs it. */
 	struct digest_key digest_key;
 	int digest_key_state; /* 0: not read yet; 1: read; -1: the store has none */
+	/* The current rows of the last large docs committed, newest first (store/array.c). */
+	struct doc_rows *rows_kept[STORE_ROWS_KEPT];
+	size_t rows_total; /* rows in them */
 };
 
 /*
@@ -87,6 +93,9 @@ static inline void placement_moved(struct store *st)
  * Called with the store's lock held (store/array.c).
  */
 const struct digest_key *store_digest_key(struct store *st);
+
+/* Frees the rows kept of the last docs committed (store/array.c). */
+void store_rows_drop(struct store *st);
 
 /* Called by tx_commit(), with the lock held, after a commit outside a batch (store/view.c). */
 void ws_carry(struct store *st, uint64_t before, uint64_t after);

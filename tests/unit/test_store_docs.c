@@ -298,6 +298,15 @@ static void make_long(struct sb *sb, int n, int odd, int changed)
 	assert_int_equal(sb_adds(sb, "]"), 0);
 }
 
+/* Commits make_long(n, odd, changed) as the UI doc, and reads it back. */
+static void save_long(struct fixture *f, struct sb *sb, int n, int odd, int changed)
+{
+	sb->len = 0;
+	make_long(sb, n, odd, changed);
+	assert_int_equal(store_doc_commit(f->st, UI, sb->buf, sb->len, &who, "write"), 0);
+	assert_doc(f->st, UI, sb->buf, sb->len);
+}
+
 /* The rows the last commit added to the doc at path. */
 static int added_last(const char *db, const char *path)
 {
@@ -305,11 +314,20 @@ static int added_last(const char *db, const char *path)
 			  "e.rev_to IS NULL AND e.rev_from = d.rev", path);
 }
 
+/* Opens f's store again: what it kept in memory of the last commits goes. */
+static void reopen(struct fixture *f)
+{
+	store_free(f->st);
+	assert_int_equal(store_open(f->path, 0, &f->st), 0);
+}
+
 /*
  * A long doc: what a commit keeps of it is every element up to the first
  * that changed, wherever that is, and whatever comes before it: more
  * bytes before an element than usual, a row without a digest (compared by
- * its bytes), a digest that says other bytes.
+ * its bytes), a digest that says other bytes. (The rows changed underneath
+ * are read from the index after the store is opened again: the rows of the
+ * last commits are kept in memory.)
  */
 static void test_digests_long(void **state)
 {
@@ -344,6 +362,7 @@ static void test_digests_long(void **state)
 
 	/* A row without a digest is checked by its bytes, in order, and kept. */
 	db_exec(f->path, "UPDATE elems SET dg = NULL WHERE seq = 4500 AND rev_to IS NULL");
+	reopen(f);
 	sb.len = 0;
 	make_long(&sb, N + 2, ODD + 1, 3000);
 	assert_int_equal(store_doc_commit(f->st, UI, sb.buf, sb.len, &who, "write"), 0);
@@ -353,11 +372,62 @@ static void test_digests_long(void **state)
 
 	/* A digest that says other bytes, in the last batch: kept up to it. */
 	db_exec(f->path, "UPDATE elems SET dg = zeroblob(16) WHERE seq = 5999 AND rev_to IS NULL");
+	reopen(f);
 	sb.len = 0;
 	make_long(&sb, N + 3, ODD + 1, 3000);
 	assert_int_equal(store_doc_commit(f->st, UI, sb.buf, sb.len, &who, "write"), 0);
 	assert_doc(f->st, UI, sb.buf, sb.len);
 	assert_int_equal(added_last(f->path, UI), N + 3 - 5999);
+	sb_release(&sb);
+}
+
+/*
+ * The rows of a long doc that a commit kept in memory, for the next commit
+ * not to read its index: that commit keeps what the index would have given
+ * it, through saves that add an element, change the last, change one in
+ * the middle, change nothing, and after the doc changed another way (an
+ * append: a revision the kept rows are not of). That the kept rows are what
+ * is compared shows in a digest changed underneath the open store, which
+ * nothing but this test does: it is seen once the store is opened again.
+ */
+static void test_rows_kept(void **state)
+{
+	enum { N = 3000 };
+	struct fixture *f = *state;
+	struct store_line line = { .data = "{\"ts\":1,\"text\":\"appended\"}" };
+	struct sb sb = SB_INIT;
+
+	save_long(f, &sb, N, 10, -1);
+	assert_int_equal(added_last(f->path, UI), N);
+	/* The index read once, from here on the rows kept: one more, the last changed, one more. */
+	save_long(f, &sb, N + 1, 10, -1);
+	assert_int_equal(added_last(f->path, UI), 1);
+	save_long(f, &sb, N + 1, 10, N);
+	assert_int_equal(added_last(f->path, UI), 1);
+	save_long(f, &sb, N + 2, 10, N);
+	assert_int_equal(added_last(f->path, UI), 1);
+	/* Nothing changed: no revision, and the rows stay kept. */
+	save_long(f, &sb, N + 2, 10, N);
+	assert_int_equal(added_last(f->path, UI), 1);
+	/* One in the middle changed: kept up to it. */
+	save_long(f, &sb, N + 2, 10, 1000);
+	assert_int_equal(added_last(f->path, UI), N + 2 - 1000);
+	/* An append makes a revision of its own; then a save without the appended line. */
+	line.len = strlen(line.data);
+	assert_int_equal(store_doc_append(f->st, UI, &line, 1, NULL, &who), 0);
+	save_long(f, &sb, N + 2, 10, 1000);
+	save_long(f, &sb, N + 3, 10, 1000);
+	assert_int_equal(added_last(f->path, UI), 1);
+
+	/* A digest changed underneath: the kept rows say the bytes are the same. */
+	db_exec(f->path, "UPDATE elems SET dg = zeroblob(16) WHERE seq = 20 AND rev_to IS NULL");
+	save_long(f, &sb, N + 4, 10, 1000);
+	assert_int_equal(added_last(f->path, UI), 1);
+	/* Opened again, the index says other bytes at 20: kept up to it. */
+	db_exec(f->path, "UPDATE elems SET dg = zeroblob(16) WHERE seq = 20 AND rev_to IS NULL");
+	reopen(f);
+	save_long(f, &sb, N + 5, 10, 1000);
+	assert_int_equal(added_last(f->path, UI), N + 5 - 20);
 	sb_release(&sb);
 }
 
@@ -925,6 +995,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_kept_prefix_ends, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_digests, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_digests_long, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_rows_kept, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_shared_fd, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_offsets_and_sizes, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_large_element, setup_store, teardown),
