@@ -393,6 +393,8 @@ out:
 		/* The rows found; the commit adds its own after them. */
 		kept->n = sv->n;
 		kept->pre.len = kept->n ? kept->v[kept->n - 1].pre_at + kept->v[kept->n - 1].pre_len : 0;
+		if (kept->pre.buf)
+			kept->pre.buf[kept->pre.len] = '\0'; /* a struct sb ends in one */
 	}
 	return r;
 }
