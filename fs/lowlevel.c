@@ -141,11 +141,6 @@ static void reply_version_entry(fuse_req_t req, fuse_ino_t parent, const char *n
 }
 
 /*
- * Replies with the entry parent/name, whose path is path, counting a lookup.
- * After a request that made it (mkdir, create, ...), what stands at path now
- * is looked up afresh.
- */
-/*
  * The attributes and timeouts of the entry at path, rt (not a doc's, whose
  * nodes stand for versions: reply_version_entry()); through handle fi if
  * not NULL. 0 or a negative errno.
@@ -163,6 +158,11 @@ static int entry_param(const struct route *rt, const char *path, struct fuse_fil
 	return 0;
 }
 
+/*
+ * Replies with the entry parent/name, whose path is path, counting a lookup.
+ * After a request that made it (mkdir, create, ...), what stands at path now
+ * is looked up afresh.
+ */
 static void reply_entry_at(fuse_req_t req, fuse_ino_t parent, const char *name, const char *path,
 			   struct fuse_file_info *fi)
 {
