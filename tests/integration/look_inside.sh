@@ -217,6 +217,13 @@ cv status --json "$MNT"
 # it answers again.
 pid=${DAEMON_PID[$MNT]}
 kill -STOP "$pid"
+# kill returns before every thread has stopped: wait until each one has (T).
+all_stopped() { ! grep -q -v -E '^[0-9]+ \(.*\) T ' /proc/"$pid"/task/*/stat; }
+for ((i = 0; i < 100; i++)); do
+	all_stopped && break
+	sleep 0.05
+done
+all_stopped || problem "the daemon's threads did not all stop in 5 s"
 start=$SECONDS
 RC=0
 timeout -s KILL 30 "$CONVFS" status "$MNT" >"$T/out" 2>"$T/err" || RC=$?
