@@ -15,7 +15,7 @@
 // mount workspaces/ is the view alone, answered by the store, not by a folder
 // underneath (the case where every walk through the view costs most).
 //
-// The shapes are those of the fixtures (../shared/fixtures): an
+// The shapes are those of the fixtures (tests/fixtures): an
 // api_req_started message carries the request as a JSON string, the API
 // conversation repeats the environment details on every user turn, and so
 // on. Task sizes follow a log-normal law around TOTAL_MB / TASKS (clipped to

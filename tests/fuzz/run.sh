@@ -6,7 +6,7 @@
 #
 # NAME is json or merge (which seeds to build). FUZZ_SECONDS overrides
 # SECONDS (default 60). FIXTURES is the fixtures folder (default
-# ../shared/fixtures beside the repository); a missing fixture is a failure.
+# tests/fixtures); a missing fixture is a failure.
 # FUZZ_CORPUS=DIR keeps the corpus in DIR/NAME, to grow it across runs
 # (default: a fresh temp dir). FUZZ_JOBS=N runs N fuzzing processes at once (default 1).
 # Extra arguments after SECONDS go to libFuzzer as they are.
@@ -21,7 +21,7 @@ name=$2
 secs=${FUZZ_SECONDS:-${3:-60}}
 shift $(( $# < 3 ? $# : 3 ))
 here=$(cd "$(dirname "$0")" && pwd)
-fixtures=${FIXTURES:-$here/../../../shared/fixtures}
+fixtures=${FIXTURES:-$here/../fixtures}
 jobs=${FUZZ_JOBS:-1}
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/convfs-fuzz-$name.XXXXXX")

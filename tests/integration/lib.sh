@@ -12,7 +12,7 @@
 #
 # Environment (set by tests/integration/meson.build):
 #   CONVFS    the convfs binary
-#   FIXTURES  the folder with the fixture tarballs (../shared/fixtures)
+#   FIXTURES  the folder with the fixture tarballs (tests/fixtures)
 # and optionally (`meson test --setup valgrind` sets it):
 #   CONVFS_VALGRIND=1  run every daemon (and `convfs export`) under valgrind's
 #             memcheck: a memory error or a definite or indirect leak makes it
