@@ -240,9 +240,12 @@ struct store_base *bases_take(struct bases *b, const struct fs_proc *proc, const
 /*
  * Decides and acts in one critical section: a read base put by one thread of
  * a writer must not replace the written base another thread put meanwhile
- * (that would license removals the writer never saw).
+ * (that would license removals the writer never saw); a base given back
+ * after a failed commit (only_if_none) replaces nothing, since whatever was
+ * put meanwhile is newer.
  */
-void bases_put(struct bases *b, const struct fs_proc *proc, const char *path, struct store_base *base)
+static void put(struct bases *b, const struct fs_proc *proc, const char *path, struct store_base *base,
+		bool only_if_none)
 {
 	uint64_t h = key_hash(proc, path);
 	struct base_entry *e, *old, *evicted = NULL;
@@ -260,8 +263,8 @@ void bases_put(struct bases *b, const struct fs_proc *proc, const char *path, st
 	e->base = base;
 	pthread_mutex_lock(&b->lock);
 	old = detach(b, proc, path, h);
-	if (old && store_base_is_read(base)) {
-		/* A read never replaces a base: see the top of this file. */
+	if (old && (only_if_none || store_base_is_read(base))) {
+		/* The one in the table stays: see the top of this file. */
 		struct base_entry *t = old;
 
 		old = e;
@@ -281,4 +284,30 @@ void bases_put(struct bases *b, const struct fs_proc *proc, const char *path, st
 		entry_free(old);
 	if (evicted)
 		entry_free(evicted);
+}
+
+void bases_put(struct bases *b, const struct fs_proc *proc, const char *path, struct store_base *base)
+{
+	put(b, proc, path, base, false);
+}
+
+void bases_lease(struct bases *b, const struct fs_proc *proc, const char *path, struct base_lease *ret)
+{
+	*ret = (struct base_lease){ .bases = b, .proc = *proc, .path = path };
+	ret->base = bases_take(b, proc, path);
+}
+
+void base_lease_renew(struct base_lease *l, struct store_base *base)
+{
+	store_base_free(TAKE_PTR(l->base));
+	put(l->bases, &l->proc, l->path, base, false);
+	l->bases = NULL;
+}
+
+void base_lease_return(struct base_lease *l)
+{
+	if (!l->bases)
+		return;
+	put(l->bases, &l->proc, l->path, TAKE_PTR(l->base), true);
+	l->bases = NULL;
 }

@@ -181,12 +181,12 @@ int fs_private_file(struct fs *fs)
 int commit_take(struct fs *fs, int fd, enum commit_take_how how, struct commit_bytes *ret)
 {
 	_cleanup_close_ int out = -1;
+	_cleanup_sb_ struct sb mem = SB_INIT;
 	struct stat st;
 	bool eof = false, large;
 	size_t len = 0;
 	int r;
 
-	*ret = (struct commit_bytes){ .mem = SB_INIT, .fd = -1 };
 	/* The daemon's own file's size holds; another's only picks the way: each byte is read to the end. */
 	if (fstat(fd, &st) < 0) {
 		if (how == TAKE_OWN)
@@ -195,28 +195,31 @@ int commit_take(struct fs *fs, int fd, enum commit_take_how how, struct commit_b
 	}
 	large = (size_t)st.st_size > COMMIT_INLINE;
 	if (large && how != TAKE_COPY) {
-		ret->fd = fd;
-		ret->len = (size_t)st.st_size;
-		ret->shared = how == TAKE_SHARED;
+		*ret = (struct commit_bytes){ .mem = SB_INIT, .fd = fd, .len = (size_t)st.st_size,
+					      .shared = how == TAKE_SHARED };
 		return 0;
 	}
 	/* A larger file is copied whole by the kernel rather than read into memory first. */
-	if (!large && ((r = read_upto(fd, &ret->mem, COMMIT_INLINE, &eof)) < 0 || eof)) {
-		ret->len = ret->mem.len;
-		return r;
+	if (!large) {
+		r = read_upto(fd, &mem, COMMIT_INLINE, &eof);
+		if (r < 0)
+			return r;
+		if (eof) {
+			*ret = (struct commit_bytes){ .fd = -1, .len = mem.len };
+			ret->mem = mem;
+			mem = (struct sb)SB_INIT;
+			return 0;
+		}
 	}
 	out = fs_private_file(fs);
 	if (out < 0)
-		r = out;
-	else if ((r = pwrite_all(out, ret->mem.buf, ret->mem.len, 0)) == 0)
-		r = copy_rest(fd, ret->mem.len, out, ret->mem.len, &len, &ret->mem);
-	sb_release(&ret->mem);
+		return out;
+	r = pwrite_all(out, mem.buf, mem.len, 0);
+	if (r == 0)
+		r = copy_rest(fd, mem.len, out, mem.len, &len, &mem);
 	if (r < 0)
 		return r;
-	ret->fd = out;
-	ret->own_fd = true;
-	ret->len = len;
-	out = -1;
+	*ret = (struct commit_bytes){ .mem = SB_INIT, .fd = TAKE_FD(out), .own_fd = true, .len = len };
 	return 0;
 }
 
@@ -242,7 +245,8 @@ static void trim_after(size_t committed)
 
 int commit_taken(struct fs *fs, const struct commit_req *req, const struct commit_bytes *b)
 {
-	struct store_base *base, *nb = NULL;
+	_cleanup_base_lease_ struct base_lease lease = { 0 };
+	struct store_base *nb = NULL;
 	int r;
 
 	struct store_commit c = { .path = req->ws_key ? "state/taskHistory.json" : req->doc,
@@ -251,10 +255,11 @@ int commit_taken(struct fs *fs, const struct commit_req *req, const struct commi
 				  .ws_key = req->ws_key, .fd_shared = b->shared, .copy_rest = copy_tail,
 				  .copy_ctx = fs };
 
-	c.base = base = bases_take(fs->bases, req->proc, req->base_path);
+	bases_lease(fs->bases, req->proc, req->base_path, &lease);
+	c.base = lease.base;
 	r = store_commit(fs->store, &c, &nb, NULL);
-	store_base_free(base);
-	bases_put(fs->bases, req->proc, req->base_path, nb);
+	if (r == 0)
+		base_lease_renew(&lease, nb);
 	trim_after(b->len);
 	return r;
 }

@@ -162,6 +162,29 @@ struct store_base *bases_take(struct bases *b, const struct fs_proc *proc, const
 /* Records base (taking ownership) as what proc last saw of path. */
 void bases_put(struct bases *b, const struct fs_proc *proc, const char *path, struct store_base *base);
 
+/*
+ * A writer's merge base, leased for one commit: out of the table while the
+ * commit runs, so that no other commit uses it meanwhile, and given back on
+ * every path. A commit that was made renews the lease with the base it
+ * handed back; one that failed returns the base it was given, so that a
+ * refused save changes nothing, the writer's base included (its next save
+ * may still remove what it had seen). Declare it with _cleanup_base_lease_:
+ * a lease neither renewed nor returned by hand is returned at the end of
+ * its scope.
+ */
+struct base_lease {
+	struct bases *bases;     /* NULL once renewed or returned */
+	struct fs_proc proc;
+	const char *path;        /* the caller's, outlives the lease */
+	struct store_base *base; /* what the commit merges against; NULL: none known */
+};
+void bases_lease(struct bases *b, const struct fs_proc *proc, const char *path, struct base_lease *ret);
+/* The commit was made: base (owned; NULL: none) is the writer's from now on. */
+void base_lease_renew(struct base_lease *l, struct store_base *base);
+/* The commit failed: the leased base goes back, unless the writer put another one meanwhile. */
+void base_lease_return(struct base_lease *l);
+#define _cleanup_base_lease_ __attribute__((cleanup(base_lease_return)))
+
 /* ---- import.c: taking in the folder underneath, and export ---------------- */
 
 /* What a take-in did; the counts of its log line. */

@@ -64,6 +64,25 @@ log_has "$STORE.log" "refusing to commit '$UI'.*invalid utf-8" "invalid UTF-8"
 log_has "$STORE.log" "refusing to commit '$UI'.*nesting too deep" "the nesting limit"
 log_has "$STORE.log" "refusing to commit '$UI'.*top-level value is not an array" "a top-level object"
 
+say "a refused save keeps the writer's base"
+# One writer saves [a, b], has a save refused, then saves [a]: b goes, since
+# the writer had written it. (The base was lost after a refusal: the last
+# save merged with no base and kept b.)
+for how in rename inplace; do
+	task=1795306271000
+	[[ $how == rename ]] || task=1795306272000
+	mkdir "$MNT/tasks/$task"
+	node_client refused_save.js "$MNT/tasks/$task/ui_messages.json" "$how" "$T/refused.$how"
+	[[ $(head -n 1 "$T/refused.$how") == EINVAL ]] ||
+		problem "$how: the invalid save was not refused with EINVAL: $(head -n 1 "$T/refused.$how")"
+	tail -n 1 "$T/refused.$how" >"$T/refused.$how.want"
+	printf '%s\n' "$(cat "$MNT/tasks/$task/ui_messages.json")" >"$T/refused.$how.got"
+	cmp -s "$T/refused.$how.got" "$T/refused.$how.want" ||
+		problem "$how: after a refused save, the writer's save of [a] reads $(jq -c 'map(.ts)' "$T/refused.$how.got"), not [a]"
+done
+log_has "$STORE.log" "refusing to commit 'tasks/1795306271000/ui_messages.json'" "the refused rename"
+log_has "$STORE.log" "refusing to commit 'tasks/1795306272000/ui_messages.json'" "the refused in-place save"
+
 say "names"
 long=$(printf 'n%.0s' $(seq 1 300))
 if out=$(touch "$MNT/$long" 2>&1); then
@@ -188,5 +207,5 @@ ls "$MNT/tasks" >/dev/null || problem "the mount does not answer after the bad i
 unmount_convfs "$MNT"
 integrity=$(sqlite3 "$STORE" 'PRAGMA integrity_check')
 [[ $integrity == ok ]] || problem "store: $integrity"
-check_log "$STORE.log" "^convfs: warning: refusing (to commit '$UI'|to make the task|to create the|to open '.*' for writing)"
+check_log "$STORE.log" "^convfs: warning: refusing (to commit '($UI|tasks/179530627[12]000/ui_messages.json)'|to make the task|to create the|to open '.*' for writing)"
 pass
