@@ -647,14 +647,16 @@ static int fetch_by_hash(void *ctx, const struct merge_elem *e, char **ret_json,
 	struct fetch_ctx *c = ctx;
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
 	char *p;
+	int rc;
 
 	if (store_prepare(c->st, "SELECT json FROM elems WHERE doc_id = ?1 AND h = ?2 AND key IS NOT NULL LIMIT 1",
 			  &stmt) < 0)
 		return -EIO;
 	sqlite3_bind_int64(stmt, 1, c->doc_id);
 	sqlite3_bind_int64(stmt, 2, (sqlite3_int64)e->hash);
-	if (sqlite3_step(stmt) != SQLITE_ROW)
-		return -ENOENT;
+	rc = sqlite3_step(stmt);
+	if (rc != SQLITE_ROW)
+		return rc == SQLITE_DONE ? -ENOENT : store_fail(c->st, rc, "cannot read a history item by its hash");
 	p = strndup((const char *)sqlite3_column_text(stmt, 0), (size_t)sqlite3_column_bytes(stmt, 0));
 	if (!p)
 		return -ENOMEM;
@@ -913,7 +915,7 @@ int commit_array(struct store *st, const struct store_commit *c, const struct do
 	if (merging || d.format != DOC_ARRAY || !d.present) {
 		doc_rows_free(TAKE_PTR(rows)); /* this commit makes a new revision of the doc, or none */
 	} else if ((r = known_prefix(st, &d, &src, &sv, &known, &rows)) < 0) {
-		if (r != -EIO || !src.shared)
+		if (r != SRC_CUT_SHORT || !src.shared)
 			goto rollback;
 		/* The file ended early: another process cut it. What it holds now is taken whole. */
 		sv.n = 0;

@@ -28,19 +28,28 @@
 
 int tx_begin(struct store *st)
 {
+	int r;
+
 	store_blob_drop(st);
-	if (!st->batch_depth)
-		st->touch_n = 0;
-	return store_exec(st, st->batch_depth ? "SAVEPOINT doc" : "BEGIN IMMEDIATE");
+	if (st->batch_depth)
+		/* Outside a transaction a savepoint would begin one of its own. */
+		return store_tx_lost(st) ? -EIO : store_exec(st, "SAVEPOINT doc");
+	st->touch_n = 0;
+	r = store_exec(st, "BEGIN IMMEDIATE");
+	if (r == 0)
+		st->tx_open = true;
+	return r;
 }
 
 int tx_commit(struct store *st)
 {
-	int r = store_exec(st, st->batch_depth ? "RELEASE doc" : "COMMIT");
+	int r = store_tx_lost(st) ? -EIO : store_exec(st, st->batch_depth ? "RELEASE doc" : "COMMIT");
 	uint64_t gen;
 
 	if (r < 0)
 		return r;
+	if (!st->batch_depth)
+		st->tx_open = false;
 	gen = __atomic_add_fetch(&st->generation, 1, __ATOMIC_RELEASE);
 	if (!st->batch_depth && !st->placement_pending)
 		ws_carry(st, gen - 1, gen);
@@ -64,8 +73,10 @@ uint64_t store_placement_generation(struct store *st)
 void tx_rollback(struct store *st)
 {
 	sqlite3_exec(st->db, st->batch_depth ? "ROLLBACK TO doc; RELEASE doc" : "ROLLBACK", NULL, NULL, NULL);
-	if (!st->batch_depth)
+	if (!st->batch_depth) {
 		st->placement_pending = false;
+		st->tx_open = false;
+	}
 }
 
 /* ---- helpers ---------------------------------------------------------- */

@@ -49,7 +49,7 @@ void src_release(struct src *s)
 int src_read(const struct src *s, size_t off, char *buf, size_t n)
 {
 	if (off > s->len || n > s->len - off)
-		return -EIO;
+		return SRC_CUT_SHORT;
 	if (s->mem) {
 		memcpy(buf, s->mem + off, n);
 		return 0;
@@ -71,7 +71,7 @@ int src_read(const struct src *s, size_t off, char *buf, size_t n)
 		if (k < 0)
 			return -errno;
 		if (k == 0)
-			return -EIO;
+			return SRC_CUT_SHORT;
 		buf += k;
 		off += (size_t)k;
 		n -= (size_t)k;
@@ -85,7 +85,7 @@ int src_get(const struct src *s, size_t off, size_t n, struct src_window *w, con
 	int r;
 
 	if (off > s->len || n > s->len - off)
-		return -EIO;
+		return SRC_CUT_SHORT;
 	if (s->mem) {
 		*ret = s->mem + off;
 		return 0;

@@ -10,6 +10,7 @@
  * SRC_CHUNK pieces (src_to_blob(), src_equals_blob()).
  */
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -49,7 +50,14 @@ int src_own_rest(const struct store_commit *c, struct src *s, size_t from);
 /* Closes the copy src_own_rest() made, if any. */
 void src_release(struct src *s);
 
-/* Reads exactly n bytes at off into buf: 0, or -EIO if the bytes end before, or -errno. */
+/*
+ * What a src read returns when its bytes end before its length: a shared
+ * file that another process cut meanwhile. Its own code, so that a caller
+ * never takes the store's failures (-EIO from SQLite) for it.
+ */
+#define SRC_CUT_SHORT (-ENODATA)
+
+/* Reads exactly n bytes at off into buf: 0, or SRC_CUT_SHORT if the bytes end before, or -errno. */
 int src_read(const struct src *s, size_t off, char *buf, size_t n);
 
 /*

@@ -82,6 +82,8 @@ int store_prepare(struct store *st, const char *sql, sqlite3_stmt **ret)
 {
 	int rc, free_slot = -1;
 
+	if (store_tx_lost(st))
+		return -EIO;
 	pthread_mutex_lock(&stmt_cache_lock);
 	for (int i = 0; i < STMT_CACHE; i++) {
 		if (stmt_cache[i].db == st->db && stmt_cache[i].sql == sql && !stmt_cache[i].busy) {
@@ -218,6 +220,14 @@ int store_run(struct store *st, const char *sql, const int64_t *vals, size_t n, 
 	int r = store_run_args(st, sql, NULL, 0, vals, n, what);
 
 	return r < 0 ? r : 0;
+}
+
+bool store_tx_lost(struct store *st)
+{
+	if (!st->tx_open || !sqlite3_get_autocommit(st->db))
+		return false;
+	log_err("store: the transaction was rolled back by SQLite after an error; nothing more is written in it");
+	return true;
 }
 
 int store_exec(struct store *st, const char *sql)
@@ -492,6 +502,8 @@ int store_batch_begin(struct store *st)
 		r = store_exec(st, "BEGIN IMMEDIATE");
 		if (r < 0)
 			st->batch_depth--;
+		else
+			st->tx_open = true;
 	}
 	pthread_mutex_unlock(&st->lock);
 	return r;
@@ -503,7 +515,8 @@ int store_batch_end(struct store *st)
 
 	store_lock(st);
 	if (st->batch_depth > 0 && --st->batch_depth == 0) {
-		r = store_exec(st, "COMMIT");
+		r = store_tx_lost(st) ? -EIO : store_exec(st, "COMMIT");
+		st->tx_open = false;
 		if (r < 0)
 			sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
 		else if (st->placement_pending)

@@ -25,6 +25,14 @@ struct store {
 	sqlite3 *db;
 	pthread_mutex_t lock;
 	int batch_depth; /* > 0 while store_batch_begin() is open */
+	/*
+	 * A transaction of ours is open (tx_begin() at depth 0, a batch).
+	 * SQLite rolls a transaction back by itself after some errors (an I/O
+	 * error, a full disk, no memory): every statement after that would run
+	 * in a transaction of its own and stay, whatever happens to the rest.
+	 * store_tx_lost() tells, and nothing more is run (see its callers).
+	 */
+	bool tx_open;
 	pthread_t batch_owner;  /* the thread that began it: others wait for its end */
 	pthread_cond_t batch_over;
 	uint64_t generation; /* bumped by every committed change */
@@ -182,6 +190,12 @@ int dup_bytes(sqlite3_stmt *stmt, int col, char **ret, size_t *ret_len);
 int store_run(struct store *st, const char *sql, const int64_t *vals, size_t n, const char *what);
 /* Runs a statement without results; logs and returns -errno on failure. */
 int store_exec(struct store *st, const char *sql);
+/*
+ * True, with one log line, if a transaction of ours was open and SQLite has
+ * rolled it back after an error: what the caller would run now would be
+ * committed on its own. Store lock held.
+ */
+bool store_tx_lost(struct store *st);
 /* Logs an SQLite failure with context and returns its errno. */
 int store_fail(struct store *st, int rc, const char *what);
 
