@@ -55,7 +55,7 @@ int cmd_json_who(cJSON *o, pid_t pid, const char *comm)
  */
 int cmd_store_in_use(const char *path)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	int r = 0;
 
 	if (fd < 0)

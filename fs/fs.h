@@ -10,6 +10,7 @@
  */
 
 #include <stdbool.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "store/store.h"
@@ -55,6 +56,16 @@ void ll_session_forget(void);
  * tree. Returns an fd or -errno.
  */
 int plain_open(const struct fs *fs, const char *rel, int flags, mode_t mode);
+
+/*
+ * plain_open() of a file the daemon will read or write: never waits in
+ * open(), which a FIFO (for the other end) or a device put at rel would
+ * make it do, holding a worker, or every worker, for good. It opens with
+ * O_NONBLOCK, which changes nothing for a regular file, and refuses
+ * anything else: -EISDIR for a folder, -EINVAL for the rest. *ret_st (may
+ * be NULL) gets the file's fstat(). Returns an fd or -errno.
+ */
+int plain_open_regular(const struct fs *fs, const char *rel, int flags, mode_t mode, struct stat *ret_st);
 
 /*
  * Opens the directory that holds rel (O_PATH) and points *ret_leaf at rel's

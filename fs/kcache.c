@@ -82,26 +82,36 @@ void kcache_new_epoch(struct fs *fs)
 	}
 }
 
+/*
+ * Has the kernel drop what it keeps of node: its attributes, and a folder's
+ * listing. Never a file's pages: the kernel drops a page only once the
+ * read that fills it ends, and a read may be waiting for the very thread
+ * that asks, or for one that waits for it (with -s, the only worker): the
+ * mount would hang for good. A folder's pages are the listing the kernel
+ * keeps (cache_readdir): it locks one only while it copies entries in or
+ * out, never across a request to the daemon, so dropping those waits for
+ * nothing a request holds. The node may be freed meanwhile: the kernel
+ * ignores an unknown id.
+ */
+static void drop(struct node_ref node)
+{
+	fuse_lowlevel_notify_inval_inode(session, node.ino, node.dir ? 0 : -1, 0);
+}
+
 void kcache_invalidate(struct fs *fs, const char *rel)
 {
-	fuse_ino_t ino;
-	bool version;
+	struct node_ref node;
 
 	(void)fs;
 	if (!session)
 		return;
-	ino = nodes_find(rel, &version);
+	node = nodes_find(rel);
 	/*
-	 * The node may be freed meanwhile; the kernel ignores an unknown id. A
-	 * version node's pages and attributes never change: a commit leaves
-	 * them alone (and dropping pages would wait for those being read in).
-	 * Other docs have no pages (direct I/O); a folder's pages are the
-	 * listing the kernel keeps (cache_readdir, ll_opendir()), which it
-	 * locks only while it copies entries in or out, never across a request
-	 * to the daemon.
+	 * A version node's attributes never change: a commit leaves them
+	 * alone. Other docs have no pages (direct I/O).
 	 */
-	if (ino && !version)
-		fuse_lowlevel_notify_inval_inode(session, ino, 0, 0);
+	if (node.ino && !node.version)
+		drop(node);
 }
 
 /*
@@ -197,7 +207,7 @@ void kcache_placement_check(struct fs *fs)
 {
 	static uint64_t seen;
 	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-	_cleanup_free_ fuse_ino_t *inos = NULL;
+	_cleanup_free_ struct node_ref *nodes = NULL;
 	size_t n = 0;
 	uint64_t now = store_placement_generation(fs->store);
 
@@ -205,13 +215,13 @@ void kcache_placement_check(struct fs *fs)
 		return;
 	pthread_mutex_lock(&lock);
 	__atomic_store_n(&seen, now, __ATOMIC_RELEASE);
-	fuse_lowlevel_notify_inval_inode(session, FUSE_ROOT_ID, 0, 0);
-	if (nodes_collect(is_view_placed, &inos, &n) < 0)
+	drop((struct node_ref){ .ino = FUSE_ROOT_ID, .dir = true });
+	if (nodes_collect(is_view_placed, &nodes, &n) < 0)
 		/* The kernel keeps what it has until a folder's mtime moves, for a second at most. */
 		log_warn("out of memory while telling the kernel that tasks moved");
-	/* A node freed meanwhile: the kernel ignores an unknown id. */
+	/* Those are the view's folders, but for a client's own files directly in workspaces/. */
 	for (size_t i = 0; i < n; i++)
-		fuse_lowlevel_notify_inval_inode(session, inos[i], 0, 0);
+		drop(nodes[i]);
 	pthread_mutex_unlock(&lock);
 }
 
@@ -230,18 +240,18 @@ static bool is_top_level(const char *const *up, size_t n)
  */
 void kcache_taken_in(struct fs *fs)
 {
-	_cleanup_free_ fuse_ino_t *inos = NULL;
+	_cleanup_free_ struct node_ref *nodes = NULL;
 	size_t n = 0;
 
 	if (!session)
 		return;
 	kcache_drop_attrs(FUSE_ROOT_ID);
-	if (nodes_collect(is_top_level, &inos, &n) < 0)
+	if (nodes_collect(is_top_level, &nodes, &n) < 0)
 		log_warn("out of memory while telling the kernel what the take-in changed; it may show the top "
 			 "folders' old times and link counts for up to %.0f s",
 			 CACHE_TIMEOUT);
 	for (size_t i = 0; i < n; i++)
-		kcache_drop_attrs(inos[i]);
+		kcache_drop_attrs(nodes[i].ino);
 	kcache_new_epoch(fs);
 	kcache_placement_check(fs);
 }

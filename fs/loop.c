@@ -63,7 +63,7 @@
 #define SPIN_NS 200000
 /* How long a request may keep the reader before the standby reads instead. */
 #define STANDBY_NS 2000000
-#define MAX_WORKERS 64
+#define MAX_WORKERS LOOP_WORKERS_MAX
 /*
  * A request's buffer, in pages: the most libfuse lets the kernel send in
  * one (256 pages of data, as it caps max_write) and a page for the headers.

@@ -4,6 +4,9 @@
 
 #include <fuse_lowlevel.h>
 
+/* The most workers loop_run() starts (-o max_threads). */
+#define LOOP_WORKERS_MAX 64
+
 /*
  * Serves se's requests on up to max_workers threads until the mount ends
  * or a signal set by loop_signals_set() stops it. Returns 0 when the kernel

@@ -131,13 +131,15 @@ static void reply_version_entry(fuse_req_t req, fuse_ino_t parent, const char *n
 	}
 	/* (A doc has a revision from its first commit on: rev 0 would be no version.) */
 	version = rev > 0;
-	e.ino = version ? nodes_lookup_version(parent, name, rev, &e.attr, &version) : nodes_lookup(parent, name, NULL);
+	e.ino = version ? nodes_lookup_version(parent, name, rev, &e.attr, &version)
+			: nodes_lookup(parent, name, e.attr.st_mode, NULL);
 	if (!e.ino) {
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
 	kcache_doc_entry(&e, version);
-	fuse_reply_entry(req, &e);
+	if (fuse_reply_entry(req, &e) == -ENOENT) /* interrupted: the kernel never knew the node */
+		nodes_lookup_undo(e.ino, NULL);
 }
 
 /*
@@ -182,18 +184,26 @@ static void reply_entry_at(fuse_req_t req, fuse_ino_t parent, const char *name, 
 		fuse_reply_err(req, -r);
 		return;
 	}
-	e.ino = nodes_lookup(parent, name, fi ? &fi->fh : NULL);
+	e.ino = nodes_lookup(parent, name, e.attr.st_mode, fi ? &fi->fh : NULL);
 	if (!e.ino) {
 		if (fi)
 			op_release(fi);
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
+	/*
+	 * -ENOENT: the request was interrupted, and the kernel will never know
+	 * the node or the handle: neither may outlive the reply (the handle
+	 * holds an fd, and the node its lookup).
+	 */
 	if (fi) {
-		if (fuse_reply_create(req, &e, fi) == -ENOENT)
+		if (fuse_reply_create(req, &e, fi) == -ENOENT) {
 			log_debug("create of '%s' was interrupted", path);
-	} else {
-		fuse_reply_entry(req, &e);
+			nodes_lookup_undo(e.ino, &fi->fh);
+			op_release(fi);
+		}
+	} else if (fuse_reply_entry(req, &e) == -ENOENT) {
+		nodes_lookup_undo(e.ino, NULL);
 	}
 }
 
@@ -791,7 +801,7 @@ static bool plus_entry(fuse_ino_t parent, const char *name, struct fuse_entry_pa
 	route_resolve(fs_current, path.buf, &rt);
 	if (rt.kind == ROUTE_DOC || entry_param(&rt, path.buf, NULL, e) < 0 || e->entry_timeout <= 0)
 		return false;
-	e->ino = nodes_lookup(parent, name, NULL);
+	e->ino = nodes_lookup(parent, name, e->attr.st_mode, NULL);
 	return e->ino != 0;
 }
 

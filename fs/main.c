@@ -58,6 +58,7 @@ struct options {
 	char *store;
 	int allow_other;
 	int no_import;
+	unsigned max_threads;	/* requests served at once; -s: one */
 	char *words[2];		/* [SOURCE] MOUNTPOINT, as given */
 	int n_words;
 };
@@ -66,6 +67,7 @@ struct options {
 static const struct fuse_opt option_spec[] = {
 	OPT("store=%s", store),
 	OPT("no_import", no_import),
+	OPT("max_threads=%u", max_threads),
 	FUSE_OPT_END
 };
 
@@ -166,6 +168,8 @@ static void usage(FILE *out, const char *prog)
 		"                     without it the mount and its files are owner-only\n"
 		"  -o no_import       do not take in what is new or changed in the folder\n"
 		"                     underneath at this mount\n"
+		"  -o max_threads=N   serve at most N requests at once (default 16, at most 64)\n"
+		"  -s                 serve one request at a time\n"
 		"  -h, --help         this help\n"
 		"  -V, --version      the version\n"
 		"\n"
@@ -251,7 +255,7 @@ static int prepare_store(struct fs *fs, const char *store_path, const char *moun
 	 * does not know, and import or remove under each other. flock() is
 	 * apart from SQLite's POSIX locks; the daemon inherits it at fork.
 	 */
-	fs->lock_fd = open(store_path, O_RDONLY | O_CLOEXEC);
+	fs->lock_fd = open(store_path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (fs->lock_fd < 0 || flock(fs->lock_fd, LOCK_EX | LOCK_NB) < 0) {
 		r = -errno;
 		if (r == -EWOULDBLOCK)
@@ -294,10 +298,11 @@ static int prepare_store(struct fs *fs, const char *store_path, const char *moun
 
 /*
  * Step 3: open, mount, take in through under_fd (unless -1; closed here),
- * serve. notify_fd (or -1) gets one byte: 0 for mounted.
+ * serve, at most `workers` requests at once. notify_fd (or -1) gets one
+ * byte: 0 for mounted.
  */
 static int serve(struct fs *fs, struct fuse_args *args, const char *store_path, const char *mountpoint,
-		 int under_fd, int notify_fd, bool multithreaded)
+		 int under_fd, int notify_fd, unsigned workers)
 {
 	struct fuse_session *se;
 	int r;
@@ -371,7 +376,7 @@ static int serve(struct fs *fs, struct fuse_args *args, const char *store_path, 
 		(void)!write(notify_fd, &ok, 1);
 		close(notify_fd);
 	}
-	r = loop_run(se, multithreaded ? 16 : 1);
+	r = loop_run(se, workers);
 	/*
 	 * A read of /dev/fuse that races the kernel's teardown at an unmount
 	 * gets ECONNABORTED instead of ENODEV: the connection ended as it
@@ -503,6 +508,7 @@ int main(int argc, char **argv)
 	_cleanup_sb_ struct sb mount_opts = SB_INIT;
 	struct fs fs = { .root_fd = -1, .lock_fd = -1 };
 	int r, status = 1, under_fd = -1;
+	unsigned workers = 16;
 
 	for (size_t i = 0; argc >= 2 && i < ARRAY_SIZE(commands); i++)
 		if (strcmp(argv[1], commands[i].name) == 0)
@@ -522,6 +528,15 @@ int main(int argc, char **argv)
 	if (cmd.show_version) {
 		printf("convfs %s (libfuse %s, SQLite %s)\n", CONVFS_VERSION, fuse_pkgversion(), sqlite3_libversion());
 		status = 0;
+		goto out;
+	}
+	if (cmd.singlethread)
+		workers = 1;
+	else if (opts.max_threads)
+		workers = opts.max_threads;
+	if (workers > LOOP_WORKERS_MAX) {
+		fprintf(stderr, "convfs: max_threads=%u is more than %d\n", workers, LOOP_WORKERS_MAX);
+		status = 2;
 		goto out;
 	}
 	if (!cmd.mountpoint) {
@@ -576,7 +591,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	if (cmd.foreground) {
-		status = serve(&fs, &args, store_path, cmd.mountpoint, TAKE_FD(under_fd), -1, !cmd.singlethread) < 0;
+		status = serve(&fs, &args, store_path, cmd.mountpoint, TAKE_FD(under_fd), -1, workers) < 0;
 	} else {
 		int pfd[2];
 		pid_t pid;
@@ -597,7 +612,7 @@ int main(int argc, char **argv)
 			setsid();
 			if (chdir("/") < 0)
 				_exit(1);
-			_exit(serve(&fs, &args, store_path, cmd.mountpoint, under_fd, pfd[1], !cmd.singlethread) < 0);
+			_exit(serve(&fs, &args, store_path, cmd.mountpoint, under_fd, pfd[1], workers) < 0);
 		}
 		close(pfd[1]);
 		if (read(pfd[0], &ok, 1) != 1 || ok != 0) {

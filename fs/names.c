@@ -58,20 +58,16 @@ static int rename_in(struct fs *fs, const char *from, const char *to, unsigned i
 	struct fs_proc proc;
 	struct commit_req req = { .doc = to, .ws_key = ws_key, .base_path = to, .kind = "rename",
 				  .proc = &proc, .who = &who };
-	struct stat st;
 	const char *leaf;
 	int fd, dfd, r;
 
 	if (!ws_key && (flags & RENAME_NOREPLACE) && store_doc_stat(fs->store, to, &ss) == 0)
 		return -EEXIST;
-	fd = plain_open(fs, from, O_RDONLY, 0);
+	fd = plain_open_regular(fs, from, O_RDONLY, 0, NULL);
+	if (fd == -EINVAL)
+		log_warn("refusing to commit '%s' as '%s': not a regular file; the previous version stays", from, to);
 	if (fd < 0)
 		return fd;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		r = S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
-		close(fd);
-		return r;
-	}
 	fs_caller(&proc, &who);
 	r = commit_fd(fs, &req, fd, false);
 	if (r < 0) {

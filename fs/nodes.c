@@ -48,10 +48,11 @@ struct node {
 	struct open_ref *opens;
 	int64_t ver;       /* a version node: the doc's revision it stands for; else 0 */
 	pid_t hold;        /* an ordinary doc node kept for this thread's retry of an open (node_leave()) */
+	mode_t type;       /* S_IFMT bits of its last lookup; 0 unknown */
 	struct stat vst;   /* a version node's attributes */
 };
 
-static struct node root = { .hashed = true, .nlookup = 1 };
+static struct node root = { .hashed = true, .nlookup = 1, .type = S_IFDIR };
 static struct node *buckets[HASH_BUCKETS];
 /*
  * Unhashed nodes the kernel still holds. A version node replaced by a
@@ -240,8 +241,14 @@ int nodes_path(fuse_ino_t ino, const char *name, struct sb *out, bool *ret_remov
 	return r;
 }
 
-fuse_ino_t nodes_find(const char *rel, bool *ret_version)
+static struct node_ref node_ref_of(const struct node *n)
 {
+	return (struct node_ref){ .ino = node_ino(n), .version = n->ver > 0, .dir = S_ISDIR(n->type) };
+}
+
+struct node_ref nodes_find(const char *rel)
+{
+	struct node_ref ref = { 0 };
 	struct node *n = &root;
 	const char *c = rel;
 
@@ -258,12 +265,13 @@ fuse_ino_t nodes_find(const char *rel, bool *ret_version)
 			n = child_find(n, name);
 		c = *end ? end + 1 : end;
 	}
-	*ret_version = n && n->ver > 0;
+	if (n && n != &root)
+		ref = node_ref_of(n);
 	pthread_mutex_unlock(&table_lock);
-	return n && n != &root ? node_ino(n) : 0;
+	return ref;
 }
 
-fuse_ino_t nodes_lookup(fuse_ino_t parent, const char *name, const uint64_t *fh)
+fuse_ino_t nodes_lookup(fuse_ino_t parent, const char *name, mode_t type, const uint64_t *fh)
 {
 	struct open_ref *o = NULL;
 	struct node *n;
@@ -278,6 +286,7 @@ fuse_ino_t nodes_lookup(fuse_ino_t parent, const char *name, const uint64_t *fh)
 	n = child_get(ino_node(parent), name);
 	if (n) {
 		n->nlookup++;
+		n->type = type & S_IFMT;
 		if (o) {
 			o->next = n->opens;
 			n->opens = o;
@@ -313,6 +322,7 @@ fuse_ino_t nodes_lookup_version(fuse_ino_t parent, const char *name, int64_t rev
 		n->nlookup++;
 		n->ver = rev;
 		n->vst = *st;
+		n->type = S_IFREG;
 	}
 	pthread_mutex_unlock(&table_lock);
 	return n ? node_ino(n) : 0;
@@ -492,6 +502,13 @@ void nodes_forget(fuse_ino_t ino, uint64_t nlookup)
 	pthread_mutex_unlock(&table_lock);
 }
 
+void nodes_lookup_undo(fuse_ino_t ino, const uint64_t *fh)
+{
+	if (fh)
+		nodes_open_remove(ino, *fh);
+	nodes_forget(ino, 1);
+}
+
 void nodes_removed(fuse_ino_t parent, const char *name)
 {
 	struct node *n;
@@ -572,9 +589,9 @@ bool nodes_with_open(fuse_ino_t ino, bool (*fn)(uint64_t fh, void *arg), void *a
 	return done;
 }
 
-int nodes_collect(bool (*match)(const char *const *up, size_t n), fuse_ino_t **ret, size_t *ret_n)
+int nodes_collect(bool (*match)(const char *const *up, size_t n), struct node_ref **ret, size_t *ret_n)
 {
-	_cleanup_free_ fuse_ino_t *inos = NULL;
+	_cleanup_free_ struct node_ref *inos = NULL;
 	size_t n = 0, cap = 0;
 	int r = 0;
 
@@ -590,7 +607,7 @@ int nodes_collect(bool (*match)(const char *const *up, size_t n), fuse_ino_t **r
 				continue;
 			if ((r = ARRAY_GROW(inos, n, cap, 64)) < 0)
 				break;
-			inos[n++] = node_ino(x);
+			inos[n++] = node_ref_of(x);
 		}
 	pthread_mutex_unlock(&table_lock);
 	if (r < 0)

@@ -29,16 +29,29 @@
 int nodes_path(fuse_ino_t ino, const char *name, struct sb *out, bool *ret_removed);
 
 /*
- * The node of the path rel (relative to the root, "a/b"), or 0 if the table
- * has none; *ret_version tells whether it is a version node.
+ * A node as the kernel caches it: its id, whether it is a version node, and
+ * whether it is a folder, whose cached pages are its listing. (Its type is
+ * the one its last lookup gave: the kernel's inode for the id has that type,
+ * since the kernel makes a new inode when a lookup gives the id another.)
  */
-fuse_ino_t nodes_find(const char *rel, bool *ret_version);
+struct node_ref {
+	fuse_ino_t ino;
+	bool version;
+	bool dir;
+};
+
+/* The node of the path rel (relative to the root, "a/b"), or ino 0 if the table has none. */
+struct node_ref nodes_find(const char *rel);
 
 /*
- * Counts one lookup of parent/name, making its node if it has none; with fh,
- * also records fh as a handle open on it (a create). 0 if out of memory.
+ * Counts one lookup of parent/name, of type (S_IFMT bits), making its node
+ * if it has none; with fh, also records fh as a handle open on it (a
+ * create). 0 if out of memory.
  */
-fuse_ino_t nodes_lookup(fuse_ino_t parent, const char *name, const uint64_t *fh);
+fuse_ino_t nodes_lookup(fuse_ino_t parent, const char *name, mode_t type, const uint64_t *fh);
+
+/* Takes back a lookup counted by nodes_lookup() whose reply never reached the kernel, with its handle fh. */
+void nodes_lookup_undo(fuse_ino_t ino, const uint64_t *fh);
 
 /*
  * Version nodes. A doc's node from a lookup stands for the revision rev the
@@ -118,13 +131,13 @@ void nodes_open_remove(fuse_ino_t ino, uint64_t fh);
 bool nodes_with_open(fuse_ino_t ino, bool (*fn)(uint64_t fh, void *arg), void *arg);
 
 /*
- * The ids of every node that match() accepts, in *ret (free() it), their
- * number in *ret_n. match() gets the node's name and those of the folders
- * above it, nearest first, and their number (the root's excepted); a node
- * deeper than NODES_UP_MAX folders gets NODES_UP_MAX + 1 and no names past
- * those. -ENOMEM.
+ * Every node that match() accepts, in *ret (free() it), their number in
+ * *ret_n. match() gets the node's name and those of the folders above it,
+ * nearest first, and their number (the root's excepted); a node deeper than
+ * NODES_UP_MAX folders gets NODES_UP_MAX + 1 and no names past those.
+ * -ENOMEM.
  */
 #define NODES_UP_MAX 4
-int nodes_collect(bool (*match)(const char *const *up, size_t n), fuse_ino_t **ret, size_t *ret_n);
+int nodes_collect(bool (*match)(const char *const *up, size_t n), struct node_ref **ret, size_t *ret_n);
 
 #endif

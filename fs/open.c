@@ -329,7 +329,10 @@ int op_open(const struct route *rt, struct fuse_file_info *fi)
 		return rt->view_err;
 	if (rt->kind == ROUTE_VIEW)
 		return view_open(fs, r, &rt->vp, fi);
-	fd = plain_open(fs, r, fi->flags & PLAIN_OPEN_FLAGS, 0);
+	fd = plain_open_regular(fs, r, fi->flags & PLAIN_OPEN_FLAGS, 0, NULL);
+	/* The kernel opens FIFOs and devices itself: one here came since its lookup. */
+	if (fd == -EINVAL)
+		return -ESTALE;
 	if (fd < 0)
 		return plain_fail("open", r, -fd);
 	f = file_new(FILE_PLAIN, fd, r);
@@ -414,7 +417,9 @@ int op_create(const struct route *rt, mode_t mode, struct fuse_file_info *fi)
 	 */
 	fd = plain_open(fs, r, (fi->flags & PLAIN_OPEN_FLAGS) | O_CREAT | O_EXCL, private_mode(fs, mode));
 	if (fd == -EEXIST && !(fi->flags & O_EXCL)) {
-		fd = plain_open(fs, r, fi->flags & PLAIN_OPEN_FLAGS, 0);
+		fd = plain_open_regular(fs, r, fi->flags & PLAIN_OPEN_FLAGS, 0, NULL);
+		if (fd == -EINVAL)
+			fd = -ESTALE; /* a FIFO or a device came since the kernel's lookup */
 	} else if (fd >= 0 && (res = give_to_caller(fs, r, -1, NULL, fd, private_mode(fs, mode))) < 0) {
 		const char *leaf;
 		int dfd = plain_open_parent(fs, r, &leaf);

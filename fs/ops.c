@@ -821,7 +821,7 @@ int op_truncate(const struct route *rt, off_t size, struct fuse_file_info *fi)
 			fs_invalidate(fs, r);
 		return res;
 	}
-	fd = plain_open(fs, r, O_WRONLY, 0);
+	fd = plain_open_regular(fs, r, O_WRONLY, 0, NULL);
 	if (fd < 0)
 		return plain_fail("truncate", r, -fd);
 	res = ftruncate(fd, size) < 0 ? plain_fail("truncate", r, errno) : 0;

@@ -193,6 +193,31 @@ int plain_open(const struct fs *fs, const char *rel, int flags, mode_t mode)
 	return openat2_beneath(fs->root_fd, *rel ? rel : ".", flags, mode);
 }
 
+int plain_open_regular(const struct fs *fs, const char *rel, int flags, mode_t mode, struct stat *ret_st)
+{
+	struct stat st;
+	int fd = plain_open(fs, rel, flags | O_NONBLOCK, mode), r;
+
+	/* A FIFO opened for writing with no reader, a device with no device behind it. */
+	if (fd == -ENXIO)
+		return -EINVAL;
+	if (fd < 0)
+		return fd;
+	if (fstat(fd, &st) < 0)
+		r = -errno;
+	else if (S_ISREG(st.st_mode))
+		r = 0;
+	else
+		r = S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+	if (r < 0) {
+		close(fd);
+		return r;
+	}
+	if (ret_st)
+		*ret_st = st;
+	return fd;
+}
+
 int plain_open_parent(const struct fs *fs, const char *rel, const char **ret_leaf)
 {
 	const char *slash = strrchr(rel, '/');

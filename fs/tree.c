@@ -87,12 +87,14 @@ int copy_file(int src_dirfd, const char *name, int dst_fd, const struct stat *st
 {
 	char buf[1 << 16];
 	struct timespec times[2] = { st->st_atim, st->st_mtim };
+	struct stat now;
 	int src;
 	ssize_t n;
 
-	src = openat(src_dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	/* Whatever was walked, a FIFO or a device may stand there by now. */
+	src = open_regular(src_dirfd, name, &now);
 	if (src < 0)
-		return -errno;
+		return src;
 	while ((n = read(src, buf, sizeof(buf))) > 0) {
 		for (ssize_t done = 0; done < n;) {
 			ssize_t w = write(dst_fd, buf + done, (size_t)(n - done));

@@ -147,12 +147,15 @@ TEST_TIMEOUT=$((${TEST_TIMEOUT:-240} * SLOW))
 # What was stuck, into $T/stuck before the watchdog kills anything: the
 # processes in uninterruptible sleep (D: a FUSE call the daemon has not
 # answered, or a lock held by one) with their kernel stacks, and each
-# daemon's threads (gdb, if installed; not under valgrind). A process is
+# daemon's threads: their kernel stacks, and with `gdb` as the argument
+# (if installed; not under valgrind) their own stacks too. A process is
 # named by /proc/PID/comm: reading the cmdline of one stuck on the mount may
-# hang the reader too.
+# hang the reader too. gdb waits for good to attach to a daemon whose
+# thread waits in the kernel (a notification the kernel cannot finish): it
+# is killed after 20 s.
 dump_stuck()
 {
-	local f pid state
+	local f pid state t
 	for f in /proc/[0-9]*/stat; do
 		pid=${f#/proc/}
 		pid=${pid%/stat}
@@ -162,16 +165,22 @@ dump_stuck()
 		echo "--- pid $pid ($(cat "/proc/$pid/comm" 2>/dev/null)) in D, waiting in $(cat "/proc/$pid/wchan" 2>/dev/null):"
 		cat "/proc/$pid/stack" 2>/dev/null
 	done
-	((${#VALGRIND[@]} == 0)) && command -v gdb >/dev/null || return 0
 	while read -r pid; do
 		kill -0 "$pid" 2>/dev/null || continue
+		echo "--- daemon $pid, its threads in the kernel:"
+		for t in /proc/"$pid"/task/*; do
+			echo "thread ${t##*/} ($(awk '{ print $3 }' "$t/stat" 2>/dev/null)), waiting in $(cat "$t/wchan" 2>/dev/null):"
+			cat "$t/stack" 2>/dev/null
+		done
+		[[ ${1:-} == gdb ]] && ((${#VALGRIND[@]} == 0)) && command -v gdb >/dev/null || continue
 		echo "--- daemon $pid, its threads:"
-		timeout 20 gdb -batch -p "$pid" -ex 'thread apply all bt' </dev/null 2>&1 | grep -E '^(Thread|#)'
+		timeout -k 2 20 gdb -batch -p "$pid" -ex 'thread apply all bt' </dev/null 2>&1 | grep -E '^(Thread|#)'
 	done <"$T/daemons"
 }
 
 # It counts the clock's seconds, not its own rounds (each of which takes a
-# little more than one), so that it acts before meson's timeout.
+# little more than one), so that it acts before meson's timeout. (Its
+# abort_connections comes later in this file: it runs long after.)
 watchdog()
 {
 	local main=$1 end
@@ -182,8 +191,10 @@ watchdog()
 		sleep 1
 		kill -0 "$main" 2>/dev/null || exit 0
 	done
-	dump_stuck >"$T/stuck" 2>&1
+	dump_stuck gdb >"$T/stuck" 2>&1
 	echo "daemon pids: $(tr '\n' ' ' <"$T/daemons" 2>/dev/null)" >"$T/timed-out"
+	# A daemon whose thread waits in the kernel cannot die: its connections go first.
+	abort_connections
 	while read -r pid; do kill -9 "$pid"; done <"$T/daemons"
 	kill -TERM "$main"
 }
@@ -268,7 +279,10 @@ unmount_convfs()
 		sleep 0.25 # EBUSY while a client closes its last file
 	done
 	[[ -n $pid ]] || return 0
-	wait_gone "$pid" $((10 * SLOW)) || fail "convfs (pid $pid) still runs $((10 * SLOW)) s after unmounting '$dir'"
+	if ! wait_gone "$pid" $((10 * SLOW)); then
+		dump_stuck gdb >"$T/stuck" 2>&1
+		fail "convfs (pid $pid) still runs $((10 * SLOW)) s after unmounting '$dir':\n$(cat "$T/stuck")"
+	fi
 	wait "$pid" || rc=$?
 	unset 'DAEMON_PID[$dir]'
 	((rc == 0)) || fail "convfs serving '$dir' exited with status $rc"
@@ -290,6 +304,54 @@ remove_dead_mount()
 {
 	fusermount3 -uz "$1" 2>/dev/null || true
 	! mountpoint -q "$1" || fail "'$1' is still mounted after fusermount3 -uz"
+}
+
+# ---- a mount that hangs ------------------------------------------------------
+
+# abort_connections: aborts the FUSE connection of every mount below $T, as a
+# user does for a mount that hangs (/sys/fs/fuse/connections/N/abort): every
+# request waiting on it fails, and so does the daemon's device. Never wait
+# for a hung request instead: a process in D state cannot be killed. The
+# connection's number is the mount's device number, read from mountinfo (a
+# stat of a hung mount may hang too).
+abort_connections()
+{
+	local n
+	[[ -n $T ]] || return 0
+	while read -r n; do
+		[[ -w /sys/fs/fuse/connections/$n/abort ]] && echo 1 >"/sys/fs/fuse/connections/$n/abort"
+	done < <(awk -v t="$T" '($5 == t || index($5, t "/") == 1) && $0 ~ / - fuse/ {
+		split($3, d, ":"); print d[1] * 1048576 + d[2] }' /proc/self/mountinfo)
+}
+
+# ends_within SECS WHAT CMD...: runs CMD (its status is ends_within's), its
+# stderr into $T/ends_within.err. If it still runs after SECS (times SLOW),
+# the mount hangs: the connections are aborted (which ends CMD: its requests
+# fail) and the test fails.
+ends_within()
+{
+	local secs=$1 what=$2 rc=0
+	shift 2
+	"$@" 2>"$T/ends_within.err" &
+	pid_ends_within "$secs" "$what" $!
+	wait $! || rc=$?
+	return "$rc"
+}
+
+# pid_ends_within SECS WHAT PID: the same for a process of this shell's
+# already running (its status is not taken).
+pid_ends_within()
+{
+	local secs=$1 what=$2 pid=$3 i
+	for ((i = 0; i < secs * SLOW * 10; i++)); do
+		kill -0 "$pid" 2>/dev/null || return 0
+		[[ $(awk '{ print $3 }' "/proc/$pid/stat" 2>/dev/null) != Z ]] || return 0
+		sleep 0.1
+	done
+	dump_stuck >"$T/stuck" 2>&1
+	abort_connections
+	wait "$pid" 2>/dev/null || true
+	fail "$what: still waiting after $((secs * SLOW)) s: the mount hangs (its connection was aborted)\n$(cat "$T/stuck")"
 }
 
 # ---- checks ------------------------------------------------------------------

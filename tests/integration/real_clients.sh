@@ -314,7 +314,7 @@ run_tasks()
 		trap - ERR
 		set +e
 		sleep $((CLIENT_SECS - 5))
-		dump_stuck >"$B/stuck-$2" 2>&1
+		dump_stuck gdb >"$B/stuck-$2" 2>&1
 	) </dev/null >/dev/null 2>&1 &
 	dumper=$!
 	for ((i = $2; i <= $3; i++)); do
