@@ -2,7 +2,10 @@
 /*
  * export.c: `convfs export STORE DIR`, the way back out: the backing tree
  * copied, every doc rendered, so that import then export gives the same
- * files.
+ * files. Not their modes: what export writes is owner-only and belongs to
+ * the store's owner (tree.c), whatever the backing tree holds, since other
+ * users of a shared mount make files there (a setuid one, say) and export
+ * may run as root.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -20,6 +23,7 @@
 struct export_ctx {
 	struct fs *fs;
 	int dst_fd;
+	struct tree_owner owner;
 	unsigned long files, docs;
 	struct progress progress;
 };
@@ -31,23 +35,14 @@ static int export_plain(void *ctx, int dirfd, const char *name, const char *rel,
 
 	progress_show(&c->progress, "exporting: %lu files", ++c->files);
 	if (S_ISDIR(st->st_mode)) {
-		if (mkdirat(c->dst_fd, rel, st->st_mode & 07777) < 0 && errno != EEXIST)
-			r = -errno;
+		r = tree_mkdir(&c->owner, c->dst_fd, rel);
 	} else if (S_ISREG(st->st_mode)) {
 		fd = openat(c->dst_fd, rel, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0600);
-		r = fd < 0 ? -errno : copy_file(dirfd, name, fd, st, st->st_mode & 07777);
+		r = fd < 0 ? -errno : copy_file(dirfd, name, fd, st, &c->owner);
 		if (fd >= 0)
 			close(fd);
 	} else if (S_ISLNK(st->st_mode)) {
-		char target[4096];
-		ssize_t n = readlinkat(dirfd, name, target, sizeof(target) - 1);
-
-		if (n < 0)
-			r = -errno;
-		else {
-			target[n] = '\0';
-			r = symlinkat(target, c->dst_fd, rel) < 0 ? -errno : 0;
-		}
+		r = copy_symlink(dirfd, name, c->dst_fd, rel, st, &c->owner);
 	}
 	if (r < 0)
 		log_err("cannot export '%s': %s", rel, strerror(-r));
@@ -71,14 +66,15 @@ static int export_doc(void *ctx, const char *path, const struct store_stat *ss)
 	for (char *p = strchr(path, '/'); p; p = strchr(p + 1, '/')) {
 		_cleanup_free_ char *dir = strndup(path, (size_t)(p - path));
 
-		if (!dir || (mkdirat(c->dst_fd, dir, 0700) < 0 && errno != EEXIST)) {
+		r = dir ? tree_mkdir(&c->owner, c->dst_fd, dir) : -ENOMEM;
+		if (r < 0) {
 			store_snap_free(snap);
-			return dir ? -errno : -ENOMEM;
+			return r;
 		}
 	}
 	fd = openat(c->dst_fd, path, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0600);
 	buf = malloc(1 << 20);
-	r = fd < 0 ? -errno : buf ? 0 : -ENOMEM;
+	r = fd < 0 ? -errno : buf ? tree_give(&c->owner, fd, NULL) : -ENOMEM;
 	while (r == 0) {
 		ssize_t n = store_snap_read(c->fs->store, snap, buf, 1 << 20, off);
 
@@ -105,10 +101,13 @@ static int export_doc(void *ctx, const char *path, const struct store_stat *ss)
 int fs_export(const char *store_path, const char *dir)
 {
 	struct fs fs = { .root_fd = -1, .lock_fd = -1 };
-	struct export_ctx c = { &fs, -1, 0, 0, { 0 } };
+	struct export_ctx c = { .fs = &fs, .dst_fd = -1 };
+	struct stat sst;
+	bool made;
 	int r, src;
 
-	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+	made = mkdir(dir, 0700) == 0;
+	if (!made && errno != EEXIST) {
 		log_err("cannot create '%s': %s", dir, strerror(errno));
 		return -errno;
 	}
@@ -133,10 +132,16 @@ int fs_export(const char *store_path, const char *dir)
 			return -ENOTEMPTY;
 		}
 	}
-	if (access(store_path, F_OK) < 0) {
+	if (stat(store_path, &sst) < 0) {
 		log_err("cannot open the store '%s': %s", store_path, strerror(errno));
 		close(c.dst_fd);
 		return -ENOENT;
+	}
+	c.owner = tree_owner_of(&sst);
+	if (made && (r = tree_give(&c.owner, c.dst_fd, NULL)) < 0) {
+		log_err("cannot give '%s' to uid %u: %s", dir, (unsigned)c.owner.uid, strerror(-r));
+		close(c.dst_fd);
+		return r;
 	}
 	r = store_open(store_path, 0, &fs.store);
 	if (r < 0)

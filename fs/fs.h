@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include "fs/tree.h"
 #include "store/store.h"
 #include "store/util.h"
 
@@ -33,6 +34,7 @@ struct fs {
 	char *backing_path; /* <store>.files */
 	uid_t uid;
 	gid_t gid;
+	struct tree_owner owner; /* the store file's owner: what the take-in copies is theirs */
 	bool shared;        /* -o allow_other: keep group and other bits */
 	struct bases *bases; /* what each writer last saw of each doc */
 	struct take_in *take_in; /* the take-in, while the mount answers during it; set before the loop */

@@ -181,14 +181,15 @@ static int backing_parent(struct import_ctx *c, const char *rel, const char **re
 
 /*
  * Makes leaf in dfd a copy of the regular file or symlink name in dirfd, with
- * its mode and times. With replace, an existing leaf is replaced atomically
- * (a copy beside it renamed over it); without, an existing leaf is -EEXIST.
+ * its times; owner-only and the store owner's, whatever -o allow_other says
+ * (tree.c): the folder underneath may hold what other users made. With
+ * replace, an existing leaf is replaced atomically (a copy beside it renamed
+ * over it); without, an existing leaf is -EEXIST.
  */
 static int place_copy(struct import_ctx *c, int dirfd, const char *name, const struct stat *st, int dfd,
 		      const char *leaf, bool replace)
 {
 	_cleanup_sb_ struct sb tmp = SB_INIT;
-	mode_t mode = c->fs->shared ? (st->st_mode & 07777) : (st->st_mode & 07700);
 	const char *at = leaf;
 	int r = 0, fd;
 
@@ -200,23 +201,14 @@ static int place_copy(struct import_ctx *c, int dirfd, const char *name, const s
 			return -errno;
 	}
 	if (S_ISLNK(st->st_mode)) {
-		char target[4096];
-		ssize_t n = readlinkat(dirfd, name, target, sizeof(target) - 1);
-		struct timespec times[2] = { st->st_atim, st->st_mtim };
-
-		if (n < 0)
-			return -errno;
-		target[n] = '\0';
-		if (symlinkat(target, dfd, at) < 0)
-			return -errno;
-		/* Its times, as a copied file's: what tells later whether the store changed it. */
-		if (utimensat(dfd, at, times, AT_SYMLINK_NOFOLLOW) < 0)
-			r = -errno;
+		r = copy_symlink(dirfd, name, dfd, at, st, &c->fs->owner);
+		if (r == -EEXIST)
+			return r; /* not ours to remove */
 	} else {
 		fd = openat(dfd, at, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd < 0)
 			return -errno;
-		r = copy_file(dirfd, name, fd, st, mode);
+		r = copy_file(dirfd, name, fd, st, &c->fs->owner);
 		close(fd);
 	}
 	if (r == 0 && replace && renameat(dfd, at, dfd, leaf) < 0)
@@ -410,7 +402,6 @@ out:
 /* A folder new underneath: made in the backing tree, unless the store removed it since. */
 static int take_dir(struct import_ctx *c, const char *rel, const struct stat *st, const struct store_seen *row)
 {
-	mode_t mode = c->fs->shared ? (st->st_mode & 07777) : (st->st_mode & 07700);
 	const char *leaf;
 	int dfd, r = 0;
 
@@ -433,8 +424,7 @@ static int take_dir(struct import_ctx *c, const char *rel, const struct stat *st
 	dfd = backing_parent(c, rel, &leaf);
 	if (dfd < 0)
 		return dfd;
-	if (mkdirat(dfd, leaf, mode | 0700) < 0 && errno != EEXIST)
-		r = -errno;
+	r = tree_mkdir(&c->fs->owner, dfd, leaf);
 	close(dfd);
 	if (r == 0)
 		r = record(c, rel, st, 0);

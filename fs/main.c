@@ -245,6 +245,7 @@ static int default_store_path(const char *mountpoint, char **ret)
 static int prepare_store(struct fs *fs, const char *store_path, const char *mountpoint, bool no_import,
 			 int *ret_under_fd)
 {
+	struct stat st;
 	int r, mfd;
 
 	r = store_open(store_path, 0, &fs->store);
@@ -256,7 +257,7 @@ static int prepare_store(struct fs *fs, const char *store_path, const char *moun
 	 * apart from SQLite's POSIX locks; the daemon inherits it at fork.
 	 */
 	fs->lock_fd = open(store_path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-	if (fs->lock_fd < 0 || flock(fs->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+	if (fs->lock_fd < 0 || flock(fs->lock_fd, LOCK_EX | LOCK_NB) < 0 || fstat(fs->lock_fd, &st) < 0) {
 		r = -errno;
 		if (r == -EWOULDBLOCK)
 			log_err("the store '%s' is in use by another convfs: unmount that one first", store_path);
@@ -265,6 +266,7 @@ static int prepare_store(struct fs *fs, const char *store_path, const char *moun
 		store_free(TAKE_PTR(fs->store));
 		return r;
 	}
+	fs->owner = tree_owner_of(&st);
 	/* The backing tree only beside a store known to be good. */
 	r = plain_open_root(store_path, &fs->backing_path, &fs->root_fd);
 	if (r < 0) {

@@ -4,6 +4,14 @@
  * export. Every entry is reached through its folder's fd with O_NOFOLLOW or
  * AT_SYMLINK_NOFOLLOW; a file is read with read() into memory of our own,
  * never mapped: a writer may truncate it meanwhile.
+ *
+ * What is copied out of a folder other users could write (the folder
+ * underneath a shared mount, the backing tree of one) must not carry their
+ * modes: a file another user made 6755 would come out setuid, owned by
+ * whoever copies it, root included. So every copy made here is owner-only
+ * (0700 for a folder, the owner's bits of the original for a file) and
+ * belongs to the store's owner (struct tree_owner): the owner shares it
+ * again with chmod if that is wanted.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -82,13 +90,40 @@ int walk(int dirfd, const char *prefix, walk_fn fn, void *ctx)
 	return walk_dir(d, prefix, fn, ctx);
 }
 
-/* Copies the regular file name (in src_dirfd) to dst_fd, then its mode and times. */
-int copy_file(int src_dirfd, const char *name, int dst_fd, const struct stat *st, mode_t mode)
+struct tree_owner tree_owner_of(const struct stat *store_st)
+{
+	uid_t euid = geteuid();
+
+	return (struct tree_owner){ .uid = store_st->st_uid, .gid = store_st->st_gid,
+				    .give = euid == 0 && (store_st->st_uid != euid || store_st->st_gid != getegid()) };
+}
+
+int tree_give(const struct tree_owner *o, int dirfd, const char *name)
+{
+	if (!o->give)
+		return 0;
+	if (name ? fchownat(dirfd, name, o->uid, o->gid, AT_SYMLINK_NOFOLLOW) < 0 : fchown(dirfd, o->uid, o->gid) < 0)
+		return -errno;
+	return 0;
+}
+
+int tree_mkdir(const struct tree_owner *o, int dirfd, const char *name)
+{
+	if (mkdirat(dirfd, name, 0700) < 0)
+		return errno == EEXIST ? 0 : -errno;
+	return tree_give(o, dirfd, name);
+}
+
+/*
+ * Copies the regular file name (in src_dirfd) to dst_fd, then its times;
+ * owner-only and o's (tree.h).
+ */
+int copy_file(int src_dirfd, const char *name, int dst_fd, const struct stat *st, const struct tree_owner *o)
 {
 	char buf[1 << 16];
 	struct timespec times[2] = { st->st_atim, st->st_mtim };
 	struct stat now;
-	int src;
+	int src, r;
 	ssize_t n;
 
 	/* Whatever was walked, a FIFO or a device may stand there by now. */
@@ -111,9 +146,31 @@ int copy_file(int src_dirfd, const char *name, int dst_fd, const struct stat *st
 	close(src);
 	if (n < 0)
 		return -errno;
-	if (fchmod(dst_fd, mode) < 0 || futimens(dst_fd, times) < 0)
+	/* Given first: a chown by root clears setuid and setgid, but the mode set after has none anyway. */
+	if ((r = tree_give(o, dst_fd, NULL)) < 0)
+		return r;
+	if (fchmod(dst_fd, st->st_mode & 0700) < 0 || futimens(dst_fd, times) < 0)
 		return -errno;
 	return 0;
+}
+
+int copy_symlink(int src_dirfd, const char *name, int dst_dirfd, const char *dst_name, const struct stat *st,
+		 const struct tree_owner *o)
+{
+	char target[4096];
+	struct timespec times[2] = { st->st_atim, st->st_mtim };
+	ssize_t n = readlinkat(src_dirfd, name, target, sizeof(target) - 1);
+	int r;
+
+	if (n < 0)
+		return -errno;
+	target[n] = '\0';
+	if (symlinkat(target, dst_dirfd, dst_name) < 0)
+		return -errno;
+	if ((r = tree_give(o, dst_dirfd, dst_name)) < 0)
+		return r;
+	/* Its times, as a copied file's: what tells the take-in later whether the store changed it. */
+	return utimensat(dst_dirfd, dst_name, times, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
 }
 
 int open_regular(int dirfd, const char *name, struct stat *ret_st)

@@ -7,6 +7,7 @@
  * export: through fds, never following a symlink, never mapping a file.
  */
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -16,8 +17,41 @@ typedef int (*walk_fn)(void *ctx, int dirfd, const char *name, const char *rel, 
 
 /* Calls fn for each entry below the directory dirfd (left open), parents before children. */
 int walk(int dirfd, const char *prefix, walk_fn fn, void *ctx);
-/* Copies the regular file name (in src_dirfd) to dst_fd, then its mode and times. */
-int copy_file(int src_dirfd, const char *name, int dst_fd, const struct stat *st, mode_t mode);
+/*
+ * Whom export and the take-in write for: the owner of the store. Run by root
+ * on a store another user owns, what they make is given to that user (give);
+ * anyone else can only write as themselves, and does.
+ */
+struct tree_owner {
+	uid_t uid;
+	gid_t gid;
+	bool give;
+};
+
+/* The tree_owner for a store whose file has the attributes store_st. */
+struct tree_owner tree_owner_of(const struct stat *store_st);
+/*
+ * Gives name in dirfd (a symlink itself, never followed), or with name NULL
+ * the open file dirfd, to o. 0 or -errno.
+ */
+int tree_give(const struct tree_owner *o, int dirfd, const char *name);
+/*
+ * Makes the folder name in dirfd, 0700 and o's; one that exists already is
+ * left as it is. 0 or -errno.
+ */
+int tree_mkdir(const struct tree_owner *o, int dirfd, const char *name);
+/*
+ * Copies the regular file name (in src_dirfd) to dst_fd, then its times; the
+ * copy is o's and owner-only: of st's mode only the owner's bits are kept,
+ * never setuid, setgid, sticky or a bit for group or others.
+ */
+int copy_file(int src_dirfd, const char *name, int dst_fd, const struct stat *st, const struct tree_owner *o);
+/*
+ * Makes dst_name in dst_dirfd a symlink with the target of the symlink name
+ * in src_dirfd (never followed), with its times, and o's. 0 or -errno.
+ */
+int copy_symlink(int src_dirfd, const char *name, int dst_dirfd, const char *dst_name, const struct stat *st,
+		 const struct tree_owner *o);
 /*
  * Opens the regular file name (in dirfd) to read it: not through a symlink,
  * not blocking on a FIFO; *ret_st is its fstat(). Returns the fd, -EINVAL

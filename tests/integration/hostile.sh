@@ -18,7 +18,13 @@
 #     folder the owner shared with it until the disk is full (ENOSPC for it,
 #     nothing of the owner's lost); can open the same file 5,000 times (the
 #     daemon holds an fd for each) and the owner still works; the daemon
-#     stays up through all of it, and everything of the owner's is intact.
+#     stays up through all of it, and everything of the owner's is intact;
+#   - no mode bit given away: the take-in copies owner-only on a shared
+#     mount too; a 6755 file the other user makes in a shared folder comes
+#     out of `convfs export` owner-only, neither setuid nor setgid, owned by
+#     the store's owner (root; uid 65534 once the store file is its), and
+#     the same file underneath is taken in so, with -o allow_other and
+#     without.
 
 . "$(dirname "$0")/lib.sh"
 
@@ -89,6 +95,11 @@ mnt2=$(fixture_extract 2.18.0 "$T/small/mnt")
 pristine2=$(fixture_extract 2.18.0 "$T/pristine2")
 store2=$T/small/store.db
 mount_convfs "$mnt2" "$store2" -o allow_other
+# What the take-in copied is owner-only, on a shared mount too.
+for f in globalState.json:600 settings:700 settings/cline_mcp_settings.json:600 workspaces/292fed87:700; do
+	m=$(stat -c %a "$store2.files/${f%:*}")
+	[[ $m == "${f#*:}" ]] || problem "the take-in of a shared mount made ${f%:*} mode $m, not ${f#*:}"
+done
 chmod 0755 "$mnt2"
 chmod o+x "$T" "$T/small" "$T/small/mnt" # a way in for the other user
 mkdir -m 0777 "$mnt2/shared" # a folder the owner shares
@@ -104,6 +115,9 @@ echo '[]' >"$T/empty.json"
 as_other cp "$T/empty.json" "$mnt2/shared/tmp.json" || problem "uid $OTHER cannot write the shared folder"
 as_other mv "$mnt2/shared/tmp.json" "$C2/ui_messages.json" 2>/dev/null && problem "uid $OTHER renamed a file over the owner's ui_messages.json"
 as_other ln "$mnt2/shared/tmp.json" "$C2/link" 2>/dev/null && problem "uid $OTHER linked into the owner's task folder"
+# A setuid and setgid file another user makes in a folder shared with it.
+as_other sh -c 'cat /bin/true >"$1" && chmod 6755 "$1"' _ "$mnt2/shared/setid" || fail "uid $OTHER cannot make shared/setid"
+[[ $(stat -c %a "$mnt2/shared/setid") == 6755 ]] || fail "shared/setid is mode $(stat -c %a "$mnt2/shared/setid"), not 6755"
 # Filling the disk: ENOSPC for the other user, nothing of the owner's lost.
 out=$(as_other dd if=/dev/zero of="$mnt2/shared/fill" bs=1M count=100 2>&1) && problem "uid $OTHER wrote 100 MB into a 48 MB store"
 [[ $out == *"No space left"* ]] || problem "filling the disk did not end in ENOSPC: $out"
@@ -126,6 +140,44 @@ done
 [[ $(cat "$mnt2/settings/secret.txt") == secret ]] || problem "the owner's plain file changed"
 unmount_convfs "$mnt2"
 check_log "$store2.log" "^convfs: (warning|error): cannot (write|commit|stage|create).*(No space left|ENOSPC)|^convfs: warning: .*shared/fill"
+
+say "no mode bit given away: export, take-in"
+# owner_only WHAT DIR OWNER: nothing below DIR (DIR included) is setuid,
+# setgid, sticky or open to group or others, and everything is OWNER's (uid:gid).
+owner_only()
+{
+	local bad
+	bad=$(find "$2" -perm /7077 -printf '%m %p\n')
+	[[ -z $bad ]] || problem "$1: not owner-only:\n$bad"
+	bad=$(find "$2" ! -user "${3%:*}" -printf '%U:%G %p\n' -o ! -group "${3#*:}" -printf '%U:%G %p\n')
+	[[ -z $bad ]] || problem "$1: not owned by $3:\n$bad"
+}
+run_convfs export "$store2" "$T/out2" 2>"$T/export2.err" || problem "export of the shared store failed: $(cat "$T/export2.err")"
+owner_only "the export of a shared store (run by root, its owner)" "$T/out2" 0:0
+[[ $(stat -c %a "$T/out2/shared/setid") == 700 ]] || problem "shared/setid exported mode $(stat -c %a "$T/out2/shared/setid")"
+cmp -s /bin/true "$T/out2/shared/setid" || problem "shared/setid exported with other bytes"
+# A store another user owns: root's export is that user's.
+chown "$OTHER:$OTHER" "$store2"
+run_convfs export "$store2" "$T/out3" 2>"$T/export3.err" || problem "export of uid $OTHER's store failed: $(cat "$T/export3.err")"
+owner_only "the export by root of uid $OTHER's store" "$T/out3" "$OTHER:$OTHER"
+check_log "$T/export2.err"
+check_log "$T/export3.err"
+# The same file underneath, taken in at the next mount: owner-only and the
+# store owner's, shared mount or not.
+mkdir -m 0777 "$mnt2/shared-under"
+as_other sh -c 'cat /bin/true >"$1" && chmod 6755 "$1"' _ "$mnt2/shared-under/setid"
+mount_convfs "$mnt2" "$store2" -o allow_other
+cmp -s /bin/true "$mnt2/shared-under/setid" || problem "shared-under/setid is not in the mount" # (waits for the take-in)
+owner_only "the take-in into uid $OTHER's store (shared mount)" "$store2.files/shared-under" "$OTHER:$OTHER"
+unmount_convfs "$mnt2"
+check_log "$store2.log" "^convfs: (warning|error): cannot (write|commit|stage|create).*(No space left|ENOSPC)|^convfs: warning: .*shared/fill"
+store3=$T/small/store3.db
+mount_convfs "$mnt2" "$store3"
+owner_only "the take-in (a mount not shared)" "$store3.files/shared-under" 0:0
+[[ $(stat -c %a "$store3.files/shared-under/setid") == 700 ]] ||
+	problem "shared-under/setid taken in as mode $(stat -c %a "$store3.files/shared-under/setid")"
+unmount_convfs "$mnt2"
+check_log "$store3.log"
 umount "$T/small" || true
 store=$T/store.db
 check_log "$store_log" "^convfs: warning: (refusing to commit 'tasks/$TASK/ui_messages\.json': not a JSON array|refusing to create the symlink 'tasks'|cannot make the folder 'tasks/[0-9]+' of the restored task: Too many levels)"
