@@ -35,6 +35,7 @@ struct fs {
 	uid_t uid;
 	gid_t gid;
 	struct tree_owner owner; /* the store file's owner: what the take-in copies is theirs */
+	mode_t root_mode;   /* the mount root's permission bits (plain_root_*(); the backing root stays 0700) */
 	bool shared;        /* -o allow_other: keep group and other bits */
 	struct bases *bases; /* what each writer last saw of each doc */
 	struct take_in *take_in; /* the take-in, while the mount answers during it; set before the loop */
@@ -92,6 +93,21 @@ int plain_link(const struct fs *fs, const char *from, const char *to);
  * later plain_open() walk paths by hand, as when openat2 is missing.
  */
 int plain_open_root(const char *store_path, char **ret_backing_path, int *ret_fd);
+
+/*
+ * The mount root's mode, kept in the store while the backing root stays 0700
+ * (plain.c). plain_root_load() reads it into fs->root_mode once, before
+ * mounting, and makes a backing root an older convfs chmod'ed 0700 again
+ * (its mode becomes the mount root's); plain_root_stat() is the mount
+ * root's stat(); plain_root_chmod() changes the mount root's mode and no
+ * other. Each returns 0 or -errno; load and chmod log what failed.
+ */
+int plain_root_load(struct fs *fs);
+int plain_root_stat(const struct fs *fs, struct stat *st);
+int plain_root_chmod(struct fs *fs, mode_t mode);
+/* The store's meta row that holds the mount root's mode, in octal; its text as a mode: 0, or -EINVAL. */
+#define PLAIN_ROOT_MODE_KEY "root_mode"
+int plain_root_mode_parse(const char *text, mode_t *ret);
 
 /* ---- bases.c: what each writing process last saw of each doc ------------- */
 

@@ -312,6 +312,11 @@ static int serve(struct fs *fs, struct fuse_args *args, const char *store_path, 
 	r = store_open(store_path, 0, &fs->store);
 	if (r < 0)
 		return r;
+	r = plain_root_load(fs);
+	if (r < 0) {
+		store_free(fs->store);
+		return r;
+	}
 	r = shadow_init();
 	if (r < 0) {
 		store_free(fs->store);

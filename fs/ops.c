@@ -375,7 +375,7 @@ int op_getattr(const struct route *rt, struct stat *st, struct fuse_file_info *f
 	if (rt->kind == ROUTE_DOC)
 		return op_getattr_doc(rt, st, &(int64_t){ 0 });
 	if (!*path)
-		return fstat(fs->root_fd, st) < 0 ? -errno : 0;
+		return plain_root_stat(fs, st);
 	if (rt->view_err < 0)
 		return rt->view_err;
 	if (rt->vp.kind == VIEW_ROOT) {
@@ -523,7 +523,7 @@ static int change_named(struct fs *fs, const char *path, const struct attr_chang
 	int dfd, r;
 
 	if (!*path && c->what == ATTR_MODE)
-		return fchmodat(AT_FDCWD, fs->backing_path, c->mode, 0) < 0 ? -errno : 0;
+		return plain_root_chmod(fs, c->mode); /* never the backing root's: it stays 0700 */
 	if (!*path && c->what == ATTR_TIMES)
 		return utimensat(AT_FDCWD, fs->backing_path, c->tv, 0) < 0 ? -errno : 0;
 	dfd = plain_open_parent(fs, path, &leaf);

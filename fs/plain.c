@@ -14,13 +14,25 @@
  * refusing "..", "." and empty components, so the guarantee is the same. The
  * choice is made once per process; CONVFS_NO_OPENAT2=1 in the environment at
  * startup forces the walk, for the tests.
+ *
+ * The backing root is the mount root's folder but does not share its mode:
+ * it stays 0700, so that only the daemon's user (or root) reaches inside,
+ * and another user of a shared mount (-o allow_other) gets only as far as
+ * the mount lets it, where default_permissions judges every entry. Were it
+ * chmod'ed with the mount root, a user let in by `chmod 755` of the mount
+ * could rename the owner's files in the backing tree directly, past every
+ * check of the mount, while the kernel kept the daemon's attributes. The
+ * mount root's own mode is kept in the store (meta 'root_mode', octal; 0700
+ * without it) and shown by plain_root_stat().
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/openat2.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -333,4 +345,97 @@ int plain_open_root(const char *store_path, char **ret_backing_path, int *ret_fd
 	*ret_fd = fd;
 	*ret_backing_path = sb_detach(&path, NULL);
 	return 0;
+}
+
+/* ---- the mount root's mode ------------------------------------------------ */
+
+/* Orders the store's row and fs->root_mode among chmods of the root. A leaf: the store's lock is taken inside it. */
+static pthread_mutex_t root_mode_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* chmod of the backing root itself (an O_PATH fd, never a path that could be swapped). 0 or -errno. */
+static int backing_root_chmod(const struct fs *fs, mode_t mode)
+{
+	char proc[64];
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fs->root_fd);
+	return chmod(proc, mode) < 0 ? -errno : 0;
+}
+
+int plain_root_mode_parse(const char *text, mode_t *ret)
+{
+	char *end;
+	unsigned long m;
+
+	errno = 0;
+	m = strtoul(text, &end, 8);
+	if (errno || end == text || *end || m > 07777)
+		return -EINVAL;
+	*ret = (mode_t)m;
+	return 0;
+}
+
+int plain_root_load(struct fs *fs)
+{
+	_cleanup_free_ char *text = NULL;
+	char buf[8];
+	struct stat st;
+	int r = store_meta_get(fs->store, PLAIN_ROOT_MODE_KEY, &text);
+
+	fs->root_mode = 0700;
+	if (r == 0 && plain_root_mode_parse(text, &fs->root_mode) < 0)
+		log_warn("the mount root's mode '%s' in the store is not a mode; it shows 0700 until it is chmod'ed", text);
+	else if (r < 0 && r != -ENOENT)
+		return r;
+	if (fstat(fs->root_fd, &st) < 0) {
+		r = -errno;
+		log_err("cannot stat the backing tree '%s': %s", fs->backing_path, strerror(errno));
+		return r;
+	}
+	if ((st.st_mode & 07777) == 0700)
+		return 0;
+	/* An older convfs chmod'ed the backing root with the mount root: that mode is the mount root's now. */
+	if (r == -ENOENT) {
+		fs->root_mode = st.st_mode & 07777;
+		snprintf(buf, sizeof(buf), "%04o", (unsigned)fs->root_mode);
+		if ((r = store_meta_set(fs->store, PLAIN_ROOT_MODE_KEY, buf)) < 0)
+			log_warn("cannot keep the mount root's mode in the store: %s; it shows %04o until unmounted",
+				 strerror(-r), (unsigned)fs->root_mode);
+	}
+	if ((r = backing_root_chmod(fs, 0700)) < 0) {
+		log_err("cannot make the backing tree '%s' 0700: %s", fs->backing_path, strerror(-r));
+		return r;
+	}
+	log_info("the backing tree '%s' was mode %04o, now 0700; the mount root shows %04o", fs->backing_path,
+		 (unsigned)(st.st_mode & 07777), (unsigned)fs->root_mode);
+	return 0;
+}
+
+int plain_root_stat(const struct fs *fs, struct stat *st)
+{
+	if (fstat(fs->root_fd, st) < 0)
+		return -errno;
+	st->st_mode = S_IFDIR | __atomic_load_n(&fs->root_mode, __ATOMIC_RELAXED);
+	return 0;
+}
+
+int plain_root_chmod(struct fs *fs, mode_t mode)
+{
+	char buf[8];
+	int r;
+
+	snprintf(buf, sizeof(buf), "%04o", (unsigned)(mode & 07777));
+	pthread_mutex_lock(&root_mode_lock);
+	r = store_meta_set(fs->store, PLAIN_ROOT_MODE_KEY, buf);
+	if (r == 0)
+		__atomic_store_n(&fs->root_mode, mode & 07777, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&root_mode_lock);
+	if (r < 0) {
+		log_err("cannot keep the mount root's mode %s in the store: %s", buf, strerror(-r));
+		return r;
+	}
+	/* The same 0700 again: what changes is the root's ctime, as a chmod's must. */
+	r = backing_root_chmod(fs, 0700);
+	if (r < 0)
+		log_err("cannot chmod the backing tree '%s': %s", fs->backing_path, strerror(-r));
+	return r;
 }

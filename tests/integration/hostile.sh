@@ -20,11 +20,14 @@
 #     daemon holds an fd for each) and the owner still works; the daemon
 #     stays up through all of it, and everything of the owner's is intact;
 #   - no mode bit given away: the take-in copies owner-only on a shared
-#     mount too; a 6755 file the other user makes in a shared folder comes
-#     out of `convfs export` owner-only, neither setuid nor setgid, owned by
-#     the store's owner (root; uid 65534 once the store file is its), and
-#     the same file underneath is taken in so, with -o allow_other and
-#     without.
+#     mount too; a chmod 0755 of the mount root shows (also after a
+#     remount) but leaves the backing tree 0700, which the other user can
+#     neither list nor rename anything in; a 6755 file the other user makes
+#     in a shared folder comes out of `convfs export` owner-only, neither
+#     setuid nor setgid, owned by the store's owner (root; uid 65534 once
+#     the store file is its), and the same file underneath is taken in so,
+#     with -o allow_other and without; a backing tree an older convfs left
+#     0755 is 0700 once mounted, the mount root keeping 0755.
 
 . "$(dirname "$0")/lib.sh"
 
@@ -100,8 +103,13 @@ for f in globalState.json:600 settings:700 settings/cline_mcp_settings.json:600 
 	m=$(stat -c %a "$store2.files/${f%:*}")
 	[[ $m == "${f#*:}" ]] || problem "the take-in of a shared mount made ${f%:*} mode $m, not ${f#*:}"
 done
+ctime=$(stat -c %z "$mnt2")
 chmod 0755 "$mnt2"
 chmod o+x "$T" "$T/small" "$T/small/mnt" # a way in for the other user
+[[ $(stat -c %a "$mnt2") == 755 ]] || problem "the mount root is mode $(stat -c %a "$mnt2") after chmod 0755"
+[[ $(stat -c %z "$mnt2") != "$ctime" ]] || problem "chmod 0755 of the mount root left its ctime"
+[[ $(stat -c %a "$store2.files") == 700 ]] ||
+	problem "chmod 0755 of the mount root made the backing tree mode $(stat -c %a "$store2.files"), not 700"
 mkdir -m 0777 "$mnt2/shared" # a folder the owner shares
 (umask 077 && echo secret >"$mnt2/settings/secret.txt") # kept private, as a client keeps secrets.json
 C2=$mnt2/tasks/$TASK
@@ -115,6 +123,11 @@ echo '[]' >"$T/empty.json"
 as_other cp "$T/empty.json" "$mnt2/shared/tmp.json" || problem "uid $OTHER cannot write the shared folder"
 as_other mv "$mnt2/shared/tmp.json" "$C2/ui_messages.json" 2>/dev/null && problem "uid $OTHER renamed a file over the owner's ui_messages.json"
 as_other ln "$mnt2/shared/tmp.json" "$C2/link" 2>/dev/null && problem "uid $OTHER linked into the owner's task folder"
+# The backing tree is the daemon's user's 0700: no way round the mount.
+as_other ls "$store2.files" >/dev/null 2>&1 && problem "uid $OTHER listed the backing tree"
+as_other mv "$store2.files/shared/tmp.json" "$store2.files/shared/moved.json" 2>/dev/null &&
+	problem "uid $OTHER renamed a file in the backing tree"
+[[ -f $mnt2/shared/tmp.json ]] || problem "shared/tmp.json is gone from the mount"
 # A setuid and setgid file another user makes in a folder shared with it.
 as_other sh -c 'cat /bin/true >"$1" && chmod 6755 "$1"' _ "$mnt2/shared/setid" || fail "uid $OTHER cannot make shared/setid"
 [[ $(stat -c %a "$mnt2/shared/setid") == 6755 ]] || fail "shared/setid is mode $(stat -c %a "$mnt2/shared/setid"), not 6755"
@@ -141,7 +154,7 @@ done
 unmount_convfs "$mnt2"
 check_log "$store2.log" "^convfs: (warning|error): cannot (write|commit|stage|create).*(No space left|ENOSPC)|^convfs: warning: .*shared/fill"
 
-say "no mode bit given away: export, take-in"
+say "no mode bit given away: export, take-in, the mount root"
 # owner_only WHAT DIR OWNER: nothing below DIR (DIR included) is setuid,
 # setgid, sticky or open to group or others, and everything is OWNER's (uid:gid).
 owner_only()
@@ -169,6 +182,8 @@ as_other sh -c 'cat /bin/true >"$1" && chmod 6755 "$1"' _ "$mnt2/shared-under/se
 mount_convfs "$mnt2" "$store2" -o allow_other
 cmp -s /bin/true "$mnt2/shared-under/setid" || problem "shared-under/setid is not in the mount" # (waits for the take-in)
 owner_only "the take-in into uid $OTHER's store (shared mount)" "$store2.files/shared-under" "$OTHER:$OTHER"
+[[ $(stat -c %a "$mnt2") == 755 ]] || problem "after a remount the mount root is mode $(stat -c %a "$mnt2"), not 755"
+[[ $(stat -c %a "$store2.files") == 700 ]] || problem "after a remount the backing tree is mode $(stat -c %a "$store2.files")"
 unmount_convfs "$mnt2"
 check_log "$store2.log" "^convfs: (warning|error): cannot (write|commit|stage|create).*(No space left|ENOSPC)|^convfs: warning: .*shared/fill"
 store3=$T/small/store3.db
@@ -176,6 +191,13 @@ mount_convfs "$mnt2" "$store3"
 owner_only "the take-in (a mount not shared)" "$store3.files/shared-under" 0:0
 [[ $(stat -c %a "$store3.files/shared-under/setid") == 700 ]] ||
 	problem "shared-under/setid taken in as mode $(stat -c %a "$store3.files/shared-under/setid")"
+unmount_convfs "$mnt2"
+# A backing tree an older convfs chmod'ed with the mount root: its mode
+# becomes the mount root's, and the backing tree 0700 again.
+chmod 0755 "$store3.files"
+mount_convfs "$mnt2" "$store3"
+[[ $(stat -c %a "$mnt2") == 755 ]] || problem "the mount root of a backing tree left 0755 is mode $(stat -c %a "$mnt2")"
+[[ $(stat -c %a "$store3.files") == 700 ]] || problem "a backing tree left 0755 is mode $(stat -c %a "$store3.files") once mounted"
 unmount_convfs "$mnt2"
 check_log "$store3.log"
 umount "$T/small" || true
