@@ -8,8 +8,13 @@
  * the store has must be there, nothing there may stand where the store has a
  * conversation file (the store's would hide it), no symlink may lead out of
  * the tree or stand where conversations are kept, nothing may be a device,
- * and every mode must be owner-only (docs/SECURITY.md; a mount with
- * -o allow_other keeps the modes its users ask for, so there it may be meant).
+ * and every mode must be owner-only: no bit for group or others, no setuid,
+ * setgid or sticky bit (docs/SECURITY.md; a mount with -o allow_other keeps
+ * the modes its users ask for, so there it may be meant), and everything
+ * the store's owner's (on a shared mount run by root, what another user
+ * made is that user's). The folder itself is 0700 and the owner's, shared
+ * or not: the mount root's own mode is a row of the store, which must be a
+ * mode.
  *
  * Each problem is one line on stdout, "<where>: <what>", for scripts and
  * for people; the exit status is 0 for none, 1 for problems found, 2 for a
@@ -28,6 +33,7 @@
 #include <sys/stat.h>
 
 #include "fs/cmd.h"
+#include "fs/fs.h"
 #include "fs/progress.h"
 #include "fs/tree.h"
 #include "store/store_ops.h"
@@ -36,6 +42,7 @@
 struct check_ctx {
 	struct store *st;
 	int root_fd;
+	uid_t owner; /* the store file's */
 	const char *files; /* STORE.files, for messages */
 	int problems;
 	unsigned long entries;
@@ -95,6 +102,16 @@ static bool link_leaves(const char *rel, const char *target)
 	return false;
 }
 
+/* Owner-only (no group, other, setuid, setgid or sticky bit) and the store owner's: else one line each. */
+static void owner_only(struct check_ctx *c, const char *rel, const struct stat *st)
+{
+	if (st->st_mode & 07077)
+		sayf(c, "files: '%s' has mode %04o, not owner-only", rel, (unsigned)(st->st_mode & 07777));
+	if (st->st_uid != c->owner)
+		sayf(c, "files: '%s' belongs to uid %u, not to the store's owner (uid %u)", rel, (unsigned)st->st_uid,
+		     (unsigned)c->owner);
+}
+
 static int check_entry(void *ctx, int dirfd, const char *name, const char *rel, const struct stat *st)
 {
 	struct check_ctx *c = ctx;
@@ -118,10 +135,7 @@ static int check_entry(void *ctx, int dirfd, const char *name, const char *rel, 
 	}
 	if (S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode))
 		sayf(c, "files: '%s' is a device", rel);
-	if (st->st_mode & 077)
-		sayf(c, "files: '%s' has mode %04o, not owner-only", rel, (unsigned)(st->st_mode & 07777));
-	if (st->st_uid != getuid())
-		sayf(c, "files: '%s' belongs to uid %u, not to the store's owner", rel, (unsigned)st->st_uid);
+	owner_only(c, rel, st);
 	if ((kind == STORE_PATH_ARRAY || kind == STORE_PATH_WHOLE) && store_doc_stat(c->st, rel, &ss) == 0)
 		sayf(c, "files: '%s' is a plain file where the store has that conversation file (hidden by it)", rel);
 	return 0;
@@ -147,8 +161,16 @@ static int check_doc(void *ctx, const char *path, const struct store_stat *ss)
 
 static int check_files(struct check_ctx *c)
 {
+	_cleanup_free_ char *root_mode = NULL;
 	struct stat st;
+	mode_t m;
 	int r;
+
+	r = store_meta_get(c->st, PLAIN_ROOT_MODE_KEY, &root_mode);
+	if (r == 0 && plain_root_mode_parse(root_mode, &m) < 0)
+		sayf(c, "store: the mount root's mode '%s' is not a mode (it shows 0700)", root_mode);
+	else if (r < 0 && r != -ENOENT)
+		return r;
 
 	c->root_fd = open(c->files, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (c->root_fd < 0) {
@@ -162,8 +184,7 @@ static int check_files(struct check_ctx *c)
 	}
 	if (fstat(c->root_fd, &st) < 0)
 		return -errno;
-	if (st.st_mode & 077)
-		sayf(c, "files: '%s' has mode %04o, not owner-only", c->files, (unsigned)(st.st_mode & 07777));
+	owner_only(c, c->files, &st);
 	r = walk(c->root_fd, "", check_entry, c);
 	if (r < 0) {
 		fprintf(stderr, "convfs: cannot read '%s': %s\n", c->files, strerror(-r));
@@ -177,6 +198,7 @@ int cmd_check(int argc, char **argv)
 	_cleanup_free_ char *files = NULL;
 	struct check_ctx c = { .root_fd = -1 };
 	const char *path;
+	struct stat sst;
 	int r;
 
 	if (argc != 3 || argv[2][0] == '-') {
@@ -197,6 +219,12 @@ int cmd_check(int argc, char **argv)
 		fprintf(stderr, "convfs: cannot open the store '%s': %s\n", path, strerror(-r));
 		return 2;
 	}
+	if (stat(path, &sst) < 0) {
+		fprintf(stderr, "convfs: cannot stat the store '%s': %s\n", path, strerror(errno));
+		store_free(c.st);
+		return 2;
+	}
+	c.owner = sst.st_uid;
 	r = store_schema_of(c.st);
 	if (r >= 0 && r < store_schema_version())
 		fprintf(stderr, "convfs: note: the store has schema version %d; the next mount migrates it to %d\n", r,

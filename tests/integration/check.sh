@@ -9,7 +9,11 @@
 #   B. Mounted: a warning on stderr that a daemon serves it, the check all
 #      the same (exit 0).
 #   C. Each kind of damage is found, one line each, exit 1: a mode that is not
-#      owner-only, a symlink out of the folder, a symlink where conversations
+#      owner-only (group or other bits, setuid, sticky; the folder itself
+#      too), a file that is not the store owner's (the store file's owner,
+#      not who runs the check), a mount root's mode in the store that is not
+#      a mode (a mount shows 0700, with a warning), a symlink out of the
+#      folder, a symlink where conversations
 #      are kept, a plain file where the store has a conversation file, a
 #      conversation's folder missing, a doc's row that disagrees with its
 #      rows (sqlite3), a damaged index page (dd).
@@ -59,6 +63,32 @@ expect_problem()
 chmod 0644 "$files/globalState.json"
 expect_problem "a mode" "^files: 'globalState.json' has mode 0644, not owner-only$"
 chmod 0600 "$files/globalState.json"
+chmod 4700 "$files/globalState.json"
+expect_problem "a setuid mode" "^files: 'globalState.json' has mode 4700, not owner-only$"
+chmod 0600 "$files/globalState.json"
+chmod 1700 "$files/settings"
+expect_problem "a sticky folder" "^files: 'settings' has mode 1700, not owner-only$"
+chmod 0700 "$files/settings"
+chmod 0755 "$files"
+expect_problem "the backing folder's mode" "^files: '$files' has mode 0755, not owner-only$"
+chmod 0700 "$files"
+# What is not the store owner's: the store's owner is its file's, not who runs the check.
+chown 65534 "$store"
+expect_problem "a store of another user" "^files: 'globalState.json' belongs to uid 0, not to the store's owner \(uid 65534\)$"
+chown 0 "$store"
+# The mount root's mode, a row of the store: one that is not a mode is found,
+# and a mount shows 0700 with a warning.
+sqlite3 "$store" "INSERT INTO meta(key, value) VALUES ('root_mode', '0x755')"
+expect_problem "the mount root's mode" "^store: the mount root's mode '0x755' is not a mode"
+mount_convfs "$mnt" "$store"
+[[ $(stat -c %a "$mnt") == 700 ]] || problem "a mount root whose mode is not a mode shows $(stat -c %a "$mnt")"
+chmod 0750 "$mnt"
+unmount_convfs "$mnt"
+check_log "$store.log" "^convfs: warning: the mount root's mode '0x755' in the store is not a mode"
+log_has "$store.log" "^convfs: warning: the mount root's mode '0x755' in the store is not a mode" "a mount root's mode that is not a mode"
+[[ $(sqlite3 "$store" "SELECT value FROM meta WHERE key = 'root_mode'") == 0700 ]] ||
+	problem "chmod 0750 of the mount root (not shared) kept $(sqlite3 "$store" "SELECT value FROM meta WHERE key = 'root_mode'")"
+sqlite3 "$store" "DELETE FROM meta WHERE key = 'root_mode'"
 
 ln -s /etc "$files/settings/escape"
 expect_problem "a symlink out" "^files: 'settings/escape' is a symlink out of the folder \(to '/etc'\)$"
