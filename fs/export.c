@@ -82,8 +82,7 @@ static int export_doc(void *ctx, const char *path, const struct store_stat *ss)
 			r = (int)n;
 			break;
 		}
-		if (write(fd, buf, (size_t)n) != n)
-			r = -errno;
+		r = pwrite_all(fd, buf, (size_t)n, (size_t)off);
 		off += n;
 	}
 	times[0].tv_sec = times[1].tv_sec = ss->mtime_ns / 1000000000;

@@ -83,12 +83,12 @@ int stage_begin(struct fs *fs, struct fs_file *f, bool empty)
 		}
 		for (;;) {
 			ssize_t n = store_snap_read(fs->store, f->snap, buf, bufsz, off);
+			int r;
 
 			if (n == 0)
 				break;
-			if (n < 0 || pwrite(fd, buf, (size_t)n, off) != n) {
-				int r = n < 0 ? (int)n : -errno;
-
+			r = n < 0 ? (int)n : pwrite_all(fd, buf, (size_t)n, (size_t)off);
+			if (r < 0) {
 				log_err("cannot stage '%s' for writing: %s", f->path, strerror(-r));
 				close(fd);
 				return r;
@@ -332,8 +332,8 @@ static ssize_t stage_write(struct fs *fs, struct fs_file *f, const char *buf, st
 	}
 	if (f->pending.len) {
 		/* Bytes appended without their newline belong to the staged file now. */
-		if (pwrite(f->fd, f->pending.buf, f->pending.len, store_snap_size(f->snap)) < 0)
-			return -errno;
+		if ((r = pwrite_all(f->fd, f->pending.buf, f->pending.len, (size_t)store_snap_size(f->snap))) < 0)
+			return r;
 		f->pending.len = 0;
 	}
 	if (f->append) {
@@ -556,6 +556,23 @@ static int jsonl_getattr(struct fs *fs, struct fs_file *f, struct stat *st)
 	return 0;
 }
 
+/*
+ * The bytes of a line appended without its newline that an open file keeps
+ * in memory. A longer one (a message of megabytes written in pieces) makes
+ * the file staged instead: its bytes go to the staging file, and the whole
+ * is committed at close as a rewrite. So the daemon's memory for an append
+ * is bounded by this and one write, whatever the line's length.
+ */
+#define JSONL_PENDING_MAX ((size_t)1 << 20)
+
+/* What f->pending would hold after buf is appended: the bytes after its last newline. */
+static size_t pending_after(const struct fs_file *f, const char *buf, size_t size)
+{
+	const char *nl = memrchr(buf, '\n', size);
+
+	return nl ? size - (size_t)(nl + 1 - buf) : f->pending.len + size;
+}
+
 static ssize_t jsonl_write(struct fs *fs, struct fs_file *f, const char *buf, size_t size, off_t off, int flags)
 {
 	bool appended = false;
@@ -565,7 +582,8 @@ static ssize_t jsonl_write(struct fs *fs, struct fs_file *f, const char *buf, si
 		return -EBADF;
 	pthread_mutex_lock(&f->lock);
 	n = f->write_err; /* see staged_write() */
-	if (n == 0 && f->fd < 0 && (f->append || off == store_snap_size(f->snap) + (off_t)f->pending.len))
+	if (n == 0 && f->fd < 0 && (f->append || off == store_snap_size(f->snap) + (off_t)f->pending.len) &&
+	    pending_after(f, buf, size) <= JSONL_PENDING_MAX)
 		n = jsonl_append(fs, f, buf, size, &appended);
 	else if (n == 0)
 		n = stage_write(fs, f, buf, NULL, size, off);

@@ -563,6 +563,14 @@ int main(int argc, char **argv)
 	fuse_set_log_func(libfuse_log);
 	/* One malloc arena per FUSE thread would multiply the daemon's footprint. */
 	mallopt(M_ARENA_MAX, 2);
+	/*
+	 * A fixed threshold: past it every block is a mapping of its own, given
+	 * back when freed. glibc's own moves up to the largest block freed
+	 * (32 MB at most), after which the 1 MiB buffers of every worker's
+	 * reads and writes stay in the arenas, and the daemon's peak memory
+	 * depends on how many workers were busy at once.
+	 */
+	mallopt(M_MMAP_THRESHOLD, 256 << 10);
 	for (int i = 0; i < args.argc; i++)
 		if (strstr(args.argv[i], "allow_other"))
 			fs.shared = true;

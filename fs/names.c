@@ -93,6 +93,7 @@ static int rename_out(struct fs *fs, const char *from, const char *to, unsigned 
 {
 	_cleanup_free_ char *buf = NULL;
 	struct store_snap *snap = NULL;
+	bool noreplace = flags & RENAME_NOREPLACE;
 	char tmp[96];
 	const char *leaf;
 	struct stat st;
@@ -102,7 +103,8 @@ static int rename_out(struct fs *fs, const char *from, const char *to, unsigned 
 	dfd = plain_open_parent(fs, to, &leaf);
 	if (dfd < 0)
 		return dfd;
-	if ((flags & RENAME_NOREPLACE) && fstatat(dfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+	/* Said early when it is known; the renameat2() below is what decides. */
+	if (noreplace && fstatat(dfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0) {
 		r = -EEXIST;
 		goto out;
 	}
@@ -125,11 +127,26 @@ static int rename_out(struct fs *fs, const char *from, const char *to, unsigned 
 
 		if (n == 0)
 			break;
-		if (n < 0 || pwrite(fd, buf, (size_t)n, off) != n) {
-			r = n < 0 ? (int)n : plain_fail("write", to, errno);
+		if (n < 0 || (r = pwrite_all(fd, buf, (size_t)n, (size_t)off)) < 0) {
+			r = n < 0 ? (int)n : plain_fail("write", to, -r);
 			goto out_unlink;
 		}
 		off += n;
+	}
+	if (noreplace) {
+		/*
+		 * The name is taken first, atomically, so that nothing can come
+		 * at `to` between a check and the rename; the doc goes after,
+		 * or the name goes back if it cannot.
+		 */
+		if (renameat2(dfd, tmp, dfd, leaf, RENAME_NOREPLACE) < 0) {
+			r = errno == EEXIST ? -EEXIST : plain_fail("rename", to, errno);
+			goto out_unlink;
+		}
+		r = doc_remove_by_caller(fs, from, "rename-out");
+		if (r < 0)
+			unlinkat(dfd, leaf, 0);
+		goto out;
 	}
 	r = doc_remove_by_caller(fs, from, "rename-out");
 	if (r < 0)

@@ -193,8 +193,8 @@ static int text_open(struct fs *fs, const char *r, const struct view_path *vp, s
 		if (res == 0 && writable) {
 			fi->direct_io = 1;
 			res = stage_begin(fs, f, true);
-			if (res == 0 && !(fi->flags & O_TRUNC) && pwrite(f->fd, f->text.buf, f->text.len, 0) < 0)
-				res = -errno;
+			if (res == 0 && !(fi->flags & O_TRUNC))
+				res = pwrite_all(f->fd, f->text.buf, f->text.len, 0);
 			f->dirty = res == 0 && (fi->flags & O_TRUNC);
 		}
 	}

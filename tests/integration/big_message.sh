@@ -15,7 +15,9 @@
 #   4. through the view: its ui_messages.jsonl rewritten whole (cat >), with
 #      "\r\n" line ends, a 1 MiB message first and one more at the end;
 #   5. the same with a last line that is not an object: refused at close,
-#      nothing changed.
+#      nothing changed;
+#   6. a line as long as the big message appended (>>) to the view's file
+#      and never ended: refused at close, nothing changed.
 # It proves that
 #   - after each save the file reads back byte-for-byte what was written
 #     (cmp), and jq counts the messages written; also after a remount;
@@ -167,6 +169,15 @@ fi
 check_content "$T/gen/v4.json" 10 "after the refused rewrite"
 log_has "$STORE.log" "line 11 is not a JSON object; nothing stored" "the refused line"
 
+echo "#   VmHWM after save 5: $(peak) kB"
+say "6. >> of a line as long as the big message that never ends: refused at close, nothing changes"
+# The daemon kept an unended line in memory, whatever its length (1.5 GB
+# took its RSS past 1.15 GB).
+head -c "$BIG" /dev/zero | tr '\0' x >>"$M/workspaces/unknown/tasks/$TASK/ui_messages.jsonl" 2>/dev/null || true
+check_content "$T/gen/v4.json" 10 "after a >> whose line never ended"
+log_has "$STORE.log" "refusing to commit 'tasks/$TASK/ui_messages.json': its last line has no newline" "the line with no end"
+echo "#   VmHWM after the unended line: $(peak) kB"
+
 hwm=$(peak)
 echo "# peak RSS of the daemon (VmHWM): $hwm kB ($((hwm / 1024)) MB), limit $RSS_LIMIT_KB kB, for a $size-byte file with a $BIG-byte message"
 if ((check_rss)); then
@@ -182,5 +193,5 @@ unmount_convfs "$M"
 mount_convfs "$M" "$STORE"
 check_content "$T/gen/v4.json" 10 "after a remount"
 unmount_convfs "$M"
-check_log "$STORE.log" "^convfs: warning: refusing to append to 'tasks/$TASK/ui_messages.json': line 11 is not a JSON object; nothing stored$"
+check_log "$STORE.log" "^convfs: warning: refusing to (append to 'tasks/$TASK/ui_messages.json': line 11 is not a JSON object|commit 'tasks/$TASK/ui_messages.json': its last line has no newline); nothing stored$"
 pass

@@ -110,9 +110,12 @@ snapshot full
 # Fills what is left; dd ends with ENOSPC, as meant.
 dd if=/dev/zero of="$SMALL/filler" bs=64k status=none 2>/dev/null || true
 (($(df --output=avail "$SMALL" | tail -1) < 128)) || fail "the tmpfs did not fill up"
-# Lines bigger than anything SQLite's WAL file can still hold from before.
+# Lines bigger than anything SQLite's WAL file can still hold from before: an
+# append of one line that comes in one write goes to the store; a longer one
+# (past 1 MiB without its newline) is staged, as an in-place write is.
 expect ENOSPC inplace "$UI" 3000000
 expect ENOSPC atomic "$UI" 3000000
+expect ENOSPC append "$VIEW" 1000000
 expect ENOSPC append "$VIEW" 3000000
 expect ENOSPC plain "$M/bigplain" 3000000
 unchanged full "full disk"

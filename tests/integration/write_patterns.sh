@@ -243,6 +243,38 @@ for pattern in a b; do
 	write_and_check "$pattern" ui "$T/content/large"
 done
 
+# ---- a doc renamed out with RENAME_NOREPLACE (mv -n) ---------------------------
+
+say "mv -n of a conversation file while the backing tree gets its new name"
+# The daemon copies the doc out to a temp file, then names it: a file made
+# at the new name meanwhile must stay (the name was checked first and then
+# renamed over, losing the other file). Through this mount the kernel holds
+# the folder's lock across the rename, so the other file is made in the
+# backing tree, as another daemon serving the same store would.
+OUT=1795306399000
+mkdir "$M/tasks/$OUT"
+node -e 'const a = [];
+	for (let i = 0; i < 60; i++)
+		a.push({ ts: 1795306399000 + i, type: "say", say: "text", text: "x".repeat(1 << 20) });
+	require("fs").writeFileSync(process.argv[1], JSON.stringify(a));' "$T/content/out"
+cp "$T/content/out" "$M/tasks/$OUT/ui_messages.json"
+mv -n "$M/tasks/$OUT/ui_messages.json" "$M/tasks/$OUT/ui.bak" &
+mvpid=$!
+# (A busy wait: the copy takes a few tens of milliseconds.)
+while kill -0 "$mvpid" 2>/dev/null && ! compgen -G "$STORE.files/tasks/$OUT/.convfs-rename.*" >/dev/null; do
+	:
+done
+taken=0
+(set -o noclobber && echo theirs >"$STORE.files/tasks/$OUT/ui.bak") 2>/dev/null && taken=1
+wait "$mvpid" || true
+if ((taken)); then
+	[[ $(cat "$M/tasks/$OUT/ui.bak") == theirs ]] || problem "mv -n replaced the file another process made meanwhile"
+	same "$M/tasks/$OUT/ui_messages.json" "$T/content/out" "mv -n that found its name taken: the conversation file"
+else
+	say "the rename ended before the other process could make the name (nothing to check)"
+fi
+rm -f "$M/tasks/$OUT/ui.bak"
+
 # ---- nothing left behind, and it all survives a remount ------------------------
 
 say "leftovers"
