@@ -93,7 +93,8 @@ int pwrite_all(int fd, const char *p, size_t n, size_t off)
 /*
  * Copies the rest of fd, from off on, to out, where byte off goes at
  * out_off: by copy_file_range() where the kernel can, else through buf.
- * *ret_end is where fd ended.
+ * *ret_end is where fd ended. -EFBIG past COMMIT_MAX: another process may
+ * grow the file while it is copied.
  */
 static int copy_rest(int fd, size_t off, int out, size_t out_off, size_t *ret_end, struct sb *buf)
 {
@@ -102,6 +103,8 @@ static int copy_rest(int fd, size_t off, int out, size_t out_off, size_t *ret_en
 	for (;;) {
 		ssize_t n;
 
+		if (off > COMMIT_MAX)
+			return -EFBIG;
 		if (by_kernel) {
 			loff_t in_at = (loff_t)off, out_at = (loff_t)out_off;
 
@@ -178,7 +181,28 @@ int fs_private_file(struct fs *fs)
 	return fd;
 }
 
-int commit_take(struct fs *fs, int fd, enum commit_take_how how, struct commit_bytes *ret)
+int commit_size_check(int fd, const struct stat *st, const char *path)
+{
+	off_t hole;
+
+	if ((size_t)st->st_size > COMMIT_MAX) {
+		log_warn("refusing to commit '%s': it is %lld bytes, more than the %zu MiB a conversation file may "
+			 "have; nothing stored changes",
+			 path, (long long)st->st_size, COMMIT_MAX >> 20);
+		return -EFBIG;
+	}
+	/* Where the filesystem cannot tell (an error), the scan finds the NUL bytes. */
+	hole = lseek(fd, 0, SEEK_HOLE);
+	if (hole >= 0 && hole < st->st_size) {
+		log_warn("refusing to commit '%s': it has a hole at byte %lld (read as NUL bytes, which are not "
+			 "JSON); nothing stored changes",
+			 path, (long long)hole);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int commit_take(struct fs *fs, int fd, enum commit_take_how how, const char *path, struct commit_bytes *ret)
 {
 	_cleanup_close_ int out = -1;
 	_cleanup_sb_ struct sb mem = SB_INIT;
@@ -192,6 +216,8 @@ int commit_take(struct fs *fs, int fd, enum commit_take_how how, struct commit_b
 		if (how == TAKE_OWN)
 			return -errno;
 		st.st_size = 0;
+	} else if ((r = commit_size_check(fd, &st, path)) < 0) {
+		return r;
 	}
 	large = (size_t)st.st_size > COMMIT_INLINE;
 	if (large && how != TAKE_COPY) {
@@ -217,6 +243,10 @@ int commit_take(struct fs *fs, int fd, enum commit_take_how how, struct commit_b
 	r = pwrite_all(out, mem.buf, mem.len, 0);
 	if (r == 0)
 		r = copy_rest(fd, mem.len, out, mem.len, &len, &mem);
+	if (r == -EFBIG)
+		log_warn("refusing to commit '%s': it grew past the %zu MiB a conversation file may have while it "
+			 "was read; nothing stored changes",
+			 path, COMMIT_MAX >> 20);
 	if (r < 0)
 		return r;
 	*ret = (struct commit_bytes){ .mem = SB_INIT, .fd = TAKE_FD(out), .own_fd = true, .len = len };
@@ -277,7 +307,9 @@ int commit_fd(struct fs *fs, const struct commit_req *req, int fd, bool private_
 	struct commit_bytes b;
 	int r;
 
-	r = commit_take(fs, fd, private_fd ? TAKE_OWN : TAKE_SHARED, &b);
+	r = commit_take(fs, fd, private_fd ? TAKE_OWN : TAKE_SHARED, req->base_path, &b);
+	if (r == -EFBIG || r == -EINVAL) /* said by commit_size_check() or copy_rest() */
+		return r;
 	if (r < 0) {
 		log_err("cannot read what was written to '%s': %s; the previous version stays", req->base_path,
 			strerror(-r));

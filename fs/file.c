@@ -326,6 +326,14 @@ static ssize_t stage_write(struct fs *fs, struct fs_file *f, const char *buf, st
 	ssize_t n;
 	int r;
 
+	if ((size_t)off > COMMIT_MAX || size > COMMIT_MAX - (size_t)off) {
+		/* As a failed write: it could never be committed, nor the rest without it. */
+		f->write_err = -EFBIG;
+		log_warn("refusing a write to '%s' at byte %lld: past the %zu MiB a conversation file may have; this "
+			 "open file will commit nothing, the previous version stays",
+			 f->path, (long long)off, COMMIT_MAX >> 20);
+		return -EFBIG;
+	}
 	if (f->fd < 0 && (r = stage_begin(fs, f, false)) < 0) {
 		f->write_err = r; /* stage_begin logged it */
 		return r;
@@ -384,6 +392,8 @@ static int staged_truncate(struct fs *fs, struct fs_file *f, off_t size)
 
 	if (f->fixed)
 		return -EROFS;
+	if ((size_t)size > COMMIT_MAX)
+		return -EFBIG; /* it could never be committed: better said now */
 	pthread_mutex_lock(&f->lock);
 	r = f->fd < 0 ? stage_begin(fs, f, size == 0) : 0;
 	if (r == 0)

@@ -153,6 +153,20 @@ int pwrite_all(int fd, const char *p, size_t n, size_t off);
 /* Files larger than this are committed from a file, not read into memory (commit.c). */
 #define COMMIT_INLINE ((size_t)16 << 20)
 /*
+ * The largest file committed as a conversation file: 1 GiB. No client
+ * writes one near it (node's strings, which JSON.stringify() makes, end at
+ * 512 MiB), and a file past it (a sparse one, made with truncate or a
+ * write far out) would be copied whole before its bytes are judged.
+ */
+#define COMMIT_MAX ((size_t)1 << 30)
+/*
+ * Whether the file fd (st: its fstat) may be committed as the content of
+ * path: -EFBIG past COMMIT_MAX, -EINVAL if it has a hole (a hole reads as
+ * NUL bytes, which no JSON holds), each with one log line; else 0. Checked
+ * before any byte is copied.
+ */
+int commit_size_check(int fd, const struct stat *st, const char *path);
+/*
  * An unnamed file of the daemon's own in the backing tree's filesystem
  * (O_TMPFILE; where that is missing, a name removed at once), for staged
  * writes and copies. Returns an fd or -errno, logged.
@@ -165,10 +179,11 @@ enum commit_take_how {
 	TAKE_COPY,   /* copied whole into a private file (the take-in may commit it twice) */
 };
 /*
- * Takes all fd holds, each byte read once: into memory up to COMMIT_INLINE,
- * else as how says. Free with commit_bytes_release().
+ * Takes all fd holds (written as path), each byte read once: into memory up
+ * to COMMIT_INLINE, else as how says; commit_size_check() first, and never
+ * more than COMMIT_MAX bytes (-EFBIG). Free with commit_bytes_release().
  */
-int commit_take(struct fs *fs, int fd, enum commit_take_how how, struct commit_bytes *ret);
+int commit_take(struct fs *fs, int fd, enum commit_take_how how, const char *path, struct commit_bytes *ret);
 void commit_bytes_release(struct commit_bytes *b);
 /*
  * jsonl.c: the JSON Lines staged in fd (a rewrite of the view's file for the

@@ -338,7 +338,13 @@ static int take_doc(struct import_ctx *c, int dirfd, const char *name, const cha
 	if (fd < 0)
 		return fd;
 	/* As a writer's save: a large file is copied, not held (commit.c). */
-	if ((r = commit_take(c->fs, fd, TAKE_COPY, &data)) < 0)
+	r = commit_take(c->fs, fd, TAKE_COPY, rel, &data);
+	if (r == -EFBIG || r == -EINVAL) {
+		/* Said by commit_size_check(): no conversation, and too much to keep as it is. */
+		c->rep.damaged++;
+		return record(c, rel, &fst, base_rev);
+	}
+	if (r < 0)
 		return r;
 	len = data.len;
 	commit.data = data.fd < 0 ? sb_str(&data.mem) : NULL;

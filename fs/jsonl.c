@@ -155,9 +155,14 @@ static int check(const char *path, const char *require, const struct jsonl_out *
 int jsonl_to_array(struct fs *fs, const char *path, const char *require, int fd, struct commit_bytes *ret)
 {
 	struct jsonl_out o = { .fs = fs, .b = ret, .buf = SB_INIT };
+	struct stat st;
 	int r;
 
 	*ret = (struct commit_bytes){ .mem = SB_INIT, .fd = -1 };
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if ((r = commit_size_check(fd, &st, path)) < 0)
+		return r;
 	r = convert(path, fd, &o);
 	if (r == 0)
 		r = check(path, require, &o);

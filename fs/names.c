@@ -72,7 +72,8 @@ static int rename_in(struct fs *fs, const char *from, const char *to, unsigned i
 	r = commit_fd(fs, &req, fd, false);
 	if (r < 0) {
 		close(fd);
-		if (r != -EINVAL) /* EINVAL was logged with its reason by the store */
+		/* EINVAL was logged with its reason by the store, EFBIG by commit_size_check() */
+		if (r != -EINVAL && r != -EFBIG)
 			log_err("cannot commit '%s' as '%s': %s; the previous version stays", from, to, strerror(-r));
 		return r;
 	}

@@ -805,8 +805,11 @@ int op_truncate(const struct route *rt, off_t size, struct fuse_file_info *fi)
 		return -EPERM; /* JSON Lines are rewritten by opening them with O_TRUNC */
 	if (rt->kind == ROUTE_DOC || rt->vp.kind == VIEW_METADATA) {
 		/* truncate(2) by path: one commit of the truncated content. */
-		struct fs_file *t = file_new(FILE_DOC, -1, r);
+		struct fs_file *t;
 
+		if ((size_t)size > COMMIT_MAX)
+			return -EFBIG;
+		t = file_new(FILE_DOC, -1, r);
 		if (!t)
 			return -ENOMEM;
 		res = store_snap_open(fs->store, r, &t->snap);

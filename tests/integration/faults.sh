@@ -229,6 +229,54 @@ unmount_convfs "$M"
 store_ok "full disk at mount"
 check_log "$LOG" "No space left on device|database or disk is full|database is locked|Device or resource busy|backing folder.*was removed|missing from the backing tree|cannot take in|could not be taken in|not listed in state/taskHistory.json"
 
+say "sparse and huge files"
+# A hole reads as NUL bytes, which no JSON holds, and a conversation file
+# past 1 GiB is refused before a byte of it is copied. (Both were copied byte
+# by byte into a file of the daemon's own, though the content was invalid
+# from byte 20 on, until the disk was full: here, the store's 32 MB tmpfs.)
+mount_convfs_log "$M" "$LOG" -o "store=$STORE"
+snapshot sparse
+used=$(df --output=used "$SMALL" | tail -1)
+# expect_fails ERRNO-TEXT WHAT CMD...
+expect_fails()
+{
+	local want=$1 what=$2 out
+	shift 2
+	if out=$("$@" 2>&1); then
+		problem "$what succeeded"
+	elif [[ $out != *"$want"* && ! ($want == "Invalid argument" && $out == *"subdirectory of itself"*) ]]; then
+		# (mv words rename's EINVAL as "cannot move ... to a subdirectory of itself")
+		problem "$what failed, but not with '$want': $out"
+	fi
+}
+printf '[{"ts":1,"type":"say"' >"$UI.tmp.sparse"
+truncate -s 900M "$UI.tmp.sparse"
+expect_fails "Invalid argument" "a rename of a 900 MB sparse file over ui_messages.json" mv "$UI.tmp.sparse" "$UI"
+truncate -s 20G "$UI.tmp.sparse"
+expect_fails "too large" "a rename of a 20 GB sparse file over ui_messages.json" mv "$UI.tmp.sparse" "$UI"
+rm -f "$UI.tmp.sparse"
+expect_fails "too large" "truncate -s 1T of the view's ui_messages.jsonl" truncate -s 1T "$VIEW"
+expect_fails "too large" "truncate -s 1T of ui_messages.json" truncate -s 1T "$UI"
+expect_fails "too large" "a write at 2 GiB into ui_messages.json" dd if=/dev/zero of="$UI" bs=1 count=1 seek=2G conv=notrunc status=none
+unchanged sparse "sparse and huge files"
+(($(df --output=used "$SMALL" | tail -1) < used + 4096)) ||
+	problem "the store's filesystem grew from $used to $(df --output=used "$SMALL" | tail -1) kB with sparse and huge files refused"
+log_has "$LOG" "refusing to commit 'tasks/$TASK/ui_messages.json': it has a hole at byte [0-9]+" "the hole"
+log_has "$LOG" "refusing to commit 'tasks/$TASK/ui_messages.json': it is 21474836480 bytes" "the 20 GB file"
+log_has "$LOG" "refusing a write to 'tasks/$TASK/ui_messages.json' at byte 2147483648" "the write past 1 GiB"
+unmount_convfs "$M"
+# Underneath while unmounted: a sparse conversation file is not taken in.
+SPARSE=tasks/1799200000000
+mkdir "$M/$SPARSE"
+truncate -s 20G "$M/$SPARSE/ui_messages.json"
+mount_convfs_log "$M" "$LOG" -o "store=$STORE"
+[[ ! -e $M/$SPARSE/ui_messages.json ]] || problem "a 20 GB sparse file underneath was taken in as a conversation file"
+unmount_convfs "$M"
+rm -rf "${M:?}/$SPARSE"
+log_has "$LOG" "refusing to commit '$SPARSE/ui_messages.json': it is 21474836480 bytes" "the sparse file underneath"
+store_ok "sparse and huge files"
+check_log "$LOG" "No space left on device|database or disk is full|database is locked|Device or resource busy|backing folder.*was removed|missing from the backing tree|could not be taken in|not listed in state/taskHistory.json|refusing to commit|refusing a write"
+
 say "read-only store"
 # (The daemon folded the WAL back at unmount: the store is one file.)
 mount_convfs_log "$M" "$LOG" -o "store=$STORE"
@@ -251,6 +299,6 @@ unchanged ro "read-only store"
 log_has "$LOG" "serving it read-only" "the read-only store"
 unmount_convfs "$M"
 umount "$T/ro"
-check_log "$LOG" "No space left on device|database or disk is full|database is locked|Device or resource busy|backing folder.*was removed|missing from the backing tree|serving it read-only|Read-only file system|readonly database|could not be taken in|not listed in state/taskHistory.json"
+check_log "$LOG" "No space left on device|database or disk is full|database is locked|Device or resource busy|backing folder.*was removed|missing from the backing tree|serving it read-only|Read-only file system|readonly database|could not be taken in|not listed in state/taskHistory.json|refusing to commit|refusing a write"
 store_ok "read-only store"
 pass
