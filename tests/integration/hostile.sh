@@ -14,7 +14,10 @@
 #     (mv workspaces/.trash/<id> ...): nothing is made outside the tree;
 #   - another user, on a mount shared with -o allow_other (uid 65534): cannot
 #     read or write the owner's conversations (compat files and the view) or
-#     plain files, nor rename anything over a conversation file; can fill a
+#     plain files, nor rename anything over a conversation file; in a task
+#     folder the owner shares, 16 FIFOs renamed over its conversation file at
+#     once all fail with EINVAL within 10 s, and a 20 GB sparse file with
+#     EFBIG, the store's disk no fuller; can fill a
 #     folder the owner shared with it until the disk is full (ENOSPC for it,
 #     nothing of the owner's lost); can open the same file 5,000 times (the
 #     daemon holds an fd for each) and the owner still works; the daemon
@@ -131,6 +134,30 @@ as_other mv "$store2.files/shared/tmp.json" "$store2.files/shared/moved.json" 2>
 # A setuid and setgid file another user makes in a folder shared with it.
 as_other sh -c 'cat /bin/true >"$1" && chmod 6755 "$1"' _ "$mnt2/shared/setid" || fail "uid $OTHER cannot make shared/setid"
 [[ $(stat -c %a "$mnt2/shared/setid") == 6755 ]] || fail "shared/setid is mode $(stat -c %a "$mnt2/shared/setid"), not 6755"
+# A task folder the owner shares: FIFOs renamed over its conversation file,
+# as many at once as the daemon has workers, each an open() that waited for
+# a writer for good (the mount hung for everyone); a 20 GB sparse file
+# renamed over it, copied until the 48 MB store was full.
+SHARED_TASK=$mnt2/tasks/1795306500000
+chmod o+x "$mnt2/tasks"
+mkdir -m 0777 "$SHARED_TASK"
+pids=()
+for ((i = 0; i < 16; i++)); do
+	as_other mkfifo "$mnt2/shared/fifo.$i"
+	as_other mv "$mnt2/shared/fifo.$i" "$SHARED_TASK/ui_messages.json" 2>/dev/null &
+	pids+=($!)
+done
+for p in "${pids[@]}"; do
+	pid_ends_within 10 "uid $OTHER's renames of FIFOs over a conversation file" "$p"
+done
+[[ ! -e $SHARED_TASK/ui_messages.json ]] || problem "a FIFO renamed over a conversation file made one"
+as_other rm -f "$mnt2"/shared/fifo.*
+as_other truncate -s 20G "$mnt2/shared/sparse.json"
+out=$(as_other mv "$mnt2/shared/sparse.json" "$SHARED_TASK/ui_messages.json" 2>&1) &&
+	problem "uid $OTHER renamed a 20 GB sparse file over a conversation file"
+[[ $out == *"too large"* ]] || problem "a 20 GB sparse file renamed over a conversation file failed, but not with EFBIG: $out"
+as_other rm -f "$mnt2/shared/sparse.json"
+(($(df --output=avail "$T/small" | tail -1) > 20000)) || problem "uid $OTHER's sparse file filled the store's disk"
 # Filling the disk: ENOSPC for the other user, nothing of the owner's lost.
 out=$(as_other dd if=/dev/zero of="$mnt2/shared/fill" bs=1M count=100 2>&1) && problem "uid $OTHER wrote 100 MB into a 48 MB store"
 [[ $out == *"No space left"* ]] || problem "filling the disk did not end in ENOSPC: $out"
@@ -152,7 +179,8 @@ for f in tasks/$TASK/ui_messages.json tasks/$TASK/api_conversation_history.json 
 done
 [[ $(cat "$mnt2/settings/secret.txt") == secret ]] || problem "the owner's plain file changed"
 unmount_convfs "$mnt2"
-check_log "$store2.log" "^convfs: (warning|error): cannot (write|commit|stage|create).*(No space left|ENOSPC)|^convfs: warning: .*shared/fill"
+SHARED_LOG="^convfs: (warning|error): cannot (write|commit|stage|create).*(No space left|ENOSPC)|^convfs: warning: .*shared/fill|^convfs: warning: refusing to commit '(shared/fifo\\.[0-9]+' as 'tasks/1795306500000/ui_messages.json': not a regular file|tasks/1795306500000/ui_messages.json': it is 21474836480 bytes)"
+check_log "$store2.log" "$SHARED_LOG"
 
 say "no mode bit given away: export, take-in, the mount root"
 # owner_only WHAT DIR OWNER: nothing below DIR (DIR included) is setuid,
@@ -185,7 +213,7 @@ owner_only "the take-in into uid $OTHER's store (shared mount)" "$store2.files/s
 [[ $(stat -c %a "$mnt2") == 755 ]] || problem "after a remount the mount root is mode $(stat -c %a "$mnt2"), not 755"
 [[ $(stat -c %a "$store2.files") == 700 ]] || problem "after a remount the backing tree is mode $(stat -c %a "$store2.files")"
 unmount_convfs "$mnt2"
-check_log "$store2.log" "^convfs: (warning|error): cannot (write|commit|stage|create).*(No space left|ENOSPC)|^convfs: warning: .*shared/fill"
+check_log "$store2.log" "$SHARED_LOG"
 store3=$T/small/store3.db
 mount_convfs "$mnt2" "$store3"
 owner_only "the take-in (a mount not shared)" "$store3.files/shared-under" 0:0
