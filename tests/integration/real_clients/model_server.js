@@ -18,7 +18,11 @@
 //   - otherwise (classic Cline 1.x/2.x): XML tool text, <write_to_file> and
 //     then <attempt_completion>.
 // A prompt holding "[slow N]" makes the first reply wait N ms (a task the
-// test wants alive for a while). Every request is appended to LOG_FILE as
+// test wants alive for a while). With MODEL_SERVER_END_DELAY_MS in its
+// environment, every reply that ends a task waits that long: Cline 1.0.10
+// records a checkpoint's commit id in its ui_messages.json only once the
+// commit is done, and exits as soon as the task ends (make-fixtures waits so
+// that the second checkpoint has its id). Every request is appended to LOG_FILE as
 // one JSON line {t, method, url, tools, messages, reply, tool, last} for the
 // report. With PARENT_PID it exits once that process is gone (a test that
 // died leaves no server behind).
@@ -34,6 +38,7 @@ if (!portFile || !logFile) {
 }
 
 let calls = 0;
+const endDelay = Number(process.env.MODEL_SERVER_END_DELAY_MS || 0);
 
 function log(entry)
 {
@@ -171,7 +176,7 @@ const server = http.createServer((req, res) => {
 			const lastMsg = msgs.length ? textOf(msgs[msgs.length - 1].content).slice(0, 200) : '';
 			log({ method: req.method, url, stream: body.stream === true, tools: toolNames(body), messages: msgs.length, reply: r.step, tool: r.tool && r.tool.name, last: lastMsg });
 			const slow = /\[slow (\d+)\]/.exec(msgs.map((m) => textOf(m.content)).join('\n'));
-			const wait = slow && r.step === 'write' ? Number(slow[1]) : 0;
+			const wait = slow && r.step === 'write' ? Number(slow[1]) : r.step === 'done' ? endDelay : 0;
 			setTimeout(() => reply(res, body, r), wait);
 			return;
 		}
