@@ -130,7 +130,7 @@ BIG_MB=100
 say "a $BIG_MB MB message"
 # Not bad input, but the biggest a client could write: stored and read back
 # whole, in place and as one `>>` line of the view.
-VIEW_UI=$MNT/workspaces/api-server-2325622928/tasks/1795306299870/ui_messages.jsonl
+VIEW_UI=$MNT/workspaces/api-server-2325622928/tasks/1795306284156/ui_messages.jsonl
 node -e '
 	const fs = require("fs");
 	const mb = Number(process.argv[4]);
@@ -181,14 +181,14 @@ log_has "$STORE.log" "refusing to make the task '.*/tasks/17990000000\?00'" "a r
 
 say "writes to the read-only parts of the view"
 # (The checkpoints' EROFS is checked by checkpoints.sh.)
-for f in "$WS/workspace.json" "$WS/tasks/1795306299870/task.json"; do
+for f in "$WS/workspace.json" "$WS/tasks/1795306284156/task.json"; do
 	if out=$(echo x 2>&1 >"$f"); then
 		problem "${f#"$MNT"/} was written"
 	elif [[ $out != *"Permission denied"* ]]; then
 		problem "a write to ${f#"$MNT"/} failed, but not with EACCES: $out"
 	fi
 done
-for target in "$WS/newfile" "$WS/tasks/1795306299870/extra" "$MNT/workspaces/.trash/x"; do
+for target in "$WS/newfile" "$WS/tasks/1795306284156/extra" "$MNT/workspaces/.trash/x"; do
 	if out=$(touch "$target" 2>&1); then
 		problem "${target#"$MNT"/} was created in the view"
 	elif [[ $out != *"Operation not permitted"* ]]; then

@@ -32,7 +32,7 @@ for fx in 2.18.0 1.0.10 damaged 3.0.65; do
 	if [[ $fx == damaged ]]; then
 		same "$T/$fx/out/tasks/1795306269021/ui_messages.json" "$pristine/tasks/1795306269021/ui_messages.json" \
 			"the torn file, exported"
-		check_log "$store.log" "^convfs: warning: .*('tasks/1795306269021/ui_messages\.json'|'tasks/1795306299870' is not listed)"
+		check_log "$store.log" "^convfs: warning: .*('tasks/1795306269021/ui_messages\.json'|'tasks/1795306284156' is not listed)"
 	else
 		check_log "$store.log"
 	fi

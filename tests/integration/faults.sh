@@ -41,7 +41,7 @@ M=$(fixture_extract 2.18.0 "$T/fx")
 STORE=$SMALL/store.db
 TASK=1795306269021
 UI=$M/tasks/$TASK/ui_messages.json
-VIEW=$M/workspaces/api-server-2325622928/tasks/1795306299870/ui_messages.jsonl
+VIEW=$M/workspaces/api-server-2325622928/tasks/1795306284156/ui_messages.jsonl
 
 # try MODE FILE BYTES: one write as a client makes it, by node; prints ok or
 # the error code. MODE: inplace (fs.writeFile, the fixture's messages plus

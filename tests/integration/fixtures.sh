@@ -12,7 +12,7 @@
 #   - a second mount of the same store shows the same content again;
 #   - for the damaged folder, the torn ui_messages.json reads back
 #     byte-for-byte, the log reports both problems (the torn file does not
-#     parse, task 1795306299870 is not listed in taskHistory.json), and no
+#     parse, task 1795306284156 is not listed in taskHistory.json), and no
 #     other warning appears; a valid rewrite of the torn file then works.
 
 . "$(dirname "$0")/lib.sh"
@@ -24,7 +24,7 @@ tree_listing()
 }
 
 TORN=tasks/1795306269021/ui_messages.json
-UNLISTED=tasks/1795306299870
+UNLISTED=tasks/1795306284156
 
 # The documented addition: the workspaces view (docs/ARCHITECTURE.md). Its
 # entries in workspaces/ are workspaces/<name>-<key>, unknown and .trash

@@ -39,7 +39,7 @@ store_hits()
 }
 
 TA=1795306269021
-TB=1795306299870
+TB=1795306284156
 SECRET=sk-LEAKED-7f3a9c2e
 mnt=$(fixture_extract 2.18.0 "$T/mnt")
 store=$T/store.db

@@ -45,7 +45,7 @@ export XDG_DATA_HOME=$T/xdg
 M=$T/folder
 mkdir -p "$M"
 TASK=1795306269021
-MSG='[{"ts":1795306269061,"type":"say","say":"task","text":"from fstab"}]'
+MSG='[{"ts":1795306271039,"type":"say","say":"task","text":"from fstab"}]'
 
 # save_and_read TAG: a conversation file written through the mount reads back.
 save_and_read()

@@ -37,7 +37,7 @@ git --git-dir="$OLD" --work-tree="$T/greeter" fsck --full --strict --no-progress
 subjects=$(git --git-dir="$OLD" --work-tree="$T/greeter" log --format=%s | tr '\n' '|')
 [[ $subjects == "checkpoint-3301258620-1795306331217|checkpoint-3301258620-1795306331217|initial commit|" ]] ||
 	problem "the fixture repo's log is '$subjects'"
-[[ $(git --git-dir="$OLD" --work-tree="$T/greeter" show 2180cb1b9c42219e52ab4ceff04252c656975f80:hello.txt) == "Hello from fake LLM" ]] ||
+[[ $(git --git-dir="$OLD" --work-tree="$T/greeter" show cc8d38e17cacad8d4288e7ed6cea501336453a97:hello.txt) == "Hello from fake LLM" ]] ||
 	problem "the fixture's checkpoint does not show hello.txt"
 
 # ---- a new shadow repo, as Cline makes it -----------------------------------

@@ -75,7 +75,7 @@ done
 
 say "an escape through a symlink named tasks"
 mkdir "$T/elsewhere"
-for t in $TASK 1795306299870; do
+for t in $TASK 1795306284156; do
 	rm -r "$mnt"/workspaces/*/tasks/$t || problem "rm -r of task $t in the view failed"
 done
 rmdir "$mnt/tasks" || problem "rmdir of the emptied tasks/ failed"

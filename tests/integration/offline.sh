@@ -32,7 +32,7 @@ command -v sqlite3 >/dev/null || fail "sqlite3 is missing"
 M=$(fixture_extract 2.18.0 "$T/fx")
 STORE=$T/store.db
 A=1795306269021    # a task written on both sides
-GONE=1795306299870 # a task whose folder is deleted underneath
+GONE=1795306284156 # a task whose folder is deleted underneath
 NEW=1795400000000  # a task made underneath
 WS=/home/dev/projects/webapp
 

@@ -26,8 +26,8 @@
 
 . "$(dirname "$0")/lib.sh"
 
-S1=1795505492931_317uf
-S2=1795505500592_6xe0x
+S1=1795505492931_y5z6u
+S2=1795505502012_k89ya
 pristine=$(fixture_extract 3.0.65 "$T/pristine")/data
 mnt=$(fixture_extract 3.0.65 "$T/mnt")/data
 store=$T/store.db

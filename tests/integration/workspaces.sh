@@ -39,7 +39,7 @@
 WS_A=webapp-691006855
 WS_B=api-server-2325622928
 TA=1795306269021
-TB=1795306299870
+TB=1795306284156
 NEW=1799000000000
 
 pristine=$(fixture_extract 2.18.0 "$T/pristine")
@@ -96,12 +96,12 @@ jq_reproduces()
 # ---- 1. ls workspaces/ -------------------------------------------------------
 say "the listing of workspaces/"
 listing=$(ls "$W" | tr '\n' ' ')
-[[ $listing == "292fed87 4c12d70 7561cf70 $WS_B $WS_A " ]] ||
-	problem "ls workspaces/ shows '$listing'; expected the client's 292fed87 4c12d70 7561cf70 and $WS_B $WS_A"
+[[ $listing == "1b84b014 292fed87 7561cf70 $WS_B $WS_A " ]] ||
+	problem "ls workspaces/ shows '$listing'; expected the client's 1b84b014 292fed87 7561cf70 and $WS_B $WS_A"
 for h in 292fed87 7561cf70; do
 	same "$W/$h/workspaceState.json" "$pristine/workspaces/$h/workspaceState.json" "the client's workspaces/$h/workspaceState.json"
 done
-[[ -d $W/4c12d70 && -z $(ls -A "$W/4c12d70") ]] || problem "the client's empty folder workspaces/4c12d70 is not an empty folder"
+[[ -d $W/1b84b014 && -z $(ls -A "$W/1b84b014") ]] || problem "the client's empty folder workspaces/1b84b014 is not an empty folder"
 for ws in "$WS_A /home/dev/projects/webapp 691006855" "$WS_B /home/dev/projects/api-server 2325622928"; do
 	read -r name path key <<<"$ws"
 	got=$(jq -r '.path + " " + .key' "$W/$name/workspace.json" 2>&1) || true

@@ -125,7 +125,7 @@ write_and_check b history "$T/content/history.new"
 listing=$(ls -A "$M/tasks/$NEW" | tr '\n' ' ')
 [[ $listing == "api_conversation_history.json context_history.json settings.json task_metadata.json ui_messages.json " ]] ||
 	problem "tasks/$NEW lists '$listing'"
-[[ -d $M/tasks/$TASK && -d $M/tasks/1795306299870 ]] || problem "the other tasks are gone from tasks/"
+[[ -d $M/tasks/$TASK && -d $M/tasks/1795306284156 ]] || problem "the other tasks are gone from tasks/"
 
 # ---- invalid JSON is refused, the previous version stays ----------------------
 

@@ -45,10 +45,10 @@ static const struct path_case cases[] = {
 
 	/* the Cline CLI 3.x sessions */
 	{ "sessions", STORE_PATH_TASKS_DIR },
-	{ "sessions/1795505492931_317uf", STORE_PATH_DOC_DIR },
-	{ "sessions/1795505492931_317uf/1795505492931_317uf.json", STORE_PATH_WHOLE },
-	{ "sessions/1795505492931_317uf/1795505492931_317uf.messages.json", STORE_PATH_ARRAY },
-	{ "sessions/1795505492931_317uf/sub-agent_2.messages.json", STORE_PATH_ARRAY }, /* a subagent's */
+	{ "sessions/1795505492931_y5z6u", STORE_PATH_DOC_DIR },
+	{ "sessions/1795505492931_y5z6u/1795505492931_y5z6u.json", STORE_PATH_WHOLE },
+	{ "sessions/1795505492931_y5z6u/1795505492931_y5z6u.messages.json", STORE_PATH_ARRAY },
+	{ "sessions/1795505492931_y5z6u/sub-agent_2.messages.json", STORE_PATH_ARRAY }, /* a subagent's */
 	{ "sessions/s/s.json", STORE_PATH_WHOLE },
 
 	/* everything else is a plain file */
@@ -57,13 +57,13 @@ static const struct path_case cases[] = {
 	{ "sessions/1795505492931/1795505492931.json", STORE_PATH_PLAIN },
 	{ "sessions/a.b/a.b.json", STORE_PATH_PLAIN },
 	{ "sessions/..", STORE_PATH_PLAIN },
-	{ "sessions/1795505492931_317uf/1795505492931_317ug.json", STORE_PATH_PLAIN }, /* another id */
-	{ "sessions/1795505492931_317uf/1795505492931_317uf.compaction.json", STORE_PATH_PLAIN },
-	{ "sessions/1795505492931_317uf/1795505492931_317uf.messages.json.tmp", STORE_PATH_PLAIN },
-	{ "sessions/1795505492931_317uf/.x.messages.json", STORE_PATH_PLAIN },
-	{ "sessions/1795505492931_317uf/.messages.json", STORE_PATH_PLAIN },
-	{ "sessions/1795505492931_317uf/sub/x.messages.json", STORE_PATH_PLAIN },
-	{ "sessions/1795505492931_317uf/other.json", STORE_PATH_PLAIN },
+	{ "sessions/1795505492931_y5z6u/1795505492931_y5z6v.json", STORE_PATH_PLAIN }, /* another id */
+	{ "sessions/1795505492931_y5z6u/1795505492931_y5z6u.compaction.json", STORE_PATH_PLAIN },
+	{ "sessions/1795505492931_y5z6u/1795505492931_y5z6u.messages.json.tmp", STORE_PATH_PLAIN },
+	{ "sessions/1795505492931_y5z6u/.x.messages.json", STORE_PATH_PLAIN },
+	{ "sessions/1795505492931_y5z6u/.messages.json", STORE_PATH_PLAIN },
+	{ "sessions/1795505492931_y5z6u/sub/x.messages.json", STORE_PATH_PLAIN },
+	{ "sessions/1795505492931_y5z6u/other.json", STORE_PATH_PLAIN },
 	{ "db/sessions.db", STORE_PATH_PLAIN },
 	{ "db/sessions.db-wal", STORE_PATH_PLAIN },
 	{ "", STORE_PATH_PLAIN },
@@ -130,7 +130,7 @@ static void test_is_task_id(void **state)
 
 static void test_is_session_id(void **state)
 {
-	assert_true(store_is_session_id("1795505492931_317uf"));
+	assert_true(store_is_session_id("1795505492931_y5z6u"));
 	assert_true(store_is_session_id("a"));
 	assert_true(store_is_session_id("A-b_9"));
 	assert_false(store_is_session_id("1795505492931")); /* a task id */
@@ -142,7 +142,7 @@ static void test_is_session_id(void **state)
 	assert_false(store_is_session_id("a b"));
 	assert_false(store_is_session_id("x1234567890123456789012345678901234567890123456789012345678901234")); /* 65 */
 	assert_true(store_is_conversation_id("1795505492931"));
-	assert_true(store_is_conversation_id("1795505492931_317uf"));
+	assert_true(store_is_conversation_id("1795505492931_y5z6u"));
 	assert_false(store_is_conversation_id("a.b"));
 }
 
@@ -152,10 +152,10 @@ static void test_conversation_dir(void **state)
 
 	assert_int_equal(store_conversation_dir("1795505492931", buf, sizeof(buf)), 0);
 	assert_string_equal(buf, "tasks/1795505492931");
-	assert_int_equal(store_conversation_dir("1795505492931_317uf", buf, sizeof(buf)), 0);
-	assert_string_equal(buf, "sessions/1795505492931_317uf");
+	assert_int_equal(store_conversation_dir("1795505492931_y5z6u", buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "sessions/1795505492931_y5z6u");
 	assert_int_equal(store_conversation_dir("..", buf, sizeof(buf)), -EINVAL);
-	assert_int_equal(store_conversation_dir("1795505492931_317uf", buf, 10), -EINVAL);
+	assert_int_equal(store_conversation_dir("1795505492931_y5z6u", buf, 10), -EINVAL);
 }
 
 static void test_workspace_key(void **state)

@@ -325,7 +325,7 @@ static void test_forget_masks(void **state)
 {
 	struct store *st = *state;
 	struct store_forget f = { .match = SECRET };
-	const char *sess = "sessions/1795505492931_317uf/1795505492931_317uf.messages.json";
+	const char *sess = "sessions/1795505492931_y5z6u/1795505492931_y5z6u.messages.json";
 	char *s;
 
 	commit(st, META("3"), "{\"k\":\"" SECRET "\"}");

@@ -94,7 +94,7 @@ static void test_workspaces(void **state)
 
 /* ---- Cline CLI 3.x sessions ----------------------------------------------------------- */
 
-#define SID "1795505492931_317uf"
+#define SID "1795505492931_y5z6u"
 #define SESSION_MSGS "sessions/" SID "/" SID ".messages.json"
 #define SESSION_MANIFEST "sessions/" SID "/" SID ".json"
 

@@ -57,7 +57,7 @@ function words(rnd, n) {
 	return out.join(' ');
 }
 
-const T0 = 1795306269061;
+const T0 = 1795306271039;
 
 // The i-th ClineMessage of a task (i counts from 0), about `size` bytes of text.
 function uiMessage(seed, i, size = 200) {

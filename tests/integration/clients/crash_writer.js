@@ -25,7 +25,7 @@ const { execFileSync } = require('child_process');
 const { run, uiMessage, apiMessage, atomicWriteFile } = require('./common.js');
 
 const TASK_A = '1799000000001'; // a new task, made by the first round
-const VIEW_B = 'workspaces/api-server-2325622928/tasks/1795306299870/ui_messages.jsonl';
+const VIEW_B = 'workspaces/api-server-2325622928/tasks/1795306284156/ui_messages.jsonl';
 
 // The line appended as the n-th (1-based) by this test.
 function appendLine(n) {
