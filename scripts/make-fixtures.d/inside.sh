@@ -160,27 +160,45 @@ for ws in "${workspaces[@]}"; do
 done
 date +%s%3N >>"$W/times"
 
-# Whatever the clients left running (1.x's cline-core and cline-host, 3.x's
-# hub) stops before the folder is copied.
-left=()
-for p in /proc/[0-9]*; do
-	p=${p#/proc/}
-	[[ $p != 1 && $p != "$model" ]] && left+=("$p")
+# running: the processes in the namespace but this one and the model server,
+# in $left (no subshell: it would be one of them); zombies are not running.
+running()
+{
+	local p st
+	left=()
+	for p in /proc/[0-9]*; do
+		p=${p#/proc/}
+		[[ $p != 1 && $p != "$model" ]] || continue
+		{ read -r st <"/proc/$p/stat"; } 2>/dev/null || continue
+		st=${st##*) }
+		[[ ${st%% *} != Z ]] && left+=("$p")
+	done
+}
+
+# What the clients leave running (1.x's cline-core and cline-host, 3.x's hub)
+# may still be saving: it has 10 s to end by itself, then it is stopped, and
+# the folder is copied only after that.
+for ((i = 0; i < 100; i++)); do
+	running
+	((${#left[@]} > 0)) || break
+	sleep 0.1
 done
 for p in "${left[@]}"; do
-	[[ -d /proc/$p ]] || continue
-	say "left running: pid $p: $(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | cut -c1-120)"
+	say "left running after 10 s: pid $p: $(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | cut -c1-120)"
 	kill -TERM "$p" 2>/dev/null || true
 done
 for ((i = 0; i < 50; i++)); do
-	alive=0
-	for p in "${left[@]}"; do [[ -d /proc/$p ]] && alive=1; done
-	((alive)) || break
+	running
+	((${#left[@]} > 0)) || break
 	sleep 0.1
 done
 for p in "${left[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
 kill "$model" 2>/dev/null || true
 
+# A save cut short (Cline writes a temp file, then renames it) leaves its
+# temp file, and the file it was to replace without its last change.
+half=$(find /home/dev/.cline -name '*.tmp.*' -printf '%P ')
+[[ -z $half ]] || die "a client left a save half done: $half"
 # What the tests need of 1.x's folder: both checkpoints with their commit ids.
 if [[ $V == 1.* ]]; then
 	n=$(cat /home/dev/.cline/data/tasks/*/ui_messages.json | grep -o '"lastCheckpointHash":"[0-9a-f]\{40\}"' | wc -l)

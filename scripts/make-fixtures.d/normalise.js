@@ -604,7 +604,9 @@ function normalise(name, raw, out, t0, t1, port, release)
 // object id, masked.
 function mask(text)
 {
-	const on = (t) => Object.values(CLOCKS).some((b) => t >= b && t < b + SPAN);
+	// (from the start of the clock's first second: a time known to the
+	// second may fall before the clock's first millisecond)
+	const on = (t) => Object.values(CLOCKS).some((b) => t >= Math.floor(b / 1000) * 1000 && t < b + SPAN);
 	const on_day = (t) => Object.values(CLOCKS).some((b) => t === Math.floor(b / 86400000) * 86400000);
 	text = text.replace(TIME_RE, (whole, ...args) => {
 		const g = args[args.length - 1];
