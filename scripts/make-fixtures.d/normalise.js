@@ -413,12 +413,11 @@ function gitDirs(entries)
 	return entries.filter((e) => e.st.isDirectory() && path.basename(e.rel) === '.git').map((e) => e.rel);
 }
 
-// git GITDIR ARGS...: with an empty work tree of its own, since core.worktree
-// names the client's workspace, which is not here.
+// git GITDIR ARGS...: with an empty work tree (made by normalise()), since
+// core.worktree names the client's workspace, which is not here.
 let emptyTree;
 function git(gitDir, args, opts)
 {
-	emptyTree = emptyTree || fs.mkdtempSync(path.join(require('os').tmpdir(), 'make-fixtures-worktree-'));
 	return run('git', ['--git-dir=' + gitDir, '--work-tree=' + emptyTree, ...args], opts);
 }
 
@@ -437,7 +436,7 @@ function commitsOf(gitDir)
 }
 
 // The history items' sizes: the files of tasks/<id> in OUT, summed.
-function historySizes(out, rel, text)
+function historySizes(out, text)
 {
 	let res = '', at = 0;
 	for (const [a, b] of elementSpans(text)) {
@@ -463,6 +462,7 @@ function normalise(name, raw, out, t0, t1, port, release)
 {
 	const nz = new Normaliser(name, t0, t1, port, release);
 	const tmp = fs.mkdtempSync(path.join(path.dirname(out), '.normalise-'));
+	emptyTree = fs.mkdtempSync(path.join(tmp, 'worktree-'));
 	const entries = walk(raw);
 	const repos = gitDirs(entries);
 	const inRepo = (rel) => repos.find((g) => rel.startsWith(g + '/'));
@@ -506,6 +506,9 @@ function normalise(name, raw, out, t0, t1, port, release)
 	for (const g of repos) {
 		for (const c of commits[g]) {
 			const text = nz.text(c.text);
+			const what = nz.leftover(text);
+			if (what)
+				die(`commit ${c.id} of '${g}' still holds '${what}' of the run: the normaliser does not know its form`);
 			c.newId = git(path.join(raw, g), ['hash-object', '-t', 'commit', '-w', '--stdin'], { input: text }).trim();
 			nz.commits.set(c.id, c.newId);
 		}
@@ -566,7 +569,7 @@ function normalise(name, raw, out, t0, t1, port, release)
 	// The history items' sizes, once every task's files are written.
 	for (const f of files)
 		if (f.out === 'state/taskHistory.json')
-			fs.writeFileSync(path.join(out, f.out), historySizes(out, f.out, fs.readFileSync(path.join(out, f.out), 'utf8')));
+			fs.writeFileSync(path.join(out, f.out), historySizes(out, fs.readFileSync(path.join(out, f.out), 'utf8')));
 
 	// Nothing of the run is left.
 	for (const f of files) {
@@ -591,8 +594,6 @@ function normalise(name, raw, out, t0, t1, port, release)
 		fs.chmodSync(path.join(out, nz.text(e.rel)), e.st.mode & 0o7777);
 	fs.chmodSync(out, fs.statSync(raw).mode & 0o7777);
 	fs.rmSync(tmp, { recursive: true });
-	if (emptyTree)
-		fs.rmdirSync(emptyTree);
 	process.stderr.write(`make-fixtures: ${name}: ${nz.rank.size} distinct times, ` +
 		Object.entries(nz.tokens.maps).map(([k, m]) => `${m.size} ${k}`).join(', ') +
 		`, ${nz.commits.size} commits\n`);
