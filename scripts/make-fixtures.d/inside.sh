@@ -175,23 +175,27 @@ running()
 	done
 }
 
+# settle TENTHS: waits that many tenths of a second at most for $left to be
+# empty.
+settle()
+{
+	local i
+	for ((i = 0; i < $1; i++)); do
+		running
+		((${#left[@]} > 0)) || return 0
+		sleep 0.1
+	done
+}
+
 # What the clients leave running (1.x's cline-core and cline-host, 3.x's hub)
 # may still be saving: it has 10 s to end by itself, then it is stopped, and
 # the folder is copied only after that.
-for ((i = 0; i < 100; i++)); do
-	running
-	((${#left[@]} > 0)) || break
-	sleep 0.1
-done
+settle 100
 for p in "${left[@]}"; do
 	say "left running after 10 s: pid $p: $(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | cut -c1-120)"
 	kill -TERM "$p" 2>/dev/null || true
 done
-for ((i = 0; i < 50; i++)); do
-	running
-	((${#left[@]} > 0)) || break
-	sleep 0.1
-done
+settle 50
 for p in "${left[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
 kill "$model" 2>/dev/null || true
 
