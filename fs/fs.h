@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
-#include "fs/tree.h"
+#include "fs/backing/tree.h"
 #include "store/store.h"
 #include "store/util.h"
 

@@ -46,12 +46,12 @@
 #include <sys/wait.h>
 #include <sqlite3.h>
 
-#include "fs/cmd.h"
+#include "fs/cmd/cmd.h"
 #include "fs/fs.h"
-#include "fs/kcache.h"
-#include "fs/loop.h"
-#include "fs/shadow.h"
-#include "fs/warnings.h"
+#include "fs/kernel/kcache.h"
+#include "fs/kernel/loop.h"
+#include "fs/view/shadow.h"
+#include "fs/cmd/warnings.h"
 #include "store/util.h"
 
 struct options {

@@ -18,7 +18,7 @@
  *    for an array doc's own bytes around its messages (a session's head);
  *  - a forgotten task's docs, rows, versions, revisions and history item go,
  *    and the rows of what was seen underneath lose their revision (so an
- *    unchanged file there is still not taken in again, fs/import.c).
+ *    unchanged file there is still not taken in again, fs/backing/import.c).
  * Then the database is rewritten (VACUUM, with secure_delete) and its WAL
  * truncated, so that no free page or WAL frame keeps the bytes.
  */

@@ -104,7 +104,7 @@ static const char *const migrations[] = {
 
 	/*
 	 * 4 -> 5: what the store last saw of the folder underneath the mount,
-	 * so that every mount takes in what changed there (fs/import.c). A
+	 * so that every mount takes in what changed there (fs/backing/import.c). A
 	 * store that took the folder in before this table existed gets the time
 	 * of that import, to tell what was taken in then from what came later.
 	 */

@@ -5,7 +5,7 @@
  * One row of table `underneath` per entry (file, folder, symlink) of the
  * folder convfs is mounted over, as it stood when a take-in last looked at it:
  * its type, size, mtime and inode number, and for a doc the revision whose
- * content is exactly that file's. fs/import.c walks the folder at every mount
+ * content is exactly that file's. fs/backing/import.c walks the folder at every mount
  * and compares each entry with its row; only entries that differ are read.
  *
  * Workload: one load of the whole table per mount (tens of thousands of rows,

@@ -7,7 +7,7 @@
 #include "store/store.h"
 
 /*
- * The folder convfs is mounted over is taken in at every mount (fs/import.c):
+ * The folder convfs is mounted over is taken in at every mount (fs/backing/import.c):
  * what was added or changed there while the store was not mounted goes into
  * the store. These rows remember what the store last saw of each entry, so
  * that the take-in reads only what changed since, and has the base of a

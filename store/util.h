@@ -88,7 +88,7 @@ void log_msg(enum log_level level, const char *fmt, ...) _printf_(2, 3);
 /*
  * Also hands every warning and error, as its one line without "\n", to
  * fn (NULL: none), wherever the line goes: the daemon keeps them where
- * `convfs status` reads them (fs/warnings.c). fn must take no lock but its
+ * `convfs status` reads them (fs/cmd/warnings.c). fn must take no lock but its
  * own: it is called under any of the locks.
  */
 typedef void (*log_sink_fn)(enum log_level level, const char *line);

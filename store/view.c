@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * view.c: the queries behind the workspaces view (workspaces, their tasks,
- * a task's history item). The view itself (names, files) is fs/view.c's;
+ * a task's history item). The view itself (names, files) is fs/view/view.c's;
  * this file only answers from the tables.
  *
  * A task is live when it has at least one present doc and is not in the

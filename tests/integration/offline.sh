@@ -259,7 +259,7 @@ check_log "$T/log7-4"
 
 # ---- 8. a request that waits holds up no other ----------------------------------------
 # One worker at a time reads the kernel's requests and serves what it read
-# itself (fs/loop.c); when a request keeps it, another worker must take over
+# itself (fs/kernel/loop.c); when a request keeps it, another worker must take over
 # reading, and more workers must start when those wait too. Listings of the
 # top-level folders made before the check's load wait for its end, each in a
 # worker of its own; a stat made meanwhile must not wait behind them. (Not

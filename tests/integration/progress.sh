@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
 # progress.sh: long work shows one progress line on a terminal, and nothing
-# in a pipe or under systemd (fs/progress.c).
+# in a pipe or under systemd (fs/cmd/progress.c).
 #
 # Over a folder of 20,000 files (a take-in of half a second or so):
 #   - the take-in at mount, on a terminal (script(1)): "\rconvfs: taking in

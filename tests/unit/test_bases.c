@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * test_bases.c: fs/bases.c alone, the merge base each writer keeps per doc.
+ * test_bases.c: fs/commit/bases.c alone, the merge base each writer keeps per doc.
  *
  * A base a writer read never replaces one it wrote: else a later commit of
  * that writer would count as seen, and remove, what others added after the

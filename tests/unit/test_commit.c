@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * test_commit.c: a failed commit changes nothing, the writer's merge base
- * included. fs/commit.c and fs/bases.c with the store, on a store file of
+ * included. fs/commit/commit.c and fs/commit/bases.c with the store, on a store file of
  * their own and a backing tree beside it, no FUSE.
  *
  * A writer saves [a, b]. Then one failure at a time (faults.h): every
@@ -35,13 +35,13 @@
 #include <sqlite3.h>
 
 #include "fs/fs.h"
-#include "fs/ops_internal.h"
+#include "fs/ops/ops_internal.h"
 #include "store/store.h"
 #include "store/store_ops.h"
 #include "store/util.h"
 #include "tests/unit/faults.h"
 
-/* What fs/commit.c takes from the rest of the daemon. */
+/* What fs/commit/commit.c takes from the rest of the daemon. */
 struct fs *fs_current;
 void backing_check(struct fs *fs)
 {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * test_nodes.c: fs/nodes.c alone, the opens under way on a version node.
+ * test_nodes.c: fs/kernel/nodes.c alone, the opens under way on a version node.
  *
  * A reader whose version node went stale (its doc changed after the lookup)
  * must not fail while another open of the node is under way: that open may
@@ -23,7 +23,7 @@
 
 #include <cmocka.h>
 
-#include "fs/nodes.h"
+#include "fs/kernel/nodes.h"
 
 struct stale_call {
 	fuse_ino_t ino;

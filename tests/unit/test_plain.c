@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * test_plain.c: path resolution in the backing tree (fs/plain.c), by openat2
+ * test_plain.c: path resolution in the backing tree (fs/backing/plain.c), by openat2
  * and by the component-by-component walk used where openat2 is missing
  * (CONVFS_NO_OPENAT2=1, old kernels, valgrind).
  *

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * test_seen.c: what the store last saw of the folder underneath (store/seen.c),
- * and the store calls the take-in (fs/import.c) makes of it: a doc changed on
+ * and the store calls the take-in (fs/backing/import.c) makes of it: a doc changed on
  * both sides merged against the version taken in last time.
  *
  * Most tests use a :memory: store; the migration tests build a schema-4 store

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * test_warnings.c: fs/warnings.c alone, the file of warnings beside a store
+ * test_warnings.c: fs/cmd/warnings.c alone, the file of warnings beside a store
  * that `convfs status` reads: warnings and errors go there (info does not),
  * counted, owner-only; the last lines are read back oldest first; past its
  * bound the file is cut back and keeps the newest lines and the exact
@@ -20,7 +20,7 @@
 
 #include <cmocka.h>
 
-#include "fs/warnings.h"
+#include "fs/cmd/warnings.h"
 #include "store/util.h"
 
 struct dir {

@@ -1,0 +1,367 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * kcache.c: what the kernel may keep of what the mount shows, and telling it
+ * when that changes.
+ *
+ * The kernel keeps entries, attributes, pages and folder listings for as
+ * long as a reply allows; every round trip it saves is one a walk of the
+ * history (grep -r, ls -lR, rsync) does not pay. So each kind of path is
+ * kept as long as its content can be trusted:
+ *
+ *   - the backing tree's files and folders (and the compat tree's folders):
+ *     CACHE_TIMEOUT; they change only through the mount, which the kernel
+ *     sees, or through convfs, which tells it (kcache_invalidate());
+ *   - a doc's version node: its attributes and pages for good (they never
+ *     change, fs/kernel/nodes.h), its entry until the next change of any doc (a new
+ *     epoch) where the kernel counts epochs, else not at all;
+ *   - docs' ordinary nodes and the view's files: never (they change under
+ *     merges), but a live task's .jsonl files and metadata.json, whose every
+ *     commit tells the kernel (view_file_told()); those, the view's folders
+ *     and the root: TIMEOUT.
+ *
+ * The kernel is told with no lock of ours held, and never so that it takes a
+ * folder's lock on the daemon's behalf (notify_inval_entry would: a daemon
+ * killed meanwhile could hang it for good); attributes, pages and epochs only.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <linux/fuse.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fs/kernel/kcache.h"
+#include "fs/kernel/nodes.h"
+#include "fs/view/view.h"
+#include "store/util.h"
+
+#define TIMEOUT 1.0 /* seconds the kernel may cache the view's and the root's entries and attributes */
+/*
+ * Seconds the kernel may cache the entries, attributes and listings of the
+ * backing tree's files and folders (the compat tree's folders included):
+ * they change only through the mount, which the kernel sees, or through
+ * convfs itself, which tells it (fs_invalidate()).
+ */
+#define CACHE_TIMEOUT 600.0
+
+static struct fuse_session *session;
+
+/*
+ * FUSE_NOTIFY_INC_EPOCH (protocol 7.44, Linux 6.16): the kernel counts
+ * epochs, stamps each entry with the epoch its lookup began in, and looks a
+ * name up again before it uses an entry of an older epoch. libfuse 3.14
+ * does not know it (so its header does not name it); the message is the
+ * header alone, written to the session's device like any notification.
+ */
+#define NOTIFY_INC_EPOCH 8
+#define EPOCH_MINOR 44
+static bool epochs; /* the kernel takes NOTIFY_INC_EPOCH: docs' entries are kept */
+
+void kcache_new_epoch(struct fs *fs)
+{
+	struct fuse_out_header h = { .len = sizeof(h), .error = NOTIFY_INC_EPOCH, .unique = 0 };
+	ssize_t n;
+
+	(void)fs;
+	if (!session || !__atomic_load_n(&epochs, __ATOMIC_ACQUIRE))
+		return;
+	/*
+	 * No lock is taken in the kernel: an increment. ENODEV, EBADF: the
+	 * mount is gone, and with it all the kernel kept. Any other failure
+	 * leaves the kernel with entries of docs that may have changed, for as
+	 * long as CACHE_TIMEOUT: those looked up from now on are not kept.
+	 */
+	n = write(fuse_session_fd(session), &h, sizeof(h));
+	if (n < 0 && (errno == ENODEV || errno == EBADF))
+		return;
+	if (n != (ssize_t)sizeof(h)) {
+		log_err("cannot tell the kernel that docs changed (a new epoch): %s; docs' entries are not kept from now on",
+			n < 0 ? strerror(errno) : "short write");
+		__atomic_store_n(&epochs, false, __ATOMIC_RELEASE);
+	}
+}
+
+/*
+ * Has the kernel drop what it keeps of node: its attributes, and a folder's
+ * listing. Never a file's pages: the kernel drops a page only once the
+ * read that fills it ends, and a read may be waiting for the very thread
+ * that asks, or for one that waits for it (with -s, the only worker): the
+ * mount would hang for good. A folder's pages are the listing the kernel
+ * keeps (cache_readdir): it locks one only while it copies entries in or
+ * out, never across a request to the daemon, so dropping those waits for
+ * nothing a request holds. The node may be freed meanwhile: the kernel
+ * ignores an unknown id.
+ */
+static void drop(struct node_ref node)
+{
+	fuse_lowlevel_notify_inval_inode(session, node.ino, node.dir ? 0 : -1, 0);
+}
+
+void kcache_invalidate(struct fs *fs, const char *rel)
+{
+	struct node_ref node;
+
+	(void)fs;
+	if (!session)
+		return;
+	node = nodes_find(rel);
+	/*
+	 * A version node's attributes never change: a commit leaves them
+	 * alone. Other docs have no pages (direct I/O).
+	 */
+	if (node.ino && !node.version)
+		drop(node);
+}
+
+/*
+ * A live task's messages.jsonl, ui_messages.jsonl and metadata.json in the
+ * view, under its workspace's own name: every commit of the doc behind one
+ * tells the kernel before it returns (view_invalidate_conversation() drops
+ * their attributes, at the paths it knows), so their attributes are kept
+ * TIMEOUT: a walk of the view (grep -r: a stat, an open, an fstat a file)
+ * asks for them once, not at each stat. (A subagent's file, task.json, which
+ * every save of taskHistory.json may change, and a task's files under a
+ * `<name>.view` folder are never kept.)
+ */
+static bool view_file_told(const struct route *rt)
+{
+	const char *ws, *leaf;
+	size_t n, sl = strlen(VIEW_CLASH_SUFFIX);
+
+	if (rt->vp.trash || (rt->vp.kind != VIEW_MESSAGES && rt->vp.kind != VIEW_UI && rt->vp.kind != VIEW_METADATA))
+		return false;
+	leaf = strrchr(rt->rel, '/');
+	if (!leaf || !view_task_file_named(leaf + 1))
+		return false;
+	/* workspaces/<ws>/tasks/<id>/<leaf> */
+	ws = rt->rel + strlen("workspaces/");
+	n = strcspn(ws, "/");
+	return !(n > sl && strncmp(ws + n - sl, VIEW_CLASH_SUFFIX, sl) == 0);
+}
+
+/*
+ * Docs and the view's other files are never cached: they change under merges.
+ * (A checkpoint's never change: those are. The view's folders are too:
+ * their permissions are checked on every path walk through them, and their
+ * listings, kept like every folder's, go when a commit or a task that moved
+ * says so: kcache_invalidate(), kcache_placement_check().)
+ */
+static bool never_cached(const struct route *rt)
+{
+	return rt->kind == ROUTE_DOC || (rt->kind == ROUTE_VIEW && rt->vp.kind <= VIEW_CKPTS && !view_file_told(rt));
+}
+
+/*
+ * A view folder shown under another name while the client has its own
+ * (workspaces/<name>.view): it goes when the client's does, so the kernel
+ * asks again on every path walk through it. (Dropping the entry when it
+ * goes would take the folder's lock in the kernel from the daemon, which can
+ * hang a daemon killed meanwhile for good.)
+ */
+static bool is_view_volatile_dir(const char *path)
+{
+	const char *p;
+	size_t n, sl = strlen(VIEW_CLASH_SUFFIX);
+
+	if (strncmp(path, "/workspaces/", 12) != 0)
+		return false;
+	p = path + 12;
+	n = strlen(p);
+	return !strchr(p, '/') && n > sl && strcmp(p + n - sl, VIEW_CLASH_SUFFIX) == 0;
+}
+
+/*
+ * up names a folder of the view whose listing or whose being there follows
+ * where the tasks are: workspaces/, a workspace's folder (or the trash),
+ * its tasks/, a task's folder (workspaces/<ws>/tasks/<id>,
+ * workspaces/.trash/<id>).
+ */
+static bool is_view_placed(const char *const *up, size_t n)
+{
+	if (n == 0 || n > 4 || strcmp(up[n - 1], "workspaces") != 0)
+		return false;
+	if (n == 3)
+		return strcmp(up[1], ".trash") == 0 || strcmp(up[0], "tasks") == 0;
+	if (n == 4)
+		return strcmp(up[1], "tasks") == 0;
+	return true;
+}
+
+/*
+ * A task's folder in the view comes and goes with changes made anywhere
+ * (rm -r or mv in the compat tree, a history item that names its workspace,
+ * the trash), yet a path walk through it must not ask the daemon each time:
+ * `ls -l` of a checkpoint's 10,000 files walks through it twice a file. So
+ * its entry is cached like any folder's, and whenever the store says a task
+ * may have moved, the kernel drops the attributes and listings of every
+ * view folder it holds whose listing follows where tasks are
+ * (is_view_placed()), and the root's (the task's backing folder may be the
+ * first of tasks/): the next stat or walk through a task folder that moved
+ * asks, and gets ENOENT, and the next listing of its workspace's folders is
+ * made afresh. The entries themselves stay (see is_view_volatile_dir() for
+ * why they are not dropped); a name the kernel still holds answers ENOENT
+ * until it goes.
+ */
+void kcache_placement_check(struct fs *fs)
+{
+	static uint64_t seen;
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	_cleanup_free_ struct node_ref *nodes = NULL;
+	size_t n = 0;
+	uint64_t now = store_placement_generation(fs->store);
+
+	if (!session || __atomic_load_n(&seen, __ATOMIC_ACQUIRE) == now)
+		return;
+	pthread_mutex_lock(&lock);
+	__atomic_store_n(&seen, now, __ATOMIC_RELEASE);
+	drop((struct node_ref){ .ino = FUSE_ROOT_ID, .dir = true });
+	if (nodes_collect(is_view_placed, &nodes, &n) < 0)
+		/* The kernel keeps what it has until a folder's mtime moves, for a second at most. */
+		log_warn("out of memory while telling the kernel that tasks moved");
+	/* Those are the view's folders, but for a client's own files directly in workspaces/. */
+	for (size_t i = 0; i < n; i++)
+		drop(nodes[i]);
+	pthread_mutex_unlock(&lock);
+}
+
+static bool is_top_level(const char *const *up, size_t n)
+{
+	(void)up;
+	return n == 1;
+}
+
+/*
+ * The take-in changed the store while the mount answered
+ * (fs_take_in_start()). What it changed was not answered for meanwhile
+ * (requests for it waited), but the folders that hold it were: the
+ * attributes (links, times) of the root and of every top-level entry go,
+ * and docs' entries with a new epoch; the view's folders, if tasks moved.
+ */
+void kcache_taken_in(struct fs *fs)
+{
+	_cleanup_free_ struct node_ref *nodes = NULL;
+	size_t n = 0;
+
+	if (!session)
+		return;
+	kcache_drop_attrs(FUSE_ROOT_ID);
+	if (nodes_collect(is_top_level, &nodes, &n) < 0)
+		log_warn("out of memory while telling the kernel what the take-in changed; it may show the top "
+			 "folders' old times and link counts for up to %.0f s",
+			 CACHE_TIMEOUT);
+	for (size_t i = 0; i < n; i++)
+		kcache_drop_attrs(nodes[i].ino);
+	kcache_new_epoch(fs);
+	kcache_placement_check(fs);
+}
+
+/*
+ * How long the kernel may keep attributes it got with st. Each name of a file
+ * is a node of its own here (a node is a path), so each name of a hard-linked
+ * file is an inode of its own in the kernel too, and what changes through one
+ * name (its link count, mode, owner, times, size, bytes) would not show under
+ * another. So a file with more than one name (of any type but a folder: a
+ * fifo, a socket, a symlink have links too) is never cached: every stat asks,
+ * and every read of a regular file first checks its attributes and drops its
+ * pages if the file changed (libfuse turns on auto_inval_data).
+ */
+double kcache_links_timeout(const struct stat *st, double timeout)
+{
+	if (S_ISDIR(st->st_mode))
+		return timeout;
+	return st->st_nlink > 1 ? 0 : timeout;
+}
+
+/*
+ * How long the kernel may keep the attributes st of rt, before
+ * kcache_links_timeout(): CACHE_TIMEOUT in the backing tree, 0 for docs and the
+ * view's files (but view_file_told()'s), TIMEOUT for the root and the view's
+ * folders. (A version
+ * node's attributes are kept for good: KCACHE_VERSION_TIMEOUT.)
+ */
+static double route_timeout(const struct route *rt, const struct stat *st)
+{
+	if (rt->kind == ROUTE_PLAIN && *rt->rel)
+		return CACHE_TIMEOUT;
+	if (never_cached(rt) && !S_ISDIR(st->st_mode))
+		return 0;
+	return TIMEOUT;
+}
+
+/*
+ * How long the kernel may keep the entry of rt (a doc's: kcache_doc_entry()).
+ * A file in a folder of docs is most often a temp file about to be renamed
+ * over a doc, and a rename keeps the entry's time: kept 600 s on a kernel
+ * without epochs, the doc's name would stay on the temp file's node, which
+ * is read with direct I/O, for as long. (With epochs, the commit of the
+ * rename begins a new one, which ends that entry anyway.)
+ */
+static double entry_timeout(struct fs *fs, const struct route *rt)
+{
+	char buf[PATH_MAX];
+	struct route up;
+
+	if (rt->kind != ROUTE_PLAIN)
+		return TIMEOUT;
+	route_parent(fs, rt, &up, buf, sizeof(buf));
+	return up.store == STORE_PATH_DOC_DIR ? TIMEOUT : CACHE_TIMEOUT;
+}
+
+void kcache_session_set(struct fuse_session *se)
+{
+	session = se;
+}
+
+void kcache_init(const struct fuse_conn_info *conn)
+{
+	const char *no;
+	bool on = conn->proto_major == FUSE_KERNEL_VERSION && conn->proto_minor >= EPOCH_MINOR;
+
+	/* CONVFS_NO_EPOCHS=1 (the tests): as on a kernel before 7.44, such as Debian 12's. */
+	no = getenv("CONVFS_NO_EPOCHS");
+	if (no && strcmp(no, "1") == 0)
+		on = false;
+	__atomic_store_n(&epochs, on, __ATOMIC_RELEASE);
+	log_debug("the kernel speaks FUSE %u.%u: %s", conn->proto_major, conn->proto_minor,
+		  on ? "docs' entries are kept, and dropped at each change by a new epoch"
+		     : "docs' entries are never kept (no epochs)");
+}
+
+void kcache_drop_attrs(fuse_ino_t ino)
+{
+	if (session)
+		fuse_lowlevel_notify_inval_inode(session, ino, -1, 0);
+}
+
+double kcache_attr_timeout(const struct route *rt, const struct stat *st)
+{
+	return kcache_links_timeout(st, route_timeout(rt, st));
+}
+
+double kcache_handle_timeout(const struct route *rt, double timeout)
+{
+	return rt->kind == ROUTE_VIEW && rt->vp.kind <= VIEW_CKPTS ? 0 : timeout;
+}
+
+void kcache_entry(struct fs *fs, const struct route *rt, const char *path, struct fuse_entry_param *e)
+{
+	e->attr_timeout = kcache_attr_timeout(rt, &e->attr);
+	e->entry_timeout = entry_timeout(fs, rt);
+	if (S_ISDIR(e->attr.st_mode) && is_view_volatile_dir(path))
+		e->entry_timeout = e->attr_timeout = 0;
+}
+
+/*
+ * A doc's version node: its entry is kept when the kernel counts epochs,
+ * since every change of a doc begins a new one before it returns
+ * (kcache_new_epoch()), and the kernel looks a name up again before it uses
+ * an entry of an older epoch than the current, stamped with the epoch its
+ * lookup began in: so an answer with the revision before a change never
+ * outlives it.
+ */
+void kcache_doc_entry(struct fuse_entry_param *e, bool version)
+{
+	e->attr_timeout = kcache_links_timeout(&e->attr, version ? KCACHE_VERSION_TIMEOUT : 0);
+	e->entry_timeout = version && __atomic_load_n(&epochs, __ATOMIC_ACQUIRE) ? CACHE_TIMEOUT : 0;
+}

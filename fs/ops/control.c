@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * control.c: what a command asks of the daemon through the mount.
+ *
+ * `convfs restore FILE NUMBER` sets the extended attribute FS_XATTR_RESTORE
+ * on FILE to NUMBER. The request reaches the daemon that owns the store, as
+ * every write does: the route of FILE says which doc it shows (the compat
+ * file itself, or the doc behind a conversation file of the view), NUMBER
+ * counts the saves of the docs that share its numbering (version_docs_of():
+ * a task's files, as versions/ counts them), the store makes the doc as it
+ * stood after that save the live one in one commit of kind "restore",
+ * and the kernel is told to drop what it cached of the doc and the view,
+ * as after any commit (fs_invalidate()). A process that wrote the store's
+ * file itself would bypass all of that: the kernel would go on serving
+ * cached attributes, and the daemon's writers would merge against bases
+ * that no longer say what they saw.
+ *
+ * Every other extended attribute is EOPNOTSUPP, as before there was this
+ * one: the mount stores none.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <string.h>
+
+#include "fs/ops/ops.h"
+#include "fs/ops/ops_internal.h"
+#include "fs/view/view_version.h"
+#include "store/store_history.h"
+#include "store/util.h"
+
+/* The doc rt shows, if a restore can make one of its versions live; else NULL. */
+static const char *restorable_doc(const struct route *rt)
+{
+	if (rt->kind == ROUTE_DOC)
+		return rt->rel;
+	if (rt->kind == ROUTE_VIEW && rt->view_err == 0 && !view_readonly(&rt->vp) && rt->vp.doc[0] &&
+	    (rt->vp.kind == VIEW_MESSAGES || rt->vp.kind == VIEW_UI || rt->vp.kind == VIEW_METADATA))
+		return rt->vp.doc;
+	return NULL;
+}
+
+int op_setxattr(const struct route *rt, const char *name, const char *value, size_t size)
+{
+	struct fs *fs = fs_get();
+	struct fs_proc proc;
+	struct version_docs docs;
+	struct store_who who;
+	const char *doc;
+	char digits[24];
+	int64_t number = 0;
+	int r;
+
+	if (strcmp(name, FS_XATTR_RESTORE) != 0)
+		return -EOPNOTSUPP;
+	doc = restorable_doc(rt);
+	if (!doc)
+		return rt->kind == ROUTE_VIEW && view_readonly(&rt->vp) ? -EROFS : -EOPNOTSUPP;
+	if (size == 0 || size >= sizeof(digits))
+		return -EINVAL;
+	memcpy(digits, value, size);
+	digits[size] = '\0';
+	for (size_t i = 0; i < size; i++) {
+		if (digits[i] < '0' || digits[i] > '9')
+			return -EINVAL;
+		number = number * 10 + (digits[i] - '0');
+	}
+	if ((r = version_docs_of(doc, &docs)) < 0)
+		return r;
+	fs_caller(&proc, &who);
+	r = store_doc_restore(fs->store, doc, docs.paths, docs.n, number, &who, NULL);
+	if (r == -EALREADY)
+		return r; /* nothing changed: nothing to tell */
+	if (r < 0) {
+		if (r != -ENOENT && r != -EINVAL)
+			log_warn("cannot restore version %" PRId64 " of '%s': %s", number, doc, strerror(-r));
+		return r;
+	}
+	log_info("restored version %03" PRId64 " of '%s' (asked by pid %d)", number, doc, (int)who.pid);
+	fs_invalidate(fs, doc);
+	return 0;
+}

@@ -1,0 +1,443 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * open.c: open and create, for every kind of file.
+ *
+ * A plain file opens its backing file; a doc (by its compat path) opens a
+ * handle on its current snapshot, and a writer is the base of its next
+ * merge from here on; the view's files open their doc as JSON Lines, a
+ * generated text, a checkpoint's file, or a trashed task's last version.
+ * What each kind of handle does once open is in file.c.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <fuse_lowlevel.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fs/ops/ops_internal.h"
+#include "fs/view/shadow.h"
+#include "fs/view/view_version.h"
+#include "store/store_view.h"
+#include "store/util.h"
+
+/*
+ * The flags of a client's open that the backing file gets. The kernel passes
+ * bits of its own too (__FMODE_EXEC for execve, which openat2 refuses with
+ * EINVAL). O_DIRECT stays with the client's file: the kernel already keeps
+ * its pages out of the cache, and the daemon's buffers are not aligned as
+ * the backing filesystem would require. O_APPEND is applied write by write
+ * (op_write), since fcntl(F_SETFL) can turn it on and off after the open.
+ */
+#define PLAIN_OPEN_FLAGS (O_ACCMODE | O_TRUNC | O_NONBLOCK | O_SYNC | O_DSYNC | O_NOATIME | O_NOFOLLOW | O_DIRECTORY)
+
+/*
+ * Opens the doc r reading snap (taken over: freed on failure too), through
+ * the page cache if cached (a reader of a version node, nodes.h).
+ */
+static int doc_open_snap(struct fs *fs, const char *r, struct fuse_file_info *fi, bool created,
+			 struct store_snap *snap, bool cached)
+{
+	int acc = fi->flags & O_ACCMODE;
+	struct fs_file *f;
+	int res;
+
+	f = file_new(FILE_DOC, -1, r);
+	if (!f) {
+		store_snap_free(snap);
+		return -ENOMEM;
+	}
+	f->snap = snap;
+	f->append = fi->flags & O_APPEND;
+	{
+		struct store_base *base;
+		struct store_who who;
+		struct fs_proc proc;
+
+		fs_caller(&proc, &who);
+		f->opener = proc;
+		/* This process may read the doc now: what it sees is its merge base. */
+		if (!created && !(fi->flags & O_TRUNC) && store_base_from_snap(f->snap, &base) == 0)
+			bases_put(fs->bases, &proc, r, base);
+	}
+	/*
+	 * Each handle reads its own snapshot, so docs bypass the page cache that
+	 * all handles of an inode share: no reader can see another version's
+	 * pages, or be cut short by another version's size. But for a reader of
+	 * a version node: every handle on it reads the one version it stands
+	 * for, so its pages are that version's, kept across opens.
+	 */
+	if (cached)
+		fi->keep_cache = 1;
+	else
+		fi->direct_io = 1;
+	if (acc != O_RDONLY) {
+		if (created || (fi->flags & O_TRUNC)) {
+			res = stage_begin(fs, f, true);
+			if (res < 0) {
+				file_free(f);
+				return res;
+			}
+			f->dirty = !created;
+		}
+	}
+	fi->fh = (uintptr_t)f;
+	return 0;
+}
+
+/* ver: the revision a reader of a version node must read (nodes.h), else 0; -ESTALE if the doc has another. */
+static int doc_open(struct fs *fs, const char *r, struct fuse_file_info *fi, bool created, int64_t ver)
+{
+	struct store_snap *snap;
+	int res = store_snap_open(fs->store, r, &snap);
+
+	if (res < 0)
+		return res;
+	if (ver && store_snap_rev(snap) != ver) {
+		store_snap_free(snap);
+		return -ESTALE;
+	}
+	return doc_open_snap(fs, r, fi, created, snap, ver != 0);
+}
+
+/* ---- the workspaces view: JSON Lines and generated files ----------------------------
+
+ * messages.jsonl and ui_messages.jsonl are a doc one element a line. Written at
+ * their end (>>, O_APPEND), each complete line is appended to the doc at once,
+ * one revision per write, without reading the doc: the cost does not grow with
+ * the conversation. A line must be one JSON object (with "role" for the API
+ * stream), or the write fails with EINVAL and none of it is stored. A last
+ * line without its newline waits for it, and is refused at close. Written
+ * anywhere else (or opened with O_TRUNC), the file is staged whole and
+ * committed at close as a rewrite of the doc, merged like the compat files.
+ */
+
+static void record_read_base(struct fs *fs, struct fs_file *f, const char *doc, bool reads)
+{
+	struct store_base *base;
+	struct store_who who;
+	struct fs_proc proc;
+
+	fs_caller(&proc, &who);
+	f->opener = proc;
+	if (reads && store_base_from_snap(f->snap, &base) == 0)
+		bases_put(fs->bases, &proc, doc, base);
+}
+
+static int jsonl_open(struct fs *fs, const struct view_path *vp, struct fuse_file_info *fi)
+{
+	struct fs_file *f = file_new(FILE_JSONL, -1, vp->doc);
+	int r;
+
+	if (!f)
+		return -ENOMEM;
+	f->require = vp->kind == VIEW_MESSAGES ? "role" : NULL;
+	r = store_snap_open_jsonl(fs->store, vp->doc, &f->snap);
+	if (r < 0) {
+		file_free(f);
+		return r;
+	}
+	f->append = fi->flags & O_APPEND;
+	record_read_base(fs, f, vp->doc, !(fi->flags & O_TRUNC));
+	fi->direct_io = 1;
+	if ((fi->flags & O_ACCMODE) != O_RDONLY && (fi->flags & O_TRUNC)) {
+		r = stage_begin(fs, f, true);
+		if (r < 0) {
+			file_free(f);
+			return r;
+		}
+		f->dirty = true;
+	}
+	fi->fh = (uintptr_t)f;
+	return 0;
+}
+
+static int text_open(struct fs *fs, const char *r, const struct view_path *vp, struct fuse_file_info *fi)
+{
+	bool writable = (fi->flags & O_ACCMODE) != O_RDONLY;
+	struct fs_file *f;
+	char *buf = NULL;
+	size_t len = 0;
+	int64_t mtime, rev = 0;
+	int res;
+
+	if (writable && vp->kind != VIEW_WS_HISTORY) {
+		log_warn("refusing to open '%s' for writing: the view makes it from the store", r);
+		return -EACCES;
+	}
+	f = file_new(FILE_TEXT, -1, r);
+	if (!f)
+		return -ENOMEM;
+	res = view_getattr(fs, r, vp, &f->text_st);
+	if (res == 0)
+		res = view_render(fs, vp, &buf, &len, &mtime, &rev);
+	if (res == 0) {
+		res = sb_add(&f->text, buf, len);
+		f->text_st.st_size = (off_t)len;
+	}
+	free(buf);
+	if (res == 0 && vp->kind == VIEW_WS_HISTORY) {
+		/* What this process sees of the workspace's items: the base of its rewrite. */
+		struct store_base *base;
+		struct store_who who;
+		struct fs_proc proc;
+
+		if (!(f->ws_key = strdup(vp->unknown ? "" : vp->key)))
+			res = -ENOMEM;
+		fs_caller(&proc, &who);
+		f->opener = proc;
+		if (res == 0 && rev && !(fi->flags & O_TRUNC) &&
+		    store_base_at(fs->store, "state/taskHistory.json", rev, &base) == 0)
+			bases_put(fs->bases, &proc, r, base);
+		if (res == 0 && writable) {
+			fi->direct_io = 1;
+			res = stage_begin(fs, f, true);
+			if (res == 0 && !(fi->flags & O_TRUNC))
+				res = pwrite_all(f->fd, f->text.buf, f->text.len, 0);
+			f->dirty = res == 0 && (fi->flags & O_TRUNC);
+		}
+	}
+	if (res < 0) {
+		file_free(f);
+		return res;
+	}
+	fi->fh = (uintptr_t)f;
+	return 0;
+}
+
+/* A file of a checkpoint: read-only, a fixed version. */
+/* A handle that reads snap (taken, freed on failure) and nothing else: never refreshed, never written. */
+static int fixed_open(enum file_kind kind, const char *doc, struct store_snap *snap, struct fuse_file_info *fi)
+{
+	struct fs_file *f = file_new(kind, -1, doc);
+
+	if (!f) {
+		store_snap_free(snap);
+		return -ENOMEM;
+	}
+	f->fixed = true;
+	f->snap = snap;
+	fi->direct_io = 1;
+	fi->fh = (uintptr_t)f;
+	return 0;
+}
+
+static int ckpt_open(struct fs *fs, const char *r, const struct view_path *vp, struct fuse_file_info *fi)
+{
+	struct store_snap *snap = NULL;
+	struct fs_file *f;
+	struct stat st;
+	int res;
+
+	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC))
+		return -EROFS;
+	if (vp->kind == VIEW_CKPT_COMMIT || vp->kind == VIEW_CKPT_DIFF)
+		return text_open(fs, r, vp, fi);
+	if (vp->kind == VIEW_CKPT_FILES) {
+		res = view_getattr(fs, r, vp, &st);
+		if (res < 0)
+			return res;
+		if (!S_ISREG(st.st_mode))
+			return -EISDIR;
+		f = file_new(FILE_CKPT, -1, NULL);
+		if (!f || !(f->vp = malloc(sizeof(*vp)))) {
+			file_free(f);
+			return -ENOMEM;
+		}
+		*f->vp = *vp;
+		fi->keep_cache = 1; /* a commit never changes */
+		fi->fh = (uintptr_t)f;
+		return 0;
+	}
+	res = view_ckpt_snap(fs, vp, &snap);
+	if (res < 0)
+		return res;
+	return fixed_open(FILE_JSONL, vp->doc, snap, fi);
+}
+
+/* A file of a trashed task: the last version of its doc, read-only. */
+static int trash_open(struct fs *fs, const struct view_path *vp, struct fuse_file_info *fi)
+{
+	bool jsonl = vp->kind != VIEW_METADATA;
+	struct store_snap *snap = NULL;
+	int res;
+
+	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC))
+		return -EROFS;
+	res = store_snap_open_removed(fs->store, vp->doc, jsonl, &snap);
+	if (res < 0)
+		return res;
+	return fixed_open(jsonl ? FILE_JSONL : FILE_DOC, vp->doc, snap, fi);
+}
+
+/* A file of a saved version: pinned at its revision, read-only, never changing. */
+static int version_open(struct fs *fs, const struct view_path *vp, struct fuse_file_info *fi)
+{
+	struct store_snap *snap = NULL;
+	int res;
+
+	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC))
+		return -EROFS;
+	res = view_version_snap(fs, vp, &snap);
+	if (res < 0)
+		return res;
+	return fixed_open(vp->kind == VIEW_VERSION_METADATA ? FILE_DOC : FILE_JSONL, vp->doc, snap, fi);
+}
+
+static int view_open(struct fs *fs, const char *r, const struct view_path *vp, struct fuse_file_info *fi)
+{
+	if (vp->trash && vp->kind != VIEW_TASK && vp->kind != VIEW_TRASH)
+		return trash_open(fs, vp, fi);
+	switch (vp->kind) {
+	case VIEW_MESSAGES:
+	case VIEW_UI:
+		return jsonl_open(fs, vp, fi);
+	case VIEW_METADATA:
+		return doc_open(fs, vp->doc, fi, false, 0);
+	case VIEW_WS_JSON:
+	case VIEW_WS_HISTORY:
+	case VIEW_TASK_JSON:
+		return text_open(fs, r, vp, fi);
+	case VIEW_CKPT_MESSAGES:
+	case VIEW_CKPT_UI:
+	case VIEW_CKPT_COMMIT:
+	case VIEW_CKPT_DIFF:
+	case VIEW_CKPT_FILES:
+		return ckpt_open(fs, r, vp, fi);
+	case VIEW_VERSION_MESSAGES:
+	case VIEW_VERSION_UI:
+	case VIEW_VERSION_METADATA:
+		return version_open(fs, vp, fi);
+	default:
+		return -EISDIR;
+	}
+}
+
+/* ---- files ---------------------------------------------------------------------- */
+
+int op_open(const struct route *rt, struct fuse_file_info *fi)
+{
+	struct fs *fs = fs_get();
+	const char *r = rt->rel;
+	struct fs_file *f;
+	int fd;
+
+	if (rt->kind == ROUTE_DOC)
+		return doc_open(fs, r, fi, false, 0);
+	if (rt->view_err < 0)
+		return rt->view_err;
+	if (rt->kind == ROUTE_VIEW)
+		return view_open(fs, r, &rt->vp, fi);
+	fd = plain_open_regular(fs, r, fi->flags & PLAIN_OPEN_FLAGS, 0, NULL);
+	/* The kernel opens FIFOs and devices itself: one here came since its lookup. */
+	if (fd == -EINVAL)
+		return -ESTALE;
+	if (fd < 0)
+		return plain_fail("open", r, -fd);
+	f = file_new(FILE_PLAIN, fd, r);
+	if (!f) {
+		close(fd);
+		return -ENOMEM;
+	}
+	fi->keep_cache = 1;
+	fi->fh = (uintptr_t)f;
+	return 0;
+}
+
+int op_open_version(const struct route *rt, int64_t ver, struct fuse_file_info *fi)
+{
+	if (rt->kind != ROUTE_DOC || (fi->flags & O_ACCMODE) != O_RDONLY)
+		return -ESTALE;
+	return doc_open(fs_get(), rt->rel, fi, false, ver);
+}
+
+bool op_version_snap(uint64_t fh, void *arg)
+{
+	struct fs_file *f = (struct fs_file *)(uintptr_t)fh;
+	struct op_version_snap *v = arg;
+
+	if (f->kind != FILE_DOC)
+		return false;
+	pthread_mutex_lock(&f->lock);
+	if (!f->dirty && f->fd < 0 && store_snap_rev(f->snap) == v->ver)
+		v->r = store_snap_dup(f->snap, &v->snap);
+	else
+		v->r = -ESTALE;
+	pthread_mutex_unlock(&f->lock);
+	return v->r != -ESTALE;
+}
+
+int op_open_version_snap(const struct route *rt, struct store_snap *snap, struct fuse_file_info *fi)
+{
+	return doc_open_snap(fs_get(), rt->rel, fi, false, snap, true);
+}
+
+int op_create(const struct route *rt, mode_t mode, struct fuse_file_info *fi)
+{
+	struct fs *fs = fs_get();
+	const struct view_path *vp = &rt->vp;
+	const char *r = rt->rel;
+	struct fs_file *f;
+	int fd, res;
+
+	backing_check(fs);
+	if (in_readonly_view(fs, rt))
+		return -EROFS;
+	if (rt->kind == ROUTE_DOC) {
+		res = doc_create_by_caller(fs, r);
+		if (res == -EEXIST && !(fi->flags & O_EXCL))
+			return doc_open(fs, r, fi, false, 0);
+		if (res < 0)
+			return res;
+		return doc_open(fs, r, fi, true, 0);
+	}
+	if (rt->view_err == 0 && rt->kind == ROUTE_VIEW) {
+		/* A file of the view that exists only once its doc does. */
+		if ((vp->kind != VIEW_MESSAGES && vp->kind != VIEW_UI && vp->kind != VIEW_METADATA) || !*vp->doc)
+			return -EACCES;
+		res = doc_create_by_caller(fs, vp->doc);
+		if (res < 0 && res != -EEXIST)
+			return res;
+		if (res == -EEXIST && (fi->flags & O_EXCL))
+			return -EEXIST;
+		if (res == 0)
+			fs_invalidate(fs, vp->doc); /* its compat folder lists it now */
+		return view_open(fs, r, vp, fi);
+	}
+	if (rt->view_err < 0 && rt->kind == ROUTE_VIEW)
+		return vp->kind == VIEW_TASK ? -ENOENT : -EACCES;
+	res = view_refuses_create(fs, rt, "file");
+	if (res < 0)
+		return res;
+	/*
+	 * O_EXCL even when the caller did not ask for it: a file that appeared
+	 * since the kernel's lookup is opened as it is, and only a file made
+	 * here is given to the user who made it.
+	 */
+	fd = plain_open(fs, r, (fi->flags & PLAIN_OPEN_FLAGS) | O_CREAT | O_EXCL, private_mode(fs, mode));
+	if (fd == -EEXIST && !(fi->flags & O_EXCL)) {
+		fd = plain_open_regular(fs, r, fi->flags & PLAIN_OPEN_FLAGS, 0, NULL);
+		if (fd == -EINVAL)
+			fd = -ESTALE; /* a FIFO or a device came since the kernel's lookup */
+	} else if (fd >= 0 && (res = give_to_caller(fs, r, -1, NULL, fd, private_mode(fs, mode))) < 0) {
+		const char *leaf;
+		int dfd = plain_open_parent(fs, r, &leaf);
+
+		close(fd);
+		if (dfd >= 0) {
+			unlinkat(dfd, leaf, 0);
+			close(dfd);
+		}
+		return res;
+	}
+	if (fd < 0)
+		return plain_fail("create", r, -fd);
+	f = file_new(FILE_PLAIN, fd, r);
+	if (!f) {
+		close(fd);
+		return -ENOMEM;
+	}
+	fi->fh = (uintptr_t)f;
+	return 0;
+}
