@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #include "fs/backing/tree.h"
+#include "fs/cmd/registry.h"
 #include "store/store.h"
 #include "store/util.h"
 
@@ -30,7 +31,8 @@ typedef int (*op_list_fn)(void *ctx, const char *name, mode_t type, uint64_t ino
 struct fs {
 	struct store *store;
 	int root_fd;        /* the backing tree, O_PATH */
-	int lock_fd;        /* the store, flock()ed: one daemon per store */
+	int lock_fd;        /* the store, flock()ed: shared by the daemons serving it (main.c) */
+	struct registry registry; /* this daemon's, among those serving the store (registry.h) */
 	char *backing_path; /* <store>.files */
 	uid_t uid;
 	gid_t gid;
@@ -286,10 +288,12 @@ int fs_take_in_wait(struct take_in *t, const char *rel, bool view, bool listing)
 /* Waits for t to end (runs its rest here if it never started), frees it: its result. NULL: 0. */
 int fs_take_in_end(struct take_in *t);
 /*
- * 1 if the store has taken a folder in before (the next take-in is a check
+ * 1 if the store has taken in the folder open at src_fd before (mounted
+ * over at src_name: its path, device and inode; the next take-in is a check
  * of what changed), 0 if never (the next one takes in all of it), or -errno.
+ * Each folder mounted over, the host's or a container's, has its own.
  */
-int fs_took_in_before(struct fs *fs);
+int fs_took_in_before(struct fs *fs, int src_fd, const char *src_name);
 
 /* Writes a plain globalStorage folder out of the store at store_path into dir. */
 int fs_export(const char *store_path, const char *dir);

@@ -47,6 +47,7 @@
 #include <sqlite3.h>
 
 #include "fs/cmd/cmd.h"
+#include "fs/cmd/registry.h"
 #include "fs/fs.h"
 #include "fs/kernel/kcache.h"
 #include "fs/kernel/loop.h"
@@ -252,20 +253,24 @@ static int prepare_store(struct fs *fs, const char *store_path, const char *moun
 	if (r < 0)
 		return r;
 	/*
-	 * One daemon per store: two would each keep merge bases the other
-	 * does not know, and import or remove under each other. flock() is
-	 * apart from SQLite's POSIX locks; the daemon inherits it at fork.
+	 * Every daemon serving the store holds a shared flock() of it (apart
+	 * from SQLite's POSIX locks; the daemon inherits it at fork): several
+	 * may serve it at once (fs/kernel/watch.c tells each of what the
+	 * others commit), and convfs forget takes it exclusively for its whole
+	 * run, so that none serves the store while it rewrites it.
 	 */
 	fs->lock_fd = open(store_path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-	if (fs->lock_fd < 0 || flock(fs->lock_fd, LOCK_EX | LOCK_NB) < 0 || fstat(fs->lock_fd, &st) < 0) {
+	if (fs->lock_fd < 0 || flock(fs->lock_fd, LOCK_SH | LOCK_NB) < 0 || fstat(fs->lock_fd, &st) < 0) {
 		r = -errno;
 		if (r == -EWOULDBLOCK)
-			log_err("the store '%s' is in use by another convfs: unmount that one first", store_path);
+			log_err("the store '%s' is being rewritten by convfs forget: mount it once that ends", store_path);
 		else
 			log_err("cannot lock the store '%s': %s", store_path, strerror(errno));
 		store_free(TAKE_PTR(fs->store));
 		return r;
 	}
+	/* Not fatal (a read-only store's folder): status will not list this daemon, and it said why. */
+	registry_join(store_path, mountpoint, &fs->registry);
 	fs->owner = tree_owner_of(&st);
 	/* The backing tree only beside a store known to be good. */
 	r = plain_open_root(store_path, &fs->backing_path, &fs->root_fd);
@@ -274,7 +279,8 @@ static int prepare_store(struct fs *fs, const char *store_path, const char *moun
 		return r;
 	}
 	/* From here on this mount's warnings are kept for convfs status (a failure is not fatal). */
-	warnings_start(store_path);
+	if (fs->registry.path)
+		warnings_start(fs->registry.path);
 	mfd = -1;
 	if (!no_import) {
 		/* Opened before mounting: the mount will hide it. */
@@ -283,7 +289,7 @@ static int prepare_store(struct fs *fs, const char *store_path, const char *moun
 			r = -errno;
 			log_err("cannot open the mount point '%s': %s", mountpoint, strerror(errno));
 		} else {
-			r = fs_took_in_before(fs);
+			r = fs_took_in_before(fs, mfd, mountpoint);
 			if (r == 0)
 				r = fs_take_in(fs, mfd, mountpoint);
 		}
@@ -422,6 +428,7 @@ out_store:
 	fs->store = NULL;
 	bases_free(fs->bases);
 	fs->bases = NULL;
+	registry_leave(&fs->registry);
 	return r < 0 ? r : 0;
 }
 
@@ -513,9 +520,10 @@ int main(int argc, char **argv)
 	struct options opts = { 0 };
 	_cleanup_free_ char *store_path = NULL;
 	_cleanup_sb_ struct sb mount_opts = SB_INIT;
-	struct fs fs = { .root_fd = -1, .lock_fd = -1 };
+	struct fs fs = { .root_fd = -1, .lock_fd = -1, .registry = { .fd = -1 } };
 	int r, status = 1, under_fd = -1;
 	unsigned workers = 16;
+	bool forked = false; /* a daemon serves, forked from here: its registration is its own */
 
 	for (size_t i = 0; argc >= 2 && i < ARRAY_SIZE(commands); i++)
 		if (strcmp(argv[1], commands[i].name) == 0)
@@ -630,6 +638,7 @@ int main(int argc, char **argv)
 			_exit(serve(&fs, &args, store_path, cmd.mountpoint, under_fd, pfd[1], workers) < 0);
 		}
 		close(pfd[1]);
+		forked = true;
 		if (read(pfd[0], &ok, 1) != 1 || ok != 0) {
 			int ws = 0;
 
@@ -646,6 +655,10 @@ out:
 		close(fs.root_fd);
 	if (fs.lock_fd >= 0)
 		close(fs.lock_fd);
+	if (forked)
+		registry_close(&fs.registry); /* the daemon's: it leaves at its unmount (serve()) */
+	else
+		registry_leave(&fs.registry);
 	free(fs.backing_path);
 	free(cmd.mountpoint);
 	free(opts.store);

@@ -197,6 +197,49 @@ static const char *const migrations[] = {
 	 * no workspaces/ of its own.
 	 */
 	"CREATE INDEX docs_mtime ON docs(mtime_ns) WHERE present;",
+
+	/*
+	 * 11 -> 12: several mounts of one store. What the store last saw
+	 * underneath is kept per folder mounted over (the host's, a
+	 * container's): one folder's rows are never the base of another's
+	 * take-in, which would take what that one lacks for removals. A folder
+	 * is its path and its device and inode number (a rebuilt container's
+	 * folder of the same path is another); the rows from before belong to
+	 * the folder first taken in, claimed by the first take-in of its path.
+	 * And plain_changes: the plain files a daemon changed while others
+	 * served the store too, for them to drop what their kernel keeps of
+	 * those (fs/kernel/watch.c).
+	 */
+	"CREATE TABLE folders ("
+	"  id INTEGER PRIMARY KEY,"
+	"  path TEXT NOT NULL,"
+	"  dev INTEGER,"
+	"  ino INTEGER,"
+	"  taken_ns INTEGER"
+	");"
+	"INSERT INTO folders(id, path, taken_ns)"
+	"  SELECT 1, coalesce((SELECT value FROM meta WHERE key = 'imported_from'), ''),"
+	"    CASE WHEN EXISTS (SELECT 1 FROM meta WHERE key = 'imported_from') THEN unixepoch() * 1000000000 END"
+	"  WHERE EXISTS (SELECT 1 FROM meta WHERE key = 'imported_from') OR EXISTS (SELECT 1 FROM underneath);"
+	"CREATE TABLE underneath_new ("
+	"  folder INTEGER NOT NULL,"
+	"  path TEXT NOT NULL,"
+	"  type INTEGER NOT NULL,"
+	"  size INTEGER NOT NULL,"
+	"  mtime_ns INTEGER NOT NULL,"
+	"  ino INTEGER NOT NULL,"
+	"  rev INTEGER,"
+	"  gone INTEGER NOT NULL DEFAULT 0,"
+	"  PRIMARY KEY (folder, path)"
+	") WITHOUT ROWID;"
+	"INSERT INTO underneath_new SELECT 1, path, type, size, mtime_ns, ino, rev, gone FROM underneath;"
+	"DROP TABLE underneath;"
+	"ALTER TABLE underneath_new RENAME TO underneath;"
+	"CREATE TABLE plain_changes ("
+	"  id INTEGER PRIMARY KEY,"
+	"  path TEXT NOT NULL,"
+	"  time_ns INTEGER NOT NULL"
+	");",
 };
 
 int store_schema_version(void)

@@ -2,8 +2,9 @@
 /*
  * seen.c: what the store last saw of the folder underneath the mount.
  *
- * One row of table `underneath` per entry (file, folder, symlink) of the
- * folder convfs is mounted over, as it stood when a take-in last looked at it:
+ * One row of table `underneath` per entry (file, folder, symlink) of each
+ * folder convfs is mounted over (`folders`: the host's, a container's; one
+ * store may serve several at once), as it stood when a take-in last looked at it:
  * its type, size, mtime and inode number, and for a doc the revision whose
  * content is exactly that file's. fs/backing/import.c walks the folder at every mount
  * and compares each entry with its row; only entries that differ are read.
@@ -104,12 +105,15 @@ static void seen_from_row(sqlite3_stmt *stmt, struct store_seen *e)
 	};
 }
 
-#define SEEN_COLUMNS "SELECT path, type, size, mtime_ns, ino, rev, gone FROM underneath "
+/* The rows of the folder store_seen_folder() chose, ?1. */
+#define SEEN_COLUMNS "SELECT path, type, size, mtime_ns, ino, rev, gone FROM underneath WHERE folder = ?1 AND "
 #define SEEN_CHUNK 4096 /* rows read under one hold of the store's lock */
+/* A folder not taken in for this long is forgotten: its rows go (it was likely a container's, rebuilt since). */
+#define FOLDER_FORGOTTEN_NS (90LL * 86400 * 1000000000)
 
 /*
- * Appends the rows of sql (its texts bound to ?1 .., limit to the next
- * parameter if > 0) to set; the number read, or -errno.
+ * Appends the rows of sql (the folder bound to ?1, its texts to ?2 ..,
+ * limit to the next parameter if > 0) to set; the number read, or -errno.
  */
 static long seen_query(struct store *st, const char *sql, const char *const *texts, int ntexts, long limit,
 		       struct store_seen_set *set, size_t *alloc)
@@ -120,10 +124,11 @@ static long seen_query(struct store *st, const char *sql, const char *const *tex
 
 	if (r < 0)
 		return r;
+	sqlite3_bind_int64(stmt, 1, st->seen_folder);
 	for (int i = 0; i < ntexts; i++)
-		sqlite3_bind_text(stmt, i + 1, texts[i], -1, SQLITE_STATIC);
+		sqlite3_bind_text(stmt, i + 2, texts[i], -1, SQLITE_STATIC);
 	if (limit > 0)
-		sqlite3_bind_int64(stmt, ntexts + 1, limit);
+		sqlite3_bind_int64(stmt, ntexts + 2, limit);
 	return seen_step(st, stmt, seen_from_row, "cannot read what was seen underneath", set, alloc);
 }
 
@@ -139,11 +144,11 @@ int store_seen_load(struct store *st, struct store_seen_set *ret)
 	 * store's lock: a request's call waits for a piece, not for 150,000
 	 * rows. Only the take-in writes the table, and not while it loads it.
 	 */
-	n = seen_query(st, SEEN_COLUMNS "ORDER BY path LIMIT ?1", NULL, 0, SEEN_CHUNK, &set, &alloc);
+	n = seen_query(st, SEEN_COLUMNS "1 ORDER BY path LIMIT ?2", NULL, 0, SEEN_CHUNK, &set, &alloc);
 	while (n == SEEN_CHUNK) {
 		const char *after[] = { set.v[set.n - 1].path };
 
-		n = seen_query(st, SEEN_COLUMNS "WHERE path > ?1 ORDER BY path LIMIT ?2", after, 1, SEEN_CHUNK, &set,
+		n = seen_query(st, SEEN_COLUMNS "path > ?2 ORDER BY path LIMIT ?3", after, 1, SEEN_CHUNK, &set,
 			       &alloc);
 	}
 	if (n < 0) {
@@ -168,7 +173,7 @@ int store_seen_load_below(struct store *st, const char *path, struct store_seen_
 	 */
 	if (asprintf(&lo, "%s/", path) < 0 || asprintf(&hi, "%s0", path) < 0)
 		return -ENOMEM;
-	n = seen_query(st, SEEN_COLUMNS "WHERE path >= ?1 AND path < ?3 AND (path = ?1 OR path >= ?2) ORDER BY path",
+	n = seen_query(st, SEEN_COLUMNS "path >= ?2 AND path < ?4 AND (path = ?2 OR path >= ?3) ORDER BY path",
 		       (const char *const[]){ path, lo, hi }, 3, 0, &set, &alloc);
 	if (n < 0) {
 		store_seen_set_release(&set);
@@ -199,7 +204,7 @@ int store_seen_load_top(struct store *st, struct store_seen_set *ret)
 			store_seen_set_release(&set);
 			return -ENOMEM;
 		}
-		n = seen_query(st, SEEN_COLUMNS "WHERE path >= ?1 ORDER BY path LIMIT ?2", (const char *const[]){ from },
+		n = seen_query(st, SEEN_COLUMNS "path >= ?2 ORDER BY path LIMIT ?3", (const char *const[]){ from },
 			       1, 1, &set, &alloc);
 		if (n <= 0)
 			break;
@@ -248,10 +253,13 @@ int store_seen_put(struct store *st, const struct store_seen *e)
 
 	if (st->readonly)
 		return -EROFS;
-	r = store_prepare(st, "INSERT OR REPLACE INTO underneath(path, type, size, mtime_ns, ino, rev, gone) "
-			      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)", &stmt);
+	if (!st->seen_folder)
+		return -EINVAL; /* store_seen_folder() first */
+	r = store_prepare(st, "INSERT OR REPLACE INTO underneath(path, type, size, mtime_ns, ino, rev, gone, folder) "
+			      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)", &stmt);
 	if (r < 0)
 		return r;
+	sqlite3_bind_int64(stmt, 8, st->seen_folder);
 	sqlite3_bind_text(stmt, 1, e->path, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(stmt, 2, (sqlite3_int64)e->type);
 	sqlite3_bind_int64(stmt, 3, e->size);
@@ -273,9 +281,110 @@ int store_seen_mark_gone(struct store *st, const char *path)
 
 	if (st->readonly)
 		return -EROFS;
-	r = store_run_args(st, "UPDATE underneath SET gone = 1 WHERE path = ?1", STORE_TEXTS(path), NULL, 0,
-			   "cannot record what is missing underneath");
+	r = store_run_args(st, "UPDATE underneath SET gone = 1 WHERE path = ?1 AND folder = ?2", STORE_TEXTS(path),
+			   STORE_INTS(st->seen_folder), "cannot record what is missing underneath");
 	return r < 0 ? r : r > 0 ? 0 : -ENOENT;
+}
+
+/* The folder at path, device dev and inode ino: its row id, or -ENOENT (0 with *ret_taken). */
+static int folder_find(struct store *st, const char *path, uint64_t dev, uint64_t ino, bool claim, int64_t *ret_id,
+		       bool *ret_taken)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	int r;
+
+	/*
+	 * Exactly this folder; or (claim) a folder from before schema 12, whose
+	 * device and inode were never known: the folder first taken in, by its
+	 * path ("" if that take-in never ended).
+	 */
+	r = claim ? store_row_args(st, "SELECT id, taken_ns IS NOT NULL FROM folders WHERE dev IS NULL AND "
+				       "(path = ?1 OR path = '') ORDER BY path = ?1 DESC LIMIT 1",
+				   STORE_TEXTS(path), NULL, 0, "cannot read the folders taken in", &stmt)
+		  : store_row_args(st, "SELECT id, taken_ns IS NOT NULL FROM folders WHERE path = ?1 AND dev = ?2 AND "
+				       "ino = ?3", STORE_TEXTS(path), STORE_INTS((int64_t)dev, (int64_t)ino),
+				   "cannot read the folders taken in", &stmt);
+	if (r < 0)
+		return r;
+	*ret_id = sqlite3_column_int64(stmt, 0);
+	*ret_taken = sqlite3_column_int(stmt, 1) != 0;
+	return 0;
+}
+
+int store_seen_folder(struct store *st, const char *path, uint64_t dev, uint64_t ino, bool *ret_taken)
+{
+	STORE_LOCK(st);
+	int64_t id = 0, now = now_ns();
+	bool taken = false;
+	int r;
+
+	r = folder_find(st, path, dev, ino, false, &id, &taken);
+	if (r == -ENOENT && (r = folder_find(st, path, dev, ino, true, &id, &taken)) == 0 && !st->readonly)
+		r = store_run_args(st, "UPDATE folders SET path = ?1, dev = ?2, ino = ?3 WHERE id = ?4",
+				   STORE_TEXTS(path), STORE_INTS((int64_t)dev, (int64_t)ino, id),
+				   "cannot record the folder taken in");
+	if (r == -ENOENT && st->readonly) {
+		/* Never taken in, and nothing can be recorded: no rows. */
+		st->seen_folder = 0;
+		*ret_taken = false;
+		return 0;
+	}
+	if (r == -ENOENT) {
+		r = store_run_args(st, "INSERT INTO folders(path, dev, ino) VALUES (?1, ?2, ?3)", STORE_TEXTS(path),
+				   STORE_INTS((int64_t)dev, (int64_t)ino), "cannot record the folder taken in");
+		id = sqlite3_last_insert_rowid(st->db);
+	}
+	if (r < 0)
+		return r;
+	st->seen_folder = id;
+	*ret_taken = taken;
+	if (st->readonly)
+		return 0;
+	/* The folders not taken in for long (containers rebuilt since) go, with their rows. */
+	r = store_run_args(st, "DELETE FROM underneath WHERE folder IN "
+			       "(SELECT id FROM folders WHERE taken_ns < ?1 AND id != ?2)", NULL, 0,
+			   STORE_INTS(now - FOLDER_FORGOTTEN_NS, id), "cannot forget the folders long gone");
+	if (r >= 0)
+		r = store_run_args(st, "DELETE FROM folders WHERE taken_ns < ?1 AND id != ?2", NULL, 0,
+				   STORE_INTS(now - FOLDER_FORGOTTEN_NS, id), "cannot forget the folders long gone");
+	return r < 0 ? r : 0;
+}
+
+int store_seen_folder_taken(struct store *st)
+{
+	STORE_LOCK(st);
+	int64_t now = now_ns();
+	int r;
+
+	if (st->readonly || !st->seen_folder)
+		return 0;
+	/* At most once a day: a mount with nothing changed writes nothing else. */
+	r = store_run_args(st, "UPDATE folders SET taken_ns = ?1 WHERE id = ?2 AND (taken_ns IS NULL OR taken_ns < ?3)",
+			   NULL, 0, STORE_INTS(now, st->seen_folder, now - 86400LL * 1000000000),
+			   "cannot record the take-in of the folder");
+	return r < 0 ? r : 0;
+}
+
+static void path_from_row(sqlite3_stmt *stmt, struct store_seen *e)
+{
+	*e = (struct store_seen){ .path = strdup((const char *)sqlite3_column_text(stmt, 0)) };
+}
+
+int store_seen_folder_paths(struct store *st, int (*fn)(void *ctx, const char *path), void *ctx)
+{
+	struct store_seen_set set = { 0 };
+	int r;
+
+	{
+		STORE_LOCK(st);
+
+		r = seen_read(st, "SELECT DISTINCT path FROM folders WHERE path != '' ORDER BY path", path_from_row,
+			      "cannot read the folders taken in", &set);
+	}
+	for (size_t i = 0; r == 0 && i < set.n; i++)
+		r = fn(ctx, set.v[i].path);
+	store_seen_set_release(&set);
+	return r;
 }
 
 int store_seen_legacy(struct store *st, int64_t *ret_ns)

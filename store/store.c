@@ -406,9 +406,14 @@ int store_open_reader(struct store *st, struct store **ret)
 {
 	const char *path = sqlite3_db_filename(st->db, "main");
 
+	int r;
+
 	if (!path || !*path)
 		return -EINVAL; /* a store in memory has no file to open again */
-	return store_open(path, STORE_OPEN_READONLY | STORE_OPEN_AS_IS, ret);
+	r = store_open(path, STORE_OPEN_READONLY | STORE_OPEN_AS_IS, ret);
+	if (r == 0)
+		(*ret)->seen_folder = st->seen_folder; /* it reads what the take-in reads */
+	return r;
 }
 
 void store_free(struct store *st)

@@ -42,6 +42,7 @@ struct store {
 	int touch_n;
 	int64_t touch_doc, touch_ns;
 	bool readonly;
+	int64_t seen_folder; /* the folder underneath whose rows seen.c reads and writes (store_seen_folder()) */
 	/*
 	 * The last blob read, kept open: SQLite finds offset k of a blob by
 	 * walking its overflow pages from the start, unless one handle reads

@@ -34,6 +34,21 @@ struct store_seen_set {
 	size_t n;
 };
 
+/*
+ * The folder whose rows the calls below read and write (until the next
+ * call): the one mounted over at path, device dev, inode ino (a rebuilt
+ * container's folder of the same path is another folder, and so is the
+ * host's). *ret_taken: whether a take-in of it ever ended (else its next
+ * one takes in all of it). A folder not taken in for 90 days is forgotten
+ * here, with its rows. A read-only store makes no folder: a new one has no
+ * rows, and nothing is recorded.
+ */
+int store_seen_folder(struct store *st, const char *path, uint64_t dev, uint64_t ino, bool *ret_taken);
+/* A take-in of the folder ended. */
+int store_seen_folder_taken(struct store *st);
+/* Calls fn with the path of each folder ever taken in (and not forgotten since), each once. */
+int store_seen_folder_paths(struct store *st, int (*fn)(void *ctx, const char *path), void *ctx);
+
 /* Loads every row (in pieces of a few thousand). Release with store_seen_set_release(). */
 int store_seen_load(struct store *st, struct store_seen_set *ret);
 /* Loads the rows of path and of everything below it. */

@@ -99,7 +99,7 @@ static int export_doc(void *ctx, const char *path, const struct store_stat *ss)
 
 int fs_export(const char *store_path, const char *dir)
 {
-	struct fs fs = { .root_fd = -1, .lock_fd = -1 };
+	struct fs fs = { .root_fd = -1, .lock_fd = -1, .registry = { .fd = -1 } };
 	struct export_ctx c = { .fs = &fs, .dst_fd = -1 };
 	struct stat sst;
 	bool made;

@@ -69,6 +69,7 @@ struct import_ctx {
 	bool legacy;                   /* such a store: entries no older than legacy_ns were taken in then */
 	int64_t legacy_ns;
 	bool readonly;                 /* the store cannot be written: only count what changed */
+	bool taken;                    /* this folder was taken in before: the quick check may prove nothing changed */
 	bool loaded;                   /* seen, visited (and imports) are loaded */
 	bool in_batch;
 	unsigned long batch_docs, batch_rows;
@@ -592,12 +593,28 @@ static void report(const struct import_ctx *c)
 		 (double)p->bytes / 1e6, p->damaged, p->orphans, p->missing);
 }
 
-int fs_took_in_before(struct fs *fs)
+/*
+ * Makes the folder open at src_fd (mounted over at src_name) the one whose
+ * rows the store's take-in calls use; *ret_taken says whether it was taken
+ * in before.
+ */
+static int folder_use(struct fs *fs, int src_fd, const char *src_name, bool *ret_taken)
 {
-	_cleanup_free_ char *from = NULL;
-	int r = store_meta_get(fs->store, "imported_from", &from);
+	struct stat st;
 
-	return r == -ENOENT ? 0 : r < 0 ? r : 1;
+	if (fstat(src_fd, &st) < 0) {
+		log_err("cannot read the folder underneath '%s': %s", src_name, strerror(errno));
+		return -errno;
+	}
+	return store_seen_folder(fs->store, src_name, (uint64_t)st.st_dev, (uint64_t)st.st_ino, ret_taken);
+}
+
+int fs_took_in_before(struct fs *fs, int src_fd, const char *src_name)
+{
+	bool taken = false;
+	int r = folder_use(fs, src_fd, src_name, &taken);
+
+	return r < 0 ? r : taken;
 }
 
 /* Loads what the store last saw underneath (and, for a store from before that, what its import took in). */
@@ -635,11 +652,9 @@ static int take_in_load(struct import_ctx *c, struct store *st)
  */
 static bool take_in_quick(struct import_ctx *c)
 {
-	_cleanup_free_ char *imported = NULL;
 	int64_t ns;
 
-	return store_seen_legacy(c->fs->store, &ns) == -ENOENT &&
-	       store_meta_get(c->fs->store, "imported_from", &imported) == 0;
+	return c->taken && store_seen_legacy(c->fs->store, &ns) == -ENOENT;
 }
 
 /* The take-in proper: a walk of all of src_fd, doing what each difference needs. */
@@ -662,6 +677,8 @@ static int take_in_proper(struct import_ctx *c, int src_fd)
 		r = store_meta_set(c->fs->store, "imported_from", c->src_name);
 	if (r == 0 && c->legacy && !c->readonly && (r = batch_need(c)) == 0)
 		r = store_seen_legacy_done(c->fs->store);
+	if (r == 0 && !c->readonly && (r = batch_need(c)) == 0)
+		r = store_seen_folder_taken(c->fs->store);
 	r2 = batch_end(c);
 	return r < 0 ? r : r2;
 }
@@ -769,7 +786,9 @@ int fs_take_in_begin(struct fs *fs, int src_fd, const char *src_name, struct tak
 		log_err("cannot take in '%s': %s", src_name, strerror(ENOMEM));
 		return -ENOMEM;
 	}
-	r = take_in_first(t);
+	r = folder_use(fs, src_fd, src_name, &t->c.taken);
+	if (r == 0)
+		r = take_in_first(t);
 	if (r > 0)
 		*ret = t;
 	else

@@ -48,10 +48,11 @@ int cmd_json_who(cJSON *o, pid_t pid, const char *comm)
 }
 
 /*
- * A daemon holds LOCK_EX on the store file for as long as it serves it
- * (prepare_store() in main.c, kept across its fork): a shared lock that
- * cannot be had means one runs. Taken and let go at once: a command must not
- * keep a mount from starting.
+ * Every daemon holds LOCK_SH on the store file for as long as it serves it
+ * (prepare_store() in main.c, kept across its fork): an exclusive lock that
+ * cannot be had means one runs (or convfs forget, which holds it
+ * exclusively). Taken and let go at once: a command must not keep a mount
+ * from starting.
  */
 int cmd_store_in_use(const char *path)
 {
@@ -60,7 +61,7 @@ int cmd_store_in_use(const char *path)
 
 	if (fd < 0)
 		return -errno;
-	if (flock(fd, LOCK_SH | LOCK_NB) < 0)
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0)
 		r = errno == EWOULDBLOCK ? 1 : -errno;
 	close(fd);
 	return r;

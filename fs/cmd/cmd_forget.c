@@ -42,6 +42,7 @@ struct forget_ctx {
 	char task_dir[2][96];  /* tasks/<id>, sessions/<id>: what of a forgotten task a folder holds */
 	bool underneath;       /* walking the folder underneath: record what holds it as seen */
 	bool quiet;            /* name nothing (the second walk underneath) */
+	bool record;           /* the second walk underneath: record what is there as seen */
 	int64_t messages, versions, files;
 	unsigned long found, scanned;
 	struct progress progress;
@@ -138,6 +139,18 @@ static int scan_folder(struct forget_ctx *c, const char *path, bool underneath, 
 
 	if (fd < 0)
 		return errno == ENOENT ? 0 : -errno;
+	if (underneath && st) {
+		/* What is recorded as seen is this folder's: the rows of each folder taken in are its own. */
+		struct stat fst;
+		bool taken;
+
+		r = fstat(fd, &fst) < 0 ? -errno : store_seen_folder(st, path, (uint64_t)fst.st_dev, (uint64_t)fst.st_ino,
+								       &taken);
+		if (r < 0) {
+			close(fd);
+			return r;
+		}
+	}
 	c->root_name = path;
 	c->underneath = underneath;
 	c->st = st;
@@ -148,14 +161,23 @@ static int scan_folder(struct forget_ctx *c, const char *path, bool underneath, 
 	return r;
 }
 
+/* store_seen_folder_paths(): one folder underneath a mount of the store (a container's gone is skipped). */
+static int scan_underneath(void *ctx, const char *path)
+{
+	struct forget_ctx *c = ctx;
+
+	return scan_folder(c, path, true, c->record ? c->st : NULL);
+}
+
 /*
  * The places outside the database that hold it: named (STORE.files/ and
- * the folder underneath); with record, after the forget, only what is
- * underneath is walked again, quietly, and recorded as seen as it is now.
+ * every folder underneath a mount of the store); with record, after the
+ * forget, only what is underneath is walked again, quietly, and recorded as
+ * seen as it is now.
  */
 static int scan_outside(struct forget_ctx *c, const char *store_path, bool record)
 {
-	_cleanup_free_ char *files = NULL, *under = NULL;
+	_cleanup_free_ char *files = NULL;
 	int r;
 
 	if (asprintf(&files, "%s.files", store_path) < 0)
@@ -167,12 +189,8 @@ static int scan_outside(struct forget_ctx *c, const char *store_path, bool recor
 		if (r < 0)
 			return r;
 	}
-	r = store_meta_get(c->st, "imported_from", &under);
-	if (r == -ENOENT)
-		return 0;
-	if (r < 0)
-		return r;
-	return scan_folder(c, under, true, record ? c->st : NULL);
+	c->record = record;
+	return store_seen_folder_paths(c->st, scan_underneath, c);
 }
 
 /*

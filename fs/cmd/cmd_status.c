@@ -6,9 +6,12 @@
  * The mount table names the store of each mount (its source, mounts.c); the
  * store is opened read-only beside the daemon, which WAL mode allows
  * without blocking it (a reader never holds up a writer, and a read-only
- * connection never checkpoints); the warnings since the mount are in
- * <store>.warnings (warnings.c). Exit status: 0 mounted and answering, 1 not
- * mounted (or its daemon is gone, or does not answer), 2 wrong usage.
+ * connection never checkpoints); the daemons serving the store, this
+ * mount's and any other's in any mount namespace, are registered beside it
+ * (registry.c), each with the warnings since its mount in
+ * <store>.mounts/<id>.warnings (warnings.c). Exit status: 0 mounted and
+ * answering, 1 not mounted (or its daemon is gone, or does not answer), 2
+ * wrong usage.
  */
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -25,6 +28,7 @@
 
 #include "fs/cmd/cmd.h"
 #include "fs/cmd/mounts.h"
+#include "fs/cmd/registry.h"
 #include "fs/cmd/warnings.h"
 #include "store/store_history.h"
 #include "store/util.h"
@@ -47,7 +51,60 @@ struct status {
 	struct store_summary sum;
 	int warn_err;            /* 0, or why there are no warnings to show (errno) */
 	struct warnings warn;
+	struct sb warn_file;     /* where they are */
+	struct registry_entry *daemons; /* every daemon serving the store */
+	size_t ndaemons;
+	int daemons_err;         /* 0, or why they are not known (errno) */
 };
+
+/* registry_list(): keeps a copy of each daemon. */
+static int keep_daemon(void *ctx, const struct registry_entry *e)
+{
+	struct status *s = ctx;
+	struct registry_entry *n = realloc(s->daemons, (s->ndaemons + 1) * sizeof(*n));
+
+	if (!n)
+		return -ENOMEM;
+	s->daemons = n;
+	n[s->ndaemons] = *e;
+	n[s->ndaemons].mountpoint = e->mountpoint ? strdup(e->mountpoint) : NULL;
+	n[s->ndaemons].mntns = e->mntns ? strdup(e->mntns) : NULL;
+	s->ndaemons++;
+	return 0;
+}
+
+static void daemons_release(struct status *s)
+{
+	for (size_t i = 0; i < s->ndaemons; i++) {
+		free(s->daemons[i].mountpoint);
+		free(s->daemons[i].mntns);
+	}
+	free(s->daemons);
+}
+
+/*
+ * The file of the warnings of this mount's daemon: the one registered at
+ * this mount point in this mount namespace (or, failing that, in any).
+ */
+static int warnings_file(struct status *s)
+{
+	char ns[64];
+	ssize_t n = readlink("/proc/self/ns/mnt", ns, sizeof(ns) - 1);
+	const struct registry_entry *found = NULL;
+
+	ns[n > 0 ? n : 0] = '\0';
+	for (size_t i = 0; i < s->ndaemons; i++) {
+		const struct registry_entry *e = &s->daemons[i];
+
+		if (!e->mountpoint || strcmp(e->mountpoint, s->mount.mountpoint) != 0)
+			continue;
+		if (!found || (e->mntns && strcmp(e->mntns, ns) == 0))
+			found = e;
+	}
+	if (!found)
+		return -ENOENT;
+	return sb_addf(&s->warn_file, "%s%s/%s", s->mount.store, REGISTRY_SUFFIX, found->id);
+}
 
 static int64_t file_size(const char *path, const char *suffix)
 {
@@ -127,7 +184,10 @@ static void status_gather(struct status *s)
 		s->store_err = -store_summary_get(st, &s->sum);
 		store_free(st);
 	}
-	s->warn_err = -warnings_read(s->mount.store, LAST_WARNINGS, &s->warn);
+	s->daemons_err = -registry_list(s->mount.store, keep_daemon, s);
+	s->warn_err = -warnings_file(s);
+	if (s->warn_err == 0)
+		s->warn_err = -warnings_read(s->warn_file.buf, LAST_WARNINGS, &s->warn);
 }
 
 static int print_json(const struct status *s)
@@ -169,6 +229,22 @@ static int print_json(const struct status *s)
 		}
 	} else if (ok && s->mount.mountpoint) {
 		ok = cJSON_AddStringToObject(o, "store_error", strerror(s->store_err)) != NULL;
+	}
+	if (ok && s->mount.mountpoint && s->mount.store && s->daemons_err == 0) {
+		cJSON *a = cJSON_AddArrayToObject(o, "daemons");
+
+		ok = a != NULL;
+		for (size_t i = 0; ok && i < s->ndaemons; i++) {
+			const struct registry_entry *e = &s->daemons[i];
+			cJSON *d = cJSON_CreateObject();
+
+			ok = d && cJSON_AddItemToArray(a, d) &&
+			     (e->mountpoint ? cJSON_AddStringToObject(d, "mountpoint", e->mountpoint)
+					    : cJSON_AddNullToObject(d, "mountpoint")) &&
+			     (e->mntns ? cJSON_AddStringToObject(d, "mount_namespace", e->mntns)
+				       : cJSON_AddNullToObject(d, "mount_namespace")) &&
+			     cJSON_AddStringToObject(d, "since", iso_time(e->since_ns, t, sizeof(t)));
+		}
 	}
 	if (ok && s->mount.mountpoint && s->warn_err == 0) {
 		ok = (c = cJSON_AddObjectToObject(o, "warnings")) &&
@@ -226,8 +302,18 @@ static void print_text(const struct status *s)
 			printf("last commit:  %s %s '%s' by %s\n", iso_time(s->sum.last_time_ns, t, sizeof(t)),
 			       s->sum.last_kind, s->sum.last_path, cmd_who(s->sum.last_pid, s->sum.last_comm, a, sizeof(a)));
 	}
+	if (s->daemons_err) {
+		printf("served by:    not known (%s%s: %s)\n", s->mount.store, REGISTRY_SUFFIX, strerror(s->daemons_err));
+	} else {
+		printf("served by:    %zu daemon%s\n", s->ndaemons, s->ndaemons == 1 ? "" : "s");
+		for (size_t i = 0; i < s->ndaemons; i++)
+			printf("  %s (%s) since %s\n", s->daemons[i].mountpoint ? s->daemons[i].mountpoint : "?",
+			       s->daemons[i].mntns ? s->daemons[i].mntns : "?",
+			       iso_time(s->daemons[i].since_ns, t, sizeof(t)));
+	}
 	if (s->warn_err) {
-		printf("warnings:     not known (%s%s: %s)\n", s->mount.store, WARNINGS_SUFFIX, strerror(s->warn_err));
+		printf("warnings:     not known (%s: %s)\n", s->warn_file.len ? s->warn_file.buf : "no daemon registered here",
+		       strerror(s->warn_err));
 		return;
 	}
 	printf("warnings:     %" PRIu64 " since %s\n", s->warn.count, iso_time(s->warn.since_ns, t, sizeof(t)));
@@ -281,6 +367,8 @@ int cmd_status(int argc, char **argv)
 		r = 1;
 	store_summary_release(&s.sum);
 	warnings_release(&s.warn);
+	sb_release(&s.warn_file);
+	daemons_release(&s);
 	fs_mount_release(&s.mount);
 	return r;
 }

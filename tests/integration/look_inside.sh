@@ -194,7 +194,10 @@ cv status --json "$MNT"
 jq -e '.sessions == 1 and .tasks == 1 and .warnings.count == 1
 	and (.warnings.last[0] | test("warning: refusing to commit .*ui_messages.json"))' "$T/out" >/dev/null ||
 	problem "status does not count the session or the warning: $(cat "$T/out")"
-[[ $(stat -c %a "$STORE.warnings") == 600 ]] || problem "the warnings file is not owner-only"
+for f in "$STORE".mounts/*.warnings; do
+	[[ $(stat -c %a "$f") == 600 ]] || problem "the warnings file $f is not owner-only"
+done
+[[ $(stat -c %a "$STORE.mounts") == 700 ]] || problem "the folder where the daemons register is not owner-only"
 cv log --json "$MNT/sessions/$SESSION/$SESSION.messages.json"
 expect_rc 0 "log of a session's messages"
 cp "$T/out" "$T/session.json"

@@ -63,6 +63,22 @@ static char *doc_read(struct store *st, const char *path)
 	return sb.buf ? sb_detach(&sb, NULL) : strdup("");
 }
 
+/* The folder these tests' rows are of: /home/dev/gs, device 1, inode 2. */
+static void use_folder(struct store *st)
+{
+	bool taken;
+
+	assert_int_equal(store_seen_folder(st, "/home/dev/gs", 1, 2, &taken), 0);
+}
+
+static int setup_seen(void **state)
+{
+	if (setup(state) < 0)
+		return -1;
+	use_folder(*state);
+	return 0;
+}
+
 static void put(struct store *st, const char *path, uint32_t type, int64_t size, int64_t rev)
 {
 	struct store_seen e = { .path = (char *)path, .type = type, .size = size, .mtime_ns = size * 1000,
@@ -286,10 +302,12 @@ static void test_readonly(void **state)
 	snprintf(path, sizeof(path), "%s/store.db", dir);
 	assert_int_equal(store_open(path, 0, &st), 0);
 	assert_false(store_is_readonly(st));
+	use_folder(st);
 	put(st, "a", S_IFREG, 1, 0);
 	store_free(st);
 	assert_int_equal(store_open(path, STORE_OPEN_READONLY, &st), 0);
 	assert_true(store_is_readonly(st));
+	use_folder(st);
 	assert_int_equal(store_seen_load(st, &set), 0);
 	assert_int_equal(set.n, 1);
 	assert_int_equal(store_seen_put(st, &set.v[0]), -EROFS);
@@ -314,7 +332,7 @@ static void make_v4_store(const char *path, bool imported)
 	assert_int_equal(store_open(path, 0, &st), 0);
 	store_free(st);
 	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-	sql = sqlite3_mprintf("DROP TABLE underneath; DROP INDEX revisions_doc; DROP INDEX elems_cur; DROP INDEX tasks_workspace;"
+	sql = sqlite3_mprintf("DROP TABLE underneath; DROP TABLE folders; DROP TABLE plain_changes; DROP INDEX revisions_doc; DROP INDEX elems_cur; DROP INDEX tasks_workspace;"
 			      "DROP INDEX docs_mtime;"
 			      "PRAGMA user_version = 4;"
 			      "INSERT INTO revisions(id, time_ns, path, kind) VALUES (1, 5000, %Q, 'import');"
@@ -343,6 +361,7 @@ static void test_migrate_legacy(void **state)
 	assert_int_equal(db_int(st->db, "PRAGMA user_version"), store_schema_version());
 	assert_int_equal(store_seen_legacy(st, &ns), 0);
 	assert_int_equal(ns, 4000); /* the first import */
+	use_folder(st);
 	assert_int_equal(store_seen_load_imports(st, &set), 0);
 	assert_int_equal(set.n, 2);
 	assert_string_equal(set.v[0].path, "state/x.json");
@@ -375,18 +394,114 @@ static void test_new_store(void **state)
 	assert_int_equal(store_seen_legacy(st, &ns), -ENOENT);
 }
 
+/*
+ * Each folder mounted over has rows of its own: another folder's are never
+ * the base of its take-in. A folder of the same path but another device or
+ * inode (a rebuilt container's) is another folder; one not taken in for 90
+ * days is forgotten with its rows.
+ */
+static void test_folders(void **state)
+{
+	struct store *st = *state;
+	struct store_seen_set set = { 0 };
+	bool taken = true;
+
+	assert_int_equal(store_seen_folder(st, "/home/dev/gs", 1, 2, &taken), 0);
+	assert_false(taken); /* never taken in */
+	put(st, "a", S_IFREG, 1, 0);
+	assert_int_equal(store_seen_folder_taken(st), 0);
+	assert_int_equal(store_seen_folder(st, "/root/gs", 3, 4, &taken), 0);
+	assert_false(taken);
+	put(st, "b", S_IFREG, 2, 0);
+	assert_int_equal(store_seen_load(st, &set), 0);
+	assert_int_equal(set.n, 1);
+	assert_string_equal(set.v[0].path, "b");
+	store_seen_set_release(&set);
+	assert_int_equal(store_seen_mark_gone(st, "a"), -ENOENT); /* the other folder's */
+	/* The first folder again: its rows, and taken in before. */
+	assert_int_equal(store_seen_folder(st, "/home/dev/gs", 1, 2, &taken), 0);
+	assert_true(taken);
+	assert_int_equal(store_seen_load(st, &set), 0);
+	assert_int_equal(set.n, 1);
+	assert_string_equal(set.v[0].path, "a");
+	store_seen_set_release(&set);
+	/* Its path, rebuilt: another folder, nothing seen of it. */
+	assert_int_equal(store_seen_folder(st, "/home/dev/gs", 1, 99, &taken), 0);
+	assert_false(taken);
+	assert_int_equal(store_seen_load(st, &set), 0);
+	assert_int_equal(set.n, 0);
+	store_seen_set_release(&set);
+	/* The second folder, not taken in for 91 days: forgotten when the next is chosen. */
+	assert_int_equal(store_seen_folder(st, "/root/gs", 3, 4, &taken), 0);
+	assert_int_equal(store_seen_folder_taken(st), 0);
+	assert_int_equal(sqlite3_exec(st->db, "UPDATE folders SET taken_ns = 1 WHERE path = '/root/gs'", NULL, NULL,
+				      NULL), SQLITE_OK);
+	assert_int_equal(store_seen_folder(st, "/home/dev/gs", 1, 2, &taken), 0);
+	assert_int_equal(db_int(st->db, "SELECT count(*) FROM folders WHERE path = '/root/gs'"), 0);
+	assert_int_equal(db_int(st->db, "SELECT count(*) FROM underneath WHERE path = 'b'"), 0);
+}
+
+/*
+ * A store of schema 11 kept one folder's rows: the migration gives them to
+ * the folder it took in first (meta imported_from), and the first take-in of
+ * that path claims them, whatever its device and inode; another path has
+ * none.
+ */
+static void test_migrate_folders(void **state)
+{
+	char dir[] = "/tmp/convfs-seen-XXXXXX", path[64];
+	struct store *st = NULL;
+	struct store_seen_set set = { 0 };
+	sqlite3 *db = NULL;
+	bool taken = false;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/store.db", dir);
+	assert_int_equal(store_open(path, 0, &st), 0);
+	store_free(st);
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "DROP TABLE underneath; DROP TABLE folders; DROP TABLE plain_changes;"
+					  "CREATE TABLE underneath (path TEXT PRIMARY KEY, type INTEGER NOT NULL, "
+					  "size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, ino INTEGER NOT NULL, "
+					  "rev INTEGER, gone INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;"
+					  "INSERT INTO underneath VALUES ('state', 16384, 0, 5, 9, NULL, 0);"
+					  "INSERT INTO meta VALUES ('imported_from', '/home/dev/gs');"
+					  "PRAGMA user_version = 11;", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	assert_int_equal(store_open(path, 0, &st), 0);
+	assert_int_equal(db_int(st->db, "PRAGMA user_version"), store_schema_version());
+	assert_int_equal(store_seen_folder(st, "/srv/other", 5, 6, &taken), 0);
+	assert_false(taken);
+	assert_int_equal(store_seen_load(st, &set), 0);
+	assert_int_equal(set.n, 0);
+	store_seen_set_release(&set);
+	assert_int_equal(store_seen_folder(st, "/home/dev/gs", 7, 8, &taken), 0);
+	assert_true(taken);
+	assert_int_equal(store_seen_load(st, &set), 0);
+	assert_int_equal(set.n, 1);
+	assert_string_equal(set.v[0].path, "state");
+	store_seen_set_release(&set);
+	/* Claimed: the same path on another device is another folder now. */
+	assert_int_equal(store_seen_folder(st, "/home/dev/gs", 7, 10, &taken), 0);
+	assert_false(taken);
+	store_free(st);
+	remove_store_file(dir, path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_load_sorted_and_find, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_load_top_and_below, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_load_in_pieces, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_replace_and_gone, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_large_inode, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_merge_against_last_take_in, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_new_store, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_load_sorted_and_find, setup_seen, teardown),
+		cmocka_unit_test_setup_teardown(test_load_top_and_below, setup_seen, teardown),
+		cmocka_unit_test_setup_teardown(test_load_in_pieces, setup_seen, teardown),
+		cmocka_unit_test_setup_teardown(test_replace_and_gone, setup_seen, teardown),
+		cmocka_unit_test_setup_teardown(test_large_inode, setup_seen, teardown),
+		cmocka_unit_test_setup_teardown(test_merge_against_last_take_in, setup_seen, teardown),
+		cmocka_unit_test_setup_teardown(test_new_store, setup_seen, teardown),
 		cmocka_unit_test(test_readonly),
 		cmocka_unit_test(test_migrate_legacy),
+		cmocka_unit_test_setup_teardown(test_folders, setup, teardown),
+		cmocka_unit_test(test_migrate_folders),
 	};
 
 	log_set_level(LOG_LEVEL_WARN);
