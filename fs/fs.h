@@ -41,6 +41,9 @@ struct fs {
 	bool shared;        /* -o allow_other: keep group and other bits */
 	struct bases *bases; /* what each writer last saw of each doc */
 	struct take_in *take_in; /* the take-in, while the mount answers during it; set before the loop */
+	int peers;          /* the other daemons serving the store (atomic; fs/kernel/watch.c counts them) */
+	int64_t folder_id;  /* the folder mounted over, as the store knows it (store_seen_folder()); 0: none */
+	char *per_mount;    /* where this mount keeps what is kept per mount (plain_per_mount()), or NULL */
 };
 
 /*
@@ -88,6 +91,17 @@ int plain_mkdirs(const struct fs *fs, const char *rel);
 int plain_rename(const struct fs *fs, const char *from, const char *to, unsigned int flags);
 /* linkat() of from to to, both resolved as plain_open_parent() does. 0 or -errno. */
 int plain_link(const struct fs *fs, const char *from, const char *to);
+
+/*
+ * Makes this mount's own folder in the backing tree, .convfs-mounts/<folder>
+ * (the folder mounted over's id), where the paths store_path_per_mount()
+ * names live (the client's SQLite databases: their locks and shared memory
+ * hold within one mount only). The first mount that makes its own takes
+ * over those of a store from before, at the top of the backing tree. 0 or
+ * -errno, logged; without it those paths are shared, as before.
+ */
+#define PLAIN_PER_MOUNT_DIR ".convfs-mounts"
+int plain_per_mount(struct fs *fs, int64_t folder);
 
 /*
  * Opens (creating, 0700) the backing tree of the store at store_path. Called

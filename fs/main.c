@@ -51,8 +51,10 @@
 #include "fs/fs.h"
 #include "fs/kernel/kcache.h"
 #include "fs/kernel/loop.h"
+#include "fs/kernel/watch.h"
 #include "fs/view/shadow.h"
 #include "fs/cmd/warnings.h"
+#include "store/store_seen.h"
 #include "store/util.h"
 
 struct options {
@@ -281,17 +283,20 @@ static int prepare_store(struct fs *fs, const char *store_path, const char *moun
 	/* From here on this mount's warnings are kept for convfs status (a failure is not fatal). */
 	if (fs->registry.path)
 		warnings_start(fs->registry.path);
-	mfd = -1;
-	if (!no_import) {
-		/* Opened before mounting: the mount will hide it. */
-		mfd = open(mountpoint, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (mfd < 0) {
-			r = -errno;
-			log_err("cannot open the mount point '%s': %s", mountpoint, strerror(errno));
-		} else {
-			r = fs_took_in_before(fs, mfd, mountpoint);
-			if (r == 0)
-				r = fs_take_in(fs, mfd, mountpoint);
+	/* Opened before mounting: the mount will hide it. */
+	mfd = open(mountpoint, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (mfd < 0) {
+		r = -errno;
+		log_err("cannot open the mount point '%s': %s", mountpoint, strerror(errno));
+	} else {
+		/* Which folder this mount is over (the host's, a container's): what it keeps apart is its own. */
+		r = fs_took_in_before(fs, mfd, mountpoint);
+		fs->folder_id = store_seen_folder_id(fs->store);
+		if (r == 0 && !no_import)
+			r = fs_take_in(fs, mfd, mountpoint);
+		if (no_import) {
+			close(mfd);
+			mfd = -1;
 		}
 	}
 	store_free(TAKE_PTR(fs->store));
@@ -313,6 +318,7 @@ static int serve(struct fs *fs, struct fuse_args *args, const char *store_path, 
 		 int under_fd, int notify_fd, unsigned workers)
 {
 	struct fuse_session *se;
+	struct watch *watch = NULL;
 	int r;
 
 	r = store_open(store_path, 0, &fs->store);
@@ -323,6 +329,9 @@ static int serve(struct fs *fs, struct fuse_args *args, const char *store_path, 
 		store_free(fs->store);
 		return r;
 	}
+	/* Not fatal: without it the client's databases are shared, as before (it said why). */
+	if (fs->folder_id > 0)
+		plain_per_mount(fs, fs->folder_id);
 	r = shadow_init();
 	if (r < 0) {
 		store_free(fs->store);
@@ -345,6 +354,13 @@ static int serve(struct fs *fs, struct fuse_args *args, const char *store_path, 
 	}
 	if (loop_signals_set(se) < 0)
 		log_warn("cannot install signal handlers; unmount with fusermount3 -u");
+	/*
+	 * What other daemons serving the store (and the sync) commit reaches
+	 * this mount's kernel through the watcher; from before the take-in,
+	 * which may wait for their batches. Without it the mount serves, and it
+	 * said why.
+	 */
+	watch_start(fs, store_path, &watch);
 	/*
 	 * The take-in: what clients wrote into the folder while convfs was not
 	 * mounted (an editor started first, or saving while the unit restarts
@@ -369,6 +385,7 @@ static int serve(struct fs *fs, struct fuse_args *args, const char *store_path, 
 			close(under_fd);
 			log_err("unmounting '%s': its folder underneath could not be taken in", mountpoint);
 			loop_signals_remove();
+			watch_stop(TAKE_PTR(watch));
 			fuse_session_unmount(se);
 			goto out_session;
 		}
@@ -417,6 +434,7 @@ static int serve(struct fs *fs, struct fuse_args *args, const char *store_path, 
 			r = r2;
 	}
 	loop_signals_remove();
+	watch_stop(TAKE_PTR(watch));
 	fuse_session_unmount(se);
 	log_info("unmounted '%s'; the store is closed", mountpoint);
 out_session:
@@ -429,6 +447,7 @@ out_store:
 	bases_free(fs->bases);
 	fs->bases = NULL;
 	registry_leave(&fs->registry);
+	free(TAKE_PTR(fs->per_mount));
 	return r < 0 ? r : 0;
 }
 

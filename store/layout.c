@@ -31,6 +31,12 @@
 
 #define ID_MAX 64 /* longest task or session id */
 
+bool store_path_per_mount(const char *rel)
+{
+	return strcmp(rel, "db") == 0 || strncmp(rel, "db/", 3) == 0 ||
+	       (strncmp(rel, "locks.db", 8) == 0 && !strchr(rel, '/'));
+}
+
 bool store_is_task_id(const char *name)
 {
 	size_t n = strlen(name);

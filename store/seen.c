@@ -350,6 +350,11 @@ int store_seen_folder(struct store *st, const char *path, uint64_t dev, uint64_t
 	return r < 0 ? r : 0;
 }
 
+int64_t store_seen_folder_id(const struct store *st)
+{
+	return st->seen_folder;
+}
+
 int store_seen_folder_taken(struct store *st)
 {
 	STORE_LOCK(st);

@@ -423,8 +423,12 @@ void store_free(struct store *st)
 	store_blob_drop(st);
 	if (st->batch_depth > 0)
 		sqlite3_exec(st->db, "COMMIT", NULL, NULL, NULL);
-	/* Fold the WAL back so the store is one file at rest. */
-	if (!st->readonly)
+	/*
+	 * Fold the WAL back so the store is one file at rest; not while other
+	 * daemons serve it: that would wait for their readers, holding their
+	 * writers up, and they fold it back when they close.
+	 */
+	if (!st->readonly && !st->shared)
 		sqlite3_exec(st->db, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL);
 	store_stmt_cache_drop(st->db);
 	store_rows_drop(st);
@@ -509,6 +513,7 @@ int store_batch_begin(struct store *st)
 			st->batch_depth--;
 		else
 			st->tx_open = true;
+		st->batch_ns = now_ns();
 	}
 	pthread_mutex_unlock(&st->lock);
 	return r;

@@ -57,6 +57,15 @@ enum store_path_kind {
 enum store_path_kind store_path_kind(const char *path);
 /* True if name is a Cline task id: decimal digits, at most 32 of them. */
 bool store_is_task_id(const char *name);
+/*
+ * True for the client's own SQLite databases, which its processes share
+ * through locks and shared memory that hold within one mount only (each
+ * mount's kernel keeps its own): kept per mount, each mount's clients with
+ * their own (fs/backing/plain.c). The 3.x CLI's db/ (an index it makes again
+ * from the session files, which are docs) and the 1.x CLI's locks.db, its
+ * journal and its lock file. rel is a path from the top of the folder.
+ */
+bool store_path_per_mount(const char *rel);
 /* True if name is a Cline CLI 3.x session id: [A-Za-z0-9_-], at most 64, not all digits. */
 bool store_is_session_id(const char *name);
 /* Either: a conversation the view shows as a task. */

@@ -43,6 +43,10 @@ struct store {
 	int64_t touch_doc, touch_ns;
 	bool readonly;
 	int64_t seen_folder; /* the folder underneath whose rows seen.c reads and writes (store_seen_folder()) */
+	int64_t data_version; /* PRAGMA data_version at the last store_changed_elsewhere() (0: none yet) */
+	bool shared;          /* other daemons serve the store too (store_set_shared()) */
+	int64_t batch_ns;     /* when the batch open now began */
+	unsigned plain_n;     /* plain changes recorded since the last pruning */
 	/*
 	 * The last blob read, kept open: SQLite finds offset k of a blob by
 	 * walking its overflow pages from the start, unless one handle reads

@@ -46,6 +46,8 @@ struct store_seen_set {
 int store_seen_folder(struct store *st, const char *path, uint64_t dev, uint64_t ino, bool *ret_taken);
 /* A take-in of the folder ended. */
 int store_seen_folder_taken(struct store *st);
+/* The folder store_seen_folder() chose: its row's id (0: none, a read-only store's new folder). */
+int64_t store_seen_folder_id(const struct store *st);
 /* Calls fn with the path of each folder ever taken in (and not forgotten since), each once. */
 int store_seen_folder_paths(struct store *st, int (*fn)(void *ctx, const char *path), void *ctx);
 

@@ -33,6 +33,9 @@ static int export_plain(void *ctx, int dirfd, const char *name, const char *rel,
 	struct export_ctx *c = ctx;
 	int r = 0, fd;
 
+	/* Each mount's own (the client's databases, which it makes again from the conversations): not theirs to keep. */
+	if (strcmp(rel, PLAIN_PER_MOUNT_DIR) == 0)
+		return WALK_SKIP;
 	progress_show(&c->progress, "exporting: %lu files", ++c->files);
 	if (S_ISDIR(st->st_mode)) {
 		r = tree_mkdir(&c->owner, c->dst_fd, rel);

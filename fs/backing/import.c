@@ -46,6 +46,7 @@
 #include "fs/cmd/progress.h"
 #include "fs/backing/quick.h"
 #include "fs/backing/tree.h"
+#include "store/store_changes.h"
 #include "store/json.h"
 #include "store/store_seen.h"
 #include "store/util.h"
@@ -105,10 +106,16 @@ static int batch_end(struct import_ctx *c)
 	return store_batch_end(c->fs->store);
 }
 
-/* Ends the batch once it holds enough, so that a take-in cut short keeps most of its work. */
+/*
+ * Ends the batch once it holds enough, so that a take-in cut short keeps
+ * most of its work; and, while other daemons serve the store, once it has
+ * run for STORE_BATCH_NS: their saves wait for it (SQLite's write lock),
+ * at most 5 s before they fail.
+ */
 static int batch_tick(struct import_ctx *c, bool doc)
 {
-	if (doc ? ++c->batch_docs < IMPORT_BATCH : ++c->batch_rows < IMPORT_BATCH_ROWS)
+	if ((doc ? ++c->batch_docs < IMPORT_BATCH : ++c->batch_rows < IMPORT_BATCH_ROWS) &&
+	    !store_batch_due(c->fs->store))
 		return 0;
 	return batch_end(c);
 }

@@ -27,6 +27,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <linux/openat2.h>
 #include <pthread.h>
@@ -38,6 +39,7 @@
 #include <sys/syscall.h>
 
 #include "fs/fs.h"
+#include "store/store.h"
 #include "store/util.h"
 
 /*
@@ -200,8 +202,30 @@ static int openat2_beneath(int dirfd, const char *rel, int flags, mode_t mode)
 	return openat2_one(cur >= 0 ? cur : dirfd, rel, flags, mode);
 }
 
+/*
+ * Where rel is in the backing tree: itself, or for a path kept per mount
+ * (store_path_per_mount(): the client's SQLite databases) the same path in
+ * this mount's own folder, fs->per_mount. *own holds what it made (free()).
+ */
+static const char *backing_rel(const struct fs *fs, const char *rel, char **own)
+{
+	*own = NULL;
+	if (!fs->per_mount || !store_path_per_mount(rel))
+		return rel;
+	if (asprintf(own, "%s/%s", fs->per_mount, rel) < 0) {
+		*own = NULL;
+		return NULL;
+	}
+	return *own;
+}
+
 int plain_open(const struct fs *fs, const char *rel, int flags, mode_t mode)
 {
+	_cleanup_free_ char *own = NULL;
+
+	rel = backing_rel(fs, rel, &own);
+	if (!rel)
+		return -ENOMEM;
 	return openat2_beneath(fs->root_fd, *rel ? rel : ".", flags, mode);
 }
 
@@ -232,10 +256,16 @@ int plain_open_regular(const struct fs *fs, const char *rel, int flags, mode_t m
 
 int plain_open_parent(const struct fs *fs, const char *rel, const char **ret_leaf)
 {
-	const char *slash = strrchr(rel, '/');
-	_cleanup_free_ char *buf = NULL;
+	_cleanup_free_ char *own = NULL, *buf = NULL;
+	const char *slash, *leaf = strrchr(rel, '/');
 	int fd;
 
+	/* The leaf is the caller's own (in rel), the same name wherever its folder is. */
+	leaf = leaf ? leaf + 1 : rel;
+	rel = backing_rel(fs, rel, &own);
+	if (!rel)
+		return -ENOMEM;
+	slash = strrchr(rel, '/');
 	if (!slash) {
 		fd = openat2_beneath(fs->root_fd, ".", O_PATH | O_DIRECTORY, 0);
 		if (fd >= 0)
@@ -247,8 +277,37 @@ int plain_open_parent(const struct fs *fs, const char *rel, const char **ret_lea
 		return -ENOMEM;
 	fd = openat2_beneath(fs->root_fd, buf, O_PATH | O_DIRECTORY, 0);
 	if (fd >= 0)
-		*ret_leaf = slash + 1;
+		*ret_leaf = leaf;
 	return fd;
+}
+
+int plain_per_mount(struct fs *fs, int64_t folder)
+{
+	static const char *const taken_over[] = { "db", "locks.db", "locks.db-journal", "locks.db-wal", "locks.db-shm",
+						  "locks.db.lock" };
+	char rel[64], to[128];
+	int fd, r;
+
+	snprintf(rel, sizeof(rel), PLAIN_PER_MOUNT_DIR "/%" PRId64, folder);
+	free(TAKE_PTR(fs->per_mount)); /* the paths below are the top's while it is made */
+	fd = plain_open(fs, rel, O_PATH | O_DIRECTORY, 0);
+	if (fd >= 0) {
+		close(fd);
+	} else if ((r = plain_mkdirs(fs, rel)) < 0) {
+		log_err("cannot make this mount's own folder '%s' in the backing tree: %s; the client's databases "
+			"are shared with the other mounts of the store", rel, strerror(-r));
+		return r;
+	} else {
+		for (size_t i = 0; i < ARRAY_SIZE(taken_over); i++) {
+			snprintf(to, sizeof(to), "%s/%s", rel, taken_over[i]);
+			r = plain_rename(fs, taken_over[i], to, RENAME_NOREPLACE);
+			if (r < 0 && r != -ENOENT)
+				log_warn("cannot move '%s' into this mount's own folder '%s': %s; the client makes it anew",
+					 taken_over[i], rel, strerror(-r));
+		}
+	}
+	fs->per_mount = strdup(rel);
+	return fs->per_mount ? 0 : -ENOMEM;
 }
 
 int plain_mkdirs(const struct fs *fs, const char *rel)

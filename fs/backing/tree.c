@@ -52,6 +52,10 @@ static int walk_dir(DIR *d, const char *prefix, walk_fn fn, void *ctx)
 			break;
 		}
 		r = fn(ctx, dfd, de->d_name, path.buf, &st);
+		if (r == WALK_SKIP) {
+			r = 0;
+			continue;
+		}
 		if (r == 0 && S_ISDIR(st.st_mode)) {
 			int sub = openat(dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			DIR *sd;

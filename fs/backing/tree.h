@@ -12,8 +12,13 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
-/* Called for each entry below the walked directory, parents before children. */
+/*
+ * Called for each entry below the walked directory, parents before children:
+ * 0 goes on (into a folder too), WALK_SKIP goes on but not into this
+ * folder, a negative errno stops the walk.
+ */
 typedef int (*walk_fn)(void *ctx, int dirfd, const char *name, const char *rel, const struct stat *st);
+#define WALK_SKIP 1
 
 /* Calls fn for each entry below the directory dirfd (left open), parents before children. */
 int walk(int dirfd, const char *prefix, walk_fn fn, void *ctx);

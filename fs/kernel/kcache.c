@@ -98,6 +98,18 @@ static void drop(struct node_ref node)
 	fuse_lowlevel_notify_inval_inode(session, node.ino, node.dir ? 0 : -1, 0);
 }
 
+void kcache_invalidate_pages(struct fs *fs, const char *rel)
+{
+	struct node_ref node;
+
+	(void)fs;
+	if (!session)
+		return;
+	node = nodes_find(rel);
+	if (node.ino && !node.version)
+		fuse_lowlevel_notify_inval_inode(session, node.ino, 0, 0);
+}
+
 void kcache_invalidate(struct fs *fs, const char *rel)
 {
 	struct node_ref node;

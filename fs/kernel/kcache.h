@@ -30,8 +30,15 @@ void kcache_session_set(struct fuse_session *se);
 /* At the session's start: whether the kernel counts epochs (docs' entries kept). */
 void kcache_init(const struct fuse_conn_info *conn);
 
-/* Drops the kernel's cached pages and attributes of the file at rel, a folder's listing. */
+/* Drops the kernel's attributes of the node at rel, and a folder's listing (never a file's pages). */
 void kcache_invalidate(struct fs *fs, const char *rel);
+/*
+ * The same, and a file's pages too: a plain file another daemon of the
+ * store changed. Only from a thread that serves no request (the watcher,
+ * fs/kernel/watch.c): the kernel drops a page once the read that fills it
+ * ends, which may wait for a worker.
+ */
+void kcache_invalidate_pages(struct fs *fs, const char *rel);
 /* A doc changed: the kernel looks every name up again before it uses its entry (a new epoch). */
 void kcache_new_epoch(struct fs *fs);
 /* If a task may have moved since the last call, drops the kernel's attributes of the view's task folders. */

@@ -32,8 +32,10 @@
 #include "fs/kernel/kcache.h"
 #include "fs/kernel/loop.h"
 #include "fs/kernel/nodes.h"
+#include "fs/kernel/watch.h"
 #include "fs/ops/ops.h"
 #include "fs/view/view.h"
+#include "store/store_changes.h"
 #include "store/util.h"
 
 struct fs *fs_current;
@@ -96,6 +98,23 @@ static int node_route(fuse_ino_t ino, struct sb *path, struct route *rt, bool *r
 	if (r == 0)
 		route_resolve(fs_current, path->buf, rt);
 	return r;
+}
+
+/*
+ * A plain path this request changed (made, removed, renamed, its attributes
+ * set): while other daemons serve the store, they are told, so that their
+ * kernels drop what they keep of it (fs/kernel/watch.c).
+ */
+static void tell_others(const struct route *rt)
+{
+	int r;
+
+	if (rt->kind != ROUTE_PLAIN || !watch_peers(fs_current))
+		return;
+	r = store_plain_changed(fs_current->store, rt->rel);
+	if (r < 0)
+		log_warn("cannot tell the other mounts of the store that '%s' changed: %s; they may show it as it was "
+			 "for a while", rt->rel, strerror(-r));
 }
 
 static void begin(fuse_req_t req)
@@ -421,8 +440,10 @@ static void ll_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	} else if (r == 0) {
 		r = setattr_route(&rt, attr, to_set, fi);
 	}
-	if (r == 0)
+	if (r == 0) {
+		tell_others(&rt);
 		r = getattr_route(ino, &rt, removed, fi, &st, &timeout);
+	}
 	reply_attr(req, r, &st, timeout);
 }
 
@@ -480,10 +501,12 @@ static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name, cons
 			break;
 		}
 	}
-	if (r < 0)
+	if (r < 0) {
 		fuse_reply_err(req, -r);
-	else
-		reply_entry_at(req, parent, name, path.buf, m->fi);
+		return;
+	}
+	tell_others(&rt);
+	reply_entry_at(req, parent, name, path.buf, m->fi);
 }
 
 static void ll_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
@@ -530,6 +553,8 @@ static void ll_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent, const cha
 		fuse_reply_err(req, -r);
 		return;
 	}
+	tell_others(&rf);
+	tell_others(&rt);
 	/*
 	 * The new name is a new node (kcache_links_timeout()): the kernel's attributes
 	 * of the old one (its link count, its ctime) are stale now. Dropped
@@ -550,8 +575,10 @@ static void remove_entry(fuse_req_t req, fuse_ino_t parent, const char *name, bo
 	r = path_of(parent, name, &path, NULL);
 	if (r == 0)
 		r = folder ? op_rmdir(route_of(&path, &rt)) : op_unlink(route_of(&path, &rt));
-	if (r == 0)
+	if (r == 0) {
 		nodes_removed(parent, name);
+		tell_others(&rt);
+	}
 	kcache_placement_check(fs_current);
 	fuse_reply_err(req, -r);
 }
@@ -577,8 +604,11 @@ static void ll_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 	r = two_routes(parent, name, newparent, newname, &from, &to, &rf, &rt);
 	if (r == 0)
 		r = op_rename(&rf, &rt, flags);
-	if (r == 0)
+	if (r == 0) {
 		nodes_renamed(parent, name, newparent, newname, flags & RENAME_EXCHANGE);
+		tell_others(&rf);
+		tell_others(&rt);
+	}
 	kcache_placement_check(fs_current);
 	fuse_reply_err(req, -r);
 }

@@ -25,9 +25,11 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "fs/kernel/watch.h"
 #include "fs/ops/ops_internal.h"
 #include "fs/ops/ops.h"
 #include "fs/view/shadow.h"
+#include "store/store_changes.h"
 #include "store/store_view.h"
 #include "store/util.h"
 
@@ -474,29 +476,57 @@ static ssize_t plain_write(struct fs *fs, struct fs_file *f, const char *buf, si
 	} else {
 		n = pwrite(f->fd, buf, size, off);
 	}
+	if (n > 0)
+		__atomic_store_n(&f->written, true, __ATOMIC_RELAXED);
 	return n < 0 ? plain_fail("write", f->path, errno) : n;
+}
+
+/*
+ * A plain file written since the last close or sync: while other daemons
+ * serve the store, they are told, so that their kernels drop its pages
+ * (fs/kernel/watch.c). At a close and a sync, not at every write: a reader
+ * through another mount sees a write once its writer has closed or synced
+ * the file, as an NFS client does.
+ */
+static int plain_tell_others(struct fs *fs, struct fs_file *f)
+{
+	int r;
+
+	if (!__atomic_exchange_n(&f->written, false, __ATOMIC_RELAXED) || !watch_peers(fs))
+		return 0;
+	r = store_plain_changed(fs->store, f->path);
+	if (r < 0)
+		log_warn("cannot tell the other mounts of the store that '%s' changed: %s; they may show its old "
+			 "content for a while", f->path, strerror(-r));
+	return 0;
 }
 
 static int plain_flush(struct fs *fs, struct fs_file *f)
 {
-	return 0;
+	return plain_tell_others(fs, f);
 }
 
 static int plain_fsync(struct fs *fs, struct fs_file *f, int datasync)
 {
 	if ((datasync ? fdatasync(f->fd) : fsync(f->fd)) < 0)
 		return plain_fail("sync", f->path, errno);
-	return 0;
+	return plain_tell_others(fs, f);
 }
 
 static int plain_truncate(struct fs *fs, struct fs_file *f, off_t size)
 {
-	return ftruncate(f->fd, size) < 0 ? -errno : 0;
+	if (ftruncate(f->fd, size) < 0)
+		return -errno;
+	__atomic_store_n(&f->written, true, __ATOMIC_RELAXED);
+	return 0;
 }
 
 static int plain_fallocate(struct fs *fs, struct fs_file *f, int mode, off_t off, off_t len)
 {
-	return fallocate(f->fd, mode, off, len) < 0 ? -errno : 0;
+	if (fallocate(f->fd, mode, off, len) < 0)
+		return -errno;
+	__atomic_store_n(&f->written, true, __ATOMIC_RELAXED);
+	return 0;
 }
 
 /* ---- docs --------------------------------------------------------------------------- */
@@ -829,6 +859,8 @@ int op_write_buf(struct fuse_bufvec *bufv, off_t off, struct fuse_file_info *fi)
 	/* O_APPEND is the client's flag of the moment, which the backing fd does not have (plain_write()). */
 	if (f->kind == FILE_PLAIN && !(fi->flags & O_APPEND)) {
 		n = write_at(f->fd, NULL, bufv, size, off);
+		if (n > 0)
+			__atomic_store_n(&f->written, true, __ATOMIC_RELAXED);
 		return n < 0 ? plain_fail("write", f->path, (int)-n) : (int)n;
 	}
 	if (f->kind == FILE_DOC)

@@ -584,6 +584,33 @@ static int list_doc(void *ctx, const char *name, const struct store_stat *s)
 	return c->fn(c->ctx, name, S_IFREG, s->ino);
 }
 
+/* The root's entries this mount keeps in its own folder (plain_per_mount()), listed with the root's. */
+static int list_per_mount(struct fs *fs, op_list_fn fn, void *ctx)
+{
+	struct dirent *de;
+	int fd, res = 0;
+	DIR *d;
+
+	if (!fs->per_mount)
+		return 0;
+	fd = plain_open(fs, fs->per_mount, O_RDONLY | O_DIRECTORY, 0);
+	if (fd < 0)
+		return fd == -ENOENT ? 0 : fd;
+	d = fdopendir(fd);
+	if (!d) {
+		res = -errno;
+		close(fd);
+		return res;
+	}
+	while (res == 0 && (errno = 0, de = readdir(d)))
+		if (store_path_per_mount(de->d_name))
+			res = fn(ctx, de->d_name, (mode_t)DTTOIF(de->d_type), de->d_ino);
+	if (res == 0 && errno)
+		res = -errno;
+	closedir(d);
+	return res;
+}
+
 int op_list_dir(const struct route *rt, op_list_fn fn, void *ctx)
 {
 	struct fs *fs = fs_get();
@@ -619,12 +646,16 @@ int op_list_dir(const struct route *rt, op_list_fn fn, void *ctx)
 	}
 	while (res == 0 && (errno = 0, de = readdir(d))) {
 		if (!*r && strncmp(de->d_name, ".convfs-", 8) == 0)
-			continue; /* convfs's own (the trash's folders) */
+			continue; /* convfs's own (the trash's folders, each mount's own) */
+		if (!*r && fs->per_mount && store_path_per_mount(de->d_name))
+			continue; /* this mount has its own (list_per_mount()) */
 		res = fn(ctx, de->d_name, (mode_t)DTTOIF(de->d_type), de->d_ino);
 	}
 	if (res == 0 && errno)
 		res = -errno;
 	closedir(d);
+	if (res == 0 && !*r)
+		res = list_per_mount(fs, fn, ctx);
 	if (res == 0 && !*r) {
 		/* The view's workspaces/, when the client has none of its own. */
 		const char *leaf;

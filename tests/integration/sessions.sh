@@ -51,7 +51,11 @@ done
 got=$(sqlite3 "$store" "SELECT group_concat(format || ':' || nelems, ' ') FROM docs WHERE path LIKE 'sessions/$S1/%' ORDER BY path")
 [[ $got == "1:0 0:4" || $got == "0:4 1:0" ]] || problem "the store keeps sessions/$S1 as '$got'; expected the manifest whole (1:0) and 4 messages (0:4)"
 same "$mnt/db/sessions.db" "$pristine/db/sessions.db" "db/sessions.db (a plain file)"
-[[ -f $T/store.db.files/db/sessions.db ]] || problem "db/sessions.db is not a plain file of the backing tree"
+# Kept per mount (each mount's clients their own: SQLite's locks and shared
+# memory hold within one mount), in this mount's folder of the backing tree.
+[[ $(find "$T/store.db.files/.convfs-mounts" -path '*/db/sessions.db' -type f | wc -l) == 1 ]] ||
+	problem "db/sessions.db is not a plain file of this mount's folder of the backing tree"
+[[ ! -e $T/store.db.files/db ]] || problem "db/ is at the top of the backing tree, shared by every mount"
 
 say "the view"
 [[ -d $V1 && -d $V2 ]] || problem "the view does not show the sessions under their workspaces:\n$(cd "$mnt/workspaces" && find . | sort)"

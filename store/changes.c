@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * changes.c: what other connections committed (store_changes.h).
+ *
+ * Several daemons may serve one store, each with its own connection; a
+ * commit through one must reach what the others keep: their kernels'
+ * caches, the view's lists, their own snapshot. SQLite says cheaply that
+ * another connection committed (PRAGMA data_version moves; it reads
+ * nothing but the WAL index), and what it committed is in the log every
+ * commit writes anyway: `revisions`, one row a commit of a doc. Plain
+ * files are not in the log: a daemon that changes one while others serve
+ * the store records its path in `plain_changes` (a row a change, pruned as
+ * new ones come), which is read the same way.
+ *
+ * Workload: store_changed_elsewhere() on every wakeup of a daemon's
+ * watcher (each commit of another connection, and once a second);
+ * store_changes_since() only when it says yes, reading just the new rows
+ * by their primary keys.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/store_changes.h"
+#include "store/store_internal.h"
+#include "store/util.h"
+
+/* Plain changes kept: a daemon that has not read them within this long reads every listing again anyway. */
+#define PLAIN_KEEP_NS (60LL * 1000000000)
+#define PLAIN_PRUNE_EVERY 256
+/* Changes read under one hold of the store's lock. */
+#define CHANGES_CHUNK 1024
+
+static int max_id(struct store *st, const char *sql, int64_t *ret)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	int r = store_row_args(st, sql, NULL, 0, NULL, 0, "cannot read the end of the log", &stmt);
+
+	if (r < 0)
+		return r;
+	*ret = sqlite3_column_int64(stmt, 0);
+	return 0;
+}
+
+int store_mark_end(struct store *st, struct store_mark *ret)
+{
+	STORE_LOCK(st);
+	struct store_mark m = { 0 };
+	int r = max_id(st, "SELECT coalesce(max(id), 0) FROM revisions", &m.rev);
+
+	if (r == 0)
+		r = max_id(st, "SELECT coalesce(max(id), 0) FROM plain_changes", &m.plain);
+	if (r == 0)
+		*ret = m;
+	return r;
+}
+
+int store_changed_elsewhere(struct store *st)
+{
+	STORE_LOCK(st);
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	int64_t v;
+	int r, was;
+
+	/* A blob kept open holds a read transaction: this connection would see none of it. */
+	store_blob_drop(st);
+	r = store_row_args(st, "PRAGMA data_version", NULL, 0, NULL, 0, "cannot ask whether others committed", &stmt);
+	if (r < 0)
+		return r;
+	v = sqlite3_column_int64(stmt, 0);
+	was = st->data_version != 0 && st->data_version != v;
+	st->data_version = v;
+	return was;
+}
+
+/* One change read from the log, its path copied. */
+struct change {
+	enum store_change_kind kind;
+	char *path;
+};
+
+/* Up to CHANGES_CHUNK changes of sql past *after into v (n of them); *after moves past them. */
+static int read_changes(struct store *st, const char *sql, enum store_change_kind kind, int64_t *after,
+			struct change **v, size_t *n, size_t *alloc)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	int r, rc;
+
+	r = store_prepare_ints(st, sql, STORE_INTS(*after, CHANGES_CHUNK), &stmt);
+	if (r < 0)
+		return r;
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		const char *p = (const char *)sqlite3_column_text(stmt, 1);
+
+		if ((r = ARRAY_GROW(*v, *n, *alloc, 64)) < 0)
+			return r;
+		(*v)[*n] = (struct change){ kind, strdup(p ? p : "") };
+		if (!(*v)[*n].path)
+			return -ENOMEM;
+		(*n)++;
+		*after = sqlite3_column_int64(stmt, 0);
+	}
+	return rc == SQLITE_DONE ? 0 : store_fail(st, rc, "cannot read what was committed elsewhere");
+}
+
+static void changes_free(struct change *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i].path);
+	free(v);
+}
+
+int store_changes_since(struct store *st, struct store_mark *mark, store_change_fn fn, void *ctx)
+{
+	struct store_mark m = *mark;
+	struct change *v = NULL;
+	size_t n = 0, alloc = 0;
+	int total = 0, r;
+
+	do {
+		size_t before = n;
+
+		/* Read under the lock, told after it: fn may call the store. */
+		{
+			STORE_LOCK(st);
+
+			r = read_changes(st, "SELECT id, path FROM revisions WHERE id > ?1 ORDER BY id LIMIT ?2",
+					 STORE_CHANGE_DOC, &m.rev, &v, &n, &alloc);
+			if (r == 0)
+				r = read_changes(st, "SELECT id, path FROM plain_changes WHERE id > ?1 ORDER BY id LIMIT ?2",
+						 STORE_CHANGE_PLAIN, &m.plain, &v, &n, &alloc);
+			if (r == 0 && n > before) {
+				/* What is kept by generation (the view's lists) is asked for again. */
+				__atomic_add_fetch(&st->generation, 1, __ATOMIC_RELEASE);
+				__atomic_add_fetch(&st->placement, 1, __ATOMIC_RELEASE);
+			}
+		}
+		for (size_t i = before; r >= 0 && i < n; i++)
+			r = fn(ctx, v[i].kind, v[i].path);
+		if (r < 0)
+			break;
+		total += (int)(n - before);
+		*mark = m;
+		if (n - before < CHANGES_CHUNK)
+			break;
+	} while (1);
+	changes_free(v, n);
+	return r < 0 ? r : total;
+}
+
+int store_plain_changed(struct store *st, const char *path)
+{
+	STORE_LOCK(st);
+	int64_t now = now_ns();
+	int r;
+
+	if (st->readonly)
+		return -EROFS;
+	r = store_run_args(st, "INSERT INTO plain_changes(path, time_ns) VALUES (?1, ?2)", STORE_TEXTS(path),
+			   STORE_INTS(now), "cannot record a change of a plain file for the other daemons");
+	if (r >= 0 && ++st->plain_n >= PLAIN_PRUNE_EVERY) {
+		st->plain_n = 0;
+		r = store_run_args(st, "DELETE FROM plain_changes WHERE time_ns < ?1", NULL, 0,
+				   STORE_INTS(now - PLAIN_KEEP_NS), "cannot prune the changes of plain files");
+	}
+	return r < 0 ? r : 0;
+}
+
+void store_set_shared(struct store *st, bool shared)
+{
+	__atomic_store_n(&st->shared, shared, __ATOMIC_RELEASE);
+}
+
+bool store_is_shared(const struct store *st)
+{
+	return __atomic_load_n(&st->shared, __ATOMIC_ACQUIRE);
+}
+
+bool store_batch_due(struct store *st)
+{
+	return store_is_shared(st) && st->batch_depth > 0 && now_ns() - st->batch_ns > STORE_BATCH_NS;
+}

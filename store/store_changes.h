@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#ifndef CONVFS_STORE_CHANGES_H
+#define CONVFS_STORE_CHANGES_H
+
+/*
+ * What other connections committed to the store (changes.c): the commits
+ * of other daemons serving the same store, and of the sync's own
+ * connection. Same conventions as store.h.
+ *
+ * A reader keeps a mark in the log: the last revision and the last plain
+ * change it has seen. store_changed_elsewhere() says, without reading the
+ * log, whether another connection committed since its last call;
+ * store_changes_since() then reads what changed past the mark: the paths
+ * of the docs committed (a revision each) and of the plain files another
+ * daemon changed while this one served the store too (store_plain_changed()).
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "store/store.h"
+
+struct store_mark {
+	int64_t rev;   /* the last revision seen */
+	int64_t plain; /* the last plain change seen */
+};
+
+/* The end of the log now: a mark past every change so far. */
+int store_mark_end(struct store *st, struct store_mark *ret);
+
+/*
+ * 1 if another connection committed since the last call (SQLite's
+ * PRAGMA data_version; the first call says 0), 0 if not, or -errno. It lets
+ * go of what holds this connection's snapshot (the blob kept open for
+ * reads), which would hide commits made meanwhile.
+ */
+int store_changed_elsewhere(struct store *st);
+
+enum store_change_kind {
+	STORE_CHANGE_DOC,   /* a doc committed: its path */
+	STORE_CHANGE_PLAIN, /* a plain file, folder or link of the backing tree changed: its path */
+};
+
+/*
+ * Calls fn with each change past *mark, in the log's order (a path may come
+ * more than once), and moves *mark past them. If there were any, the
+ * store's generations move on too, as after a commit of this connection's:
+ * what callers keep by them (the view's lists) is asked for again. Returns
+ * the number of changes, or -errno; fn's negative result stops it.
+ */
+typedef int (*store_change_fn)(void *ctx, enum store_change_kind kind, const char *path);
+int store_changes_since(struct store *st, struct store_mark *mark, store_change_fn fn, void *ctx);
+
+/*
+ * Records that the plain path (of the backing tree) changed through this
+ * daemon, for the other daemons serving the store: call it only while there
+ * are others (it costs a write). Old rows go as new ones come.
+ */
+int store_plain_changed(struct store *st, const char *path);
+
+/*
+ * Whether other daemons serve the store too: then the store's own
+ * transactions are kept short for them (the take-in's batches end within
+ * STORE_BATCH_NS of their start, store_batch_due()), and closing it does
+ * not wait for their readers to fold its WAL back.
+ */
+void store_set_shared(struct store *st, bool shared);
+bool store_is_shared(const struct store *st);
+#define STORE_BATCH_NS (100LL * 1000000)
+/* True if the batch open now has run past STORE_BATCH_NS while others share the store: end it. */
+bool store_batch_due(struct store *st);
+
+#endif
