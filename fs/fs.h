@@ -24,6 +24,7 @@ struct fuse_args;
 struct fuse_session;
 struct bases;
 struct take_in;
+struct shares;
 
 /* Called for each entry of a folder listing; a negative return stops it. */
 typedef int (*op_list_fn)(void *ctx, const char *name, mode_t type, uint64_t ino);
@@ -44,6 +45,8 @@ struct fs {
 	int peers;          /* the other daemons serving the store (atomic; fs/kernel/watch.c counts them) */
 	int64_t folder_id;  /* the folder mounted over, as the store knows it (store_seen_folder()); 0: none */
 	char *per_mount;    /* where this mount keeps what is kept per mount (plain_per_mount()), or NULL */
+	struct shares *shares;   /* other users' shares of the daemon's resources (shares.c); NULL: none */
+	uint64_t nofile_was;     /* the soft limit of open files before shares_raise_nofile() */
 };
 
 /*

@@ -51,6 +51,7 @@
 #include "fs/fs.h"
 #include "fs/kernel/kcache.h"
 #include "fs/kernel/loop.h"
+#include "fs/ops/shares.h"
 #include "fs/kernel/watch.h"
 #include "fs/view/shadow.h"
 #include "fs/cmd/warnings.h"
@@ -406,6 +407,8 @@ static int serve(struct fs *fs, struct fuse_args *args, const char *store_path, 
 		(void)!write(notify_fd, &ok, 1);
 		close(notify_fd);
 	}
+	/* Said here, where a daemon logs to syslog: nothing on the terminal that started it. */
+	shares_log_limit(fs->shares, fs->nofile_was);
 	r = loop_run(se, workers);
 	/*
 	 * A read of /dev/fuse that races the kernel's teardown at an unmount
@@ -604,6 +607,11 @@ int main(int argc, char **argv)
 	umask(0); /* modes come from the caller, already masked by the kernel */
 	fs.uid = getuid();
 	fs.gid = getgid();
+	/* Before anything is opened; other users of a shared mount get shares of it. */
+	if (shares_new(fs.uid, shares_raise_nofile(&fs.nofile_was), &fs.shares) < 0) {
+		fprintf(stderr, "convfs: out of memory\n");
+		goto out;
+	}
 	if (opts.store) {
 		store_path = realpath(opts.store, NULL);
 		if (!store_path) {
@@ -623,6 +631,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "convfs: cannot use the store '%s'; nothing was mounted\n", store_path);
 		goto out;
 	}
+	/* Run by root, the daemon could write other users' files into root's reserved blocks. */
+	if (geteuid() == 0)
+		shares_watch_space(fs.shares, fs.root_fd);
 	/*
 	 * The mount names its store, as sshfs names its remote: convfs status
 	 * finds it there. Added last, so that the dev and suid of an fstab
@@ -679,6 +690,7 @@ out:
 	else
 		registry_leave(&fs.registry);
 	free(fs.backing_path);
+	shares_free(fs.shares);
 	free(cmd.mountpoint);
 	free(opts.store);
 	for (int i = 0; i < opts.n_words; i++)

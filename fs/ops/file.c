@@ -41,6 +41,7 @@ void file_free(struct fs_file *f)
 		return;
 	if (f->fd >= 0)
 		close(f->fd);
+	shares_fd_put(&f->charge);
 	store_snap_free(f->snap);
 	free(f->path);
 	sb_release(&f->pending);
@@ -69,10 +70,15 @@ struct fs_file *file_new(enum file_kind kind, int fd, const char *path)
 
 int stage_begin(struct fs *fs, struct fs_file *f, bool empty)
 {
+	_cleanup_(shares_fd_putp) struct fd_charge charge = { 0 };
 	_cleanup_free_ char *buf = NULL;
-	int fd = fs_private_file(fs);
 	off_t off = 0;
+	int fd;
 
+	fd = shares_fd_take(fs->shares, fs_caller_uid, &charge);
+	if (fd < 0)
+		return fd;
+	fd = fs_private_file(fs);
 	if (fd < 0)
 		return fd;
 	if (!empty && f->snap && store_snap_size(f->snap) > 0) {
@@ -99,6 +105,7 @@ int stage_begin(struct fs *fs, struct fs_file *f, bool empty)
 		}
 	}
 	f->fd = fd;
+	f->charge = shares_fd_move(&charge);
 	return 0;
 }
 
@@ -839,11 +846,19 @@ int op_read(char *buf, size_t size, off_t off, struct fuse_file_info *fi)
 	return (int)file_ops[f->kind].read(fs_get(), f, buf, size, off);
 }
 
-int op_write(const char *buf, size_t size, off_t off, struct fuse_file_info *fi)
+/* A write of buf, its room already granted (shares_space()). */
+static int write_mem(const char *buf, size_t size, off_t off, struct fuse_file_info *fi)
 {
 	struct fs_file *f = file_of(fi);
 
 	return (int)file_ops[f->kind].write(fs_get(), f, buf, size, off, fi->flags);
+}
+
+int op_write(const char *buf, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	int r = shares_space(fs_get()->shares, fs_caller_uid, size);
+
+	return r < 0 ? r : write_mem(buf, size, off, fi);
 }
 
 int op_write_buf(struct fuse_bufvec *bufv, off_t off, struct fuse_file_info *fi)
@@ -854,8 +869,12 @@ int op_write_buf(struct fuse_bufvec *bufv, off_t off, struct fuse_file_info *fi)
 	_cleanup_free_ char *mem = NULL;
 	ssize_t n;
 
+	/* Whatever kind of file: another user's bytes stop where root's reserve begins. */
+	n = shares_space(fs_get()->shares, fs_caller_uid, size);
+	if (n < 0)
+		return (int)n;
 	if (bufv->count == 1 && bufv->idx == 0 && bufv->off == 0 && !(bufv->buf[0].flags & FUSE_BUF_IS_FD))
-		return op_write(bufv->buf[0].mem, size, off, fi);
+		return write_mem(bufv->buf[0].mem, size, off, fi);
 	/* O_APPEND is the client's flag of the moment, which the backing fd does not have (plain_write()). */
 	if (f->kind == FILE_PLAIN && !(fi->flags & O_APPEND)) {
 		n = write_at(f->fd, NULL, bufv, size, off);
@@ -878,7 +897,7 @@ int op_write_buf(struct fuse_bufvec *bufv, off_t off, struct fuse_file_info *fi)
 		log_err("a write to '%s' brought %zd of its %zu bytes", f->path, n, size);
 		return -EIO;
 	}
-	return op_write(mem, size, off, fi);
+	return write_mem(mem, size, off, fi);
 }
 
 int op_flush(struct fuse_file_info *fi)
@@ -909,6 +928,10 @@ int op_fsync(int datasync, struct fuse_file_info *fi)
 int op_fallocate(int mode, off_t off, off_t len, struct fuse_file_info *fi)
 {
 	struct fs_file *f = file_of(fi);
+	int r = 0;
 
-	return file_ops[f->kind].fallocate(fs_get(), f, mode, off, len);
+	/* Only an allocation takes room; punching or zeroing a range does not. */
+	if (!(mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_COLLAPSE_RANGE)))
+		r = shares_space(fs_get()->shares, fs_caller_uid, (uint64_t)len);
+	return r < 0 ? r : file_ops[f->kind].fallocate(fs_get(), f, mode, off, len);
 }

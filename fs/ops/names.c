@@ -232,6 +232,8 @@ int op_link(const struct route *rf, const struct route *rt)
 	if (rf->kind == ROUTE_DOC || rt->kind == ROUTE_DOC)
 		return -EPERM; /* a doc has exactly one name */
 	r = view_refuses_create(fs, rt, "link");
+	if (r == 0)
+		r = shares_space(fs->shares, fs_caller_uid, 0);
 	if (r < 0)
 		return r;
 	r = plain_link(fs, from, to);

@@ -316,8 +316,23 @@ static int view_open(struct fs *fs, const char *r, const struct view_path *vp, s
 
 /* ---- files ---------------------------------------------------------------------- */
 
+/* A handle of the plain file fd at r, which charge counts (taken over in every case). NULL without memory. */
+static struct fs_file *plain_handle(int fd, const char *r, struct fd_charge *charge)
+{
+	struct fs_file *f = file_new(FILE_PLAIN, fd, r);
+
+	if (!f) {
+		close(fd);
+		shares_fd_put(charge);
+		return NULL;
+	}
+	f->charge = shares_fd_move(charge);
+	return f;
+}
+
 int op_open(const struct route *rt, struct fuse_file_info *fi)
 {
+	_cleanup_(shares_fd_putp) struct fd_charge charge = { 0 };
 	struct fs *fs = fs_get();
 	const char *r = rt->rel;
 	struct fs_file *f;
@@ -329,17 +344,19 @@ int op_open(const struct route *rt, struct fuse_file_info *fi)
 		return rt->view_err;
 	if (rt->kind == ROUTE_VIEW)
 		return view_open(fs, r, &rt->vp, fi);
+	/* The handle keeps the backing file open: one of the caller's share. */
+	fd = shares_fd_take(fs->shares, fs_caller_uid, &charge);
+	if (fd < 0)
+		return fd;
 	fd = plain_open_regular(fs, r, fi->flags & PLAIN_OPEN_FLAGS, 0, NULL);
 	/* The kernel opens FIFOs and devices itself: one here came since its lookup. */
 	if (fd == -EINVAL)
 		return -ESTALE;
 	if (fd < 0)
 		return plain_fail("open", r, -fd);
-	f = file_new(FILE_PLAIN, fd, r);
-	if (!f) {
-		close(fd);
+	f = plain_handle(fd, r, &charge);
+	if (!f)
 		return -ENOMEM;
-	}
 	fi->keep_cache = 1;
 	fi->fh = (uintptr_t)f;
 	return 0;
@@ -375,6 +392,7 @@ int op_open_version_snap(const struct route *rt, struct store_snap *snap, struct
 
 int op_create(const struct route *rt, mode_t mode, struct fuse_file_info *fi)
 {
+	_cleanup_(shares_fd_putp) struct fd_charge charge = { 0 };
 	struct fs *fs = fs_get();
 	const struct view_path *vp = &rt->vp;
 	const char *r = rt->rel;
@@ -384,6 +402,9 @@ int op_create(const struct route *rt, mode_t mode, struct fuse_file_info *fi)
 	backing_check(fs);
 	if (in_readonly_view(fs, rt))
 		return -EROFS;
+	res = shares_space(fs->shares, fs_caller_uid, 0);
+	if (res < 0)
+		return res;
 	if (rt->kind == ROUTE_DOC) {
 		res = doc_create_by_caller(fs, r);
 		if (res == -EEXIST && !(fi->flags & O_EXCL))
@@ -410,6 +431,10 @@ int op_create(const struct route *rt, mode_t mode, struct fuse_file_info *fi)
 	res = view_refuses_create(fs, rt, "file");
 	if (res < 0)
 		return res;
+	/* Counted before anything is made: a refused create leaves no file behind. */
+	res = shares_fd_take(fs->shares, fs_caller_uid, &charge);
+	if (res < 0)
+		return res;
 	/*
 	 * O_EXCL even when the caller did not ask for it: a file that appeared
 	 * since the kernel's lookup is opened as it is, and only a file made
@@ -433,11 +458,9 @@ int op_create(const struct route *rt, mode_t mode, struct fuse_file_info *fi)
 	}
 	if (fd < 0)
 		return plain_fail("create", r, -fd);
-	f = file_new(FILE_PLAIN, fd, r);
-	if (!f) {
-		close(fd);
+	f = plain_handle(fd, r, &charge);
+	if (!f)
 		return -ENOMEM;
-	}
 	fi->fh = (uintptr_t)f;
 	return 0;
 }

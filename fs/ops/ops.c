@@ -325,6 +325,8 @@ int plain_make(struct fs *fs, const struct route *rt, mode_t mode, const char *t
 	int dfd, res;
 
 	res = view_refuses_create(fs, rt, S_ISDIR(mode) ? "folder" : S_ISLNK(mode) ? "symlink" : "special file");
+	if (res == 0)
+		res = shares_space(fs->shares, fs_caller_uid, S_ISLNK(mode) ? strlen(target) : 0);
 	if (res < 0)
 		return res;
 	dfd = plain_open_parent(fs, r, &leaf);

@@ -18,6 +18,7 @@
 
 #include "fs/fs.h"
 #include "fs/ops/ops.h"
+#include "fs/ops/shares.h"
 #include "fs/view/view.h"
 #include "store/util.h"
 
@@ -32,6 +33,7 @@ enum file_kind {
 struct fs_file {
 	enum file_kind kind;
 	int fd;                 /* plain: the file; doc, jsonl, text: the staging file or -1 */
+	struct fd_charge charge; /* fd, counted against its opener's share (shares.h) */
 	char *path;             /* doc, jsonl: the doc's compat path; text: its path */
 	struct store_snap *snap; /* doc, jsonl: what reads see until this handle stages */
 	struct fs_proc opener;  /* the process that opened it (tgid 0: made for one call) */
