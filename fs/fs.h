@@ -40,6 +40,7 @@ struct fs {
 	struct tree_owner owner; /* the store file's owner: what the take-in copies is theirs */
 	mode_t root_mode;   /* the mount root's permission bits (plain_root_*(); the backing root stays 0700) */
 	bool shared;        /* -o allow_other: keep group and other bits */
+	bool salvage;       /* -o salvage: a damaged store served read-only, nothing taken in */
 	struct bases *bases; /* what each writer last saw of each doc */
 	struct take_in *take_in; /* the take-in, while the mount answers during it; set before the loop */
 	int peers;          /* the other daemons serving the store (atomic; fs/kernel/watch.c counts them) */

@@ -2,7 +2,7 @@
 /*
  * main.c: the convfs command line.
  *
- *   convfs [-f] [-d] [-o store=FILE] [-o allow_other] [SOURCE] MOUNTPOINT
+ *   convfs [-f] [-d] [-o store=FILE] [-o allow_other] [-o salvage] [SOURCE] MOUNTPOINT
  *   convfs export STORE DIR
  *   convfs status [--json] [MOUNTPOINT]                      (cmd_status.c)
  *   convfs log [--json] FILE                                 (cmd_log.c)
@@ -17,9 +17,10 @@
  *
  * Mounting happens in this order, so that every failure is reported to the
  * terminal that ran convfs and nothing is left half done:
- *   1. open the store (creating it) and a descriptor of the folder
- *      underneath; on the first mount only, take all of it in (long work,
- *      done before anything is mounted); close the store again;
+ *   1. open the store (creating it), check it (a damaged store is refused
+ *      here, unless -o salvage serves it read-only), and open a descriptor
+ *      of the folder underneath; on the first mount only, take all of it in
+ *      (long work, done before anything is mounted); close the store again;
  *   2. unless -f, fork: the parent waits for the child's word and exits with it;
  *   3. the child opens the store, mounts, takes in what is new or changed in
  *      the folder underneath (through the descriptor of step 1: once mounted,
@@ -56,6 +57,7 @@
 #include "fs/view/shadow.h"
 #include "fs/cmd/warnings.h"
 #include "store/store_seen.h"
+#include "store/store_ops.h"
 #include "store/util.h"
 
 struct options {
@@ -63,6 +65,7 @@ struct options {
 	int allow_other;
 	int no_import;
 	unsigned max_threads;	/* requests served at once; -s: one */
+	int salvage;
 	char *words[2];		/* [SOURCE] MOUNTPOINT, as given */
 	int n_words;
 };
@@ -72,6 +75,7 @@ static const struct fuse_opt option_spec[] = {
 	OPT("store=%s", store),
 	OPT("no_import", no_import),
 	OPT("max_threads=%u", max_threads),
+	OPT("salvage", salvage),
 	FUSE_OPT_END
 };
 
@@ -147,7 +151,7 @@ static int source_to_store(const char *source, struct options *opts)
 static void usage(FILE *out, const char *prog)
 {
 	fprintf(out,
-		"usage: %s [-f] [-d] [-o store=FILE] [-o allow_other] [SOURCE] MOUNTPOINT\n"
+		"usage: %s [-f] [-d] [-o store=FILE] [-o allow_other] [-o salvage] [SOURCE] MOUNTPOINT\n"
 		"       %s export STORE DIR\n"
 		"       %s status [--json] [MOUNTPOINT]\n"
 		"       %s log [--json] FILE\n"
@@ -174,6 +178,9 @@ static void usage(FILE *out, const char *prog)
 		"                     underneath at this mount\n"
 		"  -o max_threads=N   serve at most N requests at once (default 16, at most 64)\n"
 		"  -s                 serve one request at a time\n"
+		"  -o salvage         serve a damaged store (which is otherwise refused) read-only:\n"
+		"                     what cannot be read answers EIO, every write EROFS, nothing\n"
+		"                     underneath is taken in\n"
 		"  -h, --help         this help\n"
 		"  -V, --version      the version\n"
 		"\n"
@@ -237,6 +244,60 @@ static int default_store_path(const char *mountpoint, char **ret)
 	return 0;
 }
 
+/* What the check at mount found: each problem one line of the log. */
+struct damage {
+	const char *store;
+	bool salvage;
+	int found;
+};
+
+static int damage_line(void *ctx, const char *line)
+{
+	struct damage *d = ctx;
+
+	d->found++;
+	if (d->salvage)
+		log_warn("the store '%s' is damaged: %s", d->store, line);
+	else
+		log_err("the store '%s' is damaged: %s", d->store, line);
+	return 0;
+}
+
+/* What to do about a store that cannot be read, said once. */
+static void damage_advice(const char *store_path, const char *mountpoint)
+{
+	log_err("nothing was mounted, and nothing was changed in the store or in '%s'. To go on: 'convfs check %s' "
+		"lists the damage; 'convfs -o salvage,store=%s %s' serves what can be read, read-only; or restore a "
+		"backup of the store; 'convfs export %s DIR' writes out what can be read",
+		mountpoint, store_path, store_path, mountpoint, store_path);
+}
+
+/*
+ * The store's check at every mount (store_check_mount(): the schema and the
+ * root of every table, a few milliseconds whatever its size). A damaged
+ * store is refused, before anything is written or mounted, unless
+ * -o salvage asks to serve what can be read of it, read-only. 0 or -errno.
+ */
+static int check_store(struct fs *fs, const char *store_path, const char *mountpoint)
+{
+	struct damage d = { .store = store_path, .salvage = fs->salvage };
+	int64_t start = now_ns();
+	int r = store_check_mount(fs->store, damage_line, &d);
+
+	if (r < 0 && d.found == 0)
+		r = damage_line(&d, strerror(-r));
+	log_debug("checked the store '%s' in %.1f ms", store_path, (double)(now_ns() - start) / 1e6);
+	if (d.found == 0)
+		return 0;
+	if (fs->salvage) {
+		log_warn("serving the damaged store '%s' read-only (-o salvage): what cannot be read answers EIO, "
+			 "every write EROFS, and nothing of the folder underneath is taken in", store_path);
+		return 0;
+	}
+	damage_advice(store_path, mountpoint);
+	return -EUCLEAN;
+}
+
 /*
  * Step 1: open (or create) the store and, unless -o no_import, open the
  * folder underneath: *ret_under_fd, the caller's to close (-1 with
@@ -252,7 +313,9 @@ static int prepare_store(struct fs *fs, const char *store_path, const char *moun
 	struct stat st;
 	int r, mfd;
 
-	r = store_open(store_path, 0, &fs->store);
+	r = store_open(store_path, fs->salvage ? STORE_OPEN_READONLY | STORE_OPEN_AS_IS : 0, &fs->store);
+	if (r == -EIO)
+		damage_advice(store_path, mountpoint);
 	if (r < 0)
 		return r;
 	/*
@@ -272,18 +335,26 @@ static int prepare_store(struct fs *fs, const char *store_path, const char *moun
 		store_free(TAKE_PTR(fs->store));
 		return r;
 	}
-	/* Not fatal (a read-only store's folder): status will not list this daemon, and it said why. */
-	registry_join(store_path, mountpoint, &fs->registry);
 	fs->owner = tree_owner_of(&st);
+	/* Refused before anything is written; served damaged only once its warnings are kept. */
+	r = fs->salvage ? 0 : check_store(fs, store_path, mountpoint);
 	/* The backing tree only beside a store known to be good. */
-	r = plain_open_root(store_path, &fs->backing_path, &fs->root_fd);
+	if (r == 0)
+		r = plain_open_root(store_path, &fs->backing_path, &fs->root_fd);
 	if (r < 0) {
 		store_free(TAKE_PTR(fs->store));
 		return r;
 	}
-	/* From here on this mount's warnings are kept for convfs status (a failure is not fatal). */
+	/*
+	 * Registered beside the store, and from here on this mount's warnings
+	 * are kept for convfs status. Neither is fatal (a read-only store's
+	 * folder): status will not list this daemon, and it said why.
+	 */
+	registry_join(store_path, mountpoint, &fs->registry);
 	if (fs->registry.path)
 		warnings_start(fs->registry.path);
+	if (fs->salvage)
+		(void)check_store(fs, store_path, mountpoint);
 	/* Opened before mounting: the mount will hide it. */
 	mfd = open(mountpoint, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (mfd < 0) {
@@ -293,9 +364,10 @@ static int prepare_store(struct fs *fs, const char *store_path, const char *moun
 		/* Which folder this mount is over (the host's, a container's): what it keeps apart is its own. */
 		r = fs_took_in_before(fs, mfd, mountpoint);
 		fs->folder_id = store_seen_folder_id(fs->store);
-		if (r == 0 && !no_import)
+		/* A damaged store is not written: nothing is taken in. */
+		if (r == 0 && !no_import && !fs->salvage)
 			r = fs_take_in(fs, mfd, mountpoint);
-		if (no_import) {
+		if (no_import || fs->salvage) {
 			close(mfd);
 			mfd = -1;
 		}
@@ -322,7 +394,7 @@ static int serve(struct fs *fs, struct fuse_args *args, const char *store_path, 
 	struct watch *watch = NULL;
 	int r;
 
-	r = store_open(store_path, 0, &fs->store);
+	r = store_open(store_path, fs->salvage ? STORE_OPEN_READONLY | STORE_OPEN_AS_IS : 0, &fs->store);
 	if (r < 0)
 		return r;
 	r = plain_root_load(fs);
@@ -604,6 +676,12 @@ int main(int argc, char **argv)
 	for (int i = 0; i < args.argc; i++)
 		if (strstr(args.argv[i], "allow_other"))
 			fs.shared = true;
+	/* Salvage: the kernel refuses every write (EROFS) before the daemon sees it. */
+	fs.salvage = opts.salvage;
+	if (opts.salvage && fuse_opt_add_arg(&args, "-oro") != 0) {
+		fprintf(stderr, "convfs: out of memory\n");
+		goto out;
+	}
 	umask(0); /* modes come from the caller, already masked by the kernel */
 	fs.uid = getuid();
 	fs.gid = getgid();

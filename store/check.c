@@ -19,6 +19,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -140,9 +141,248 @@ static int check_step(struct store *st, const char *what, const char *sql, const
 	return r < 0 ? r : 1;
 }
 
+/* ---- the check at every mount: bounded, whatever the store's size ---------------- */
+
+static int problemf(store_problem_fn fn, void *ctx, const char *fmt, ...) _printf_(3, 4);
+static int problemf(store_problem_fn fn, void *ctx, const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	r = fn(ctx, line);
+	return r < 0 ? r : 1;
+}
+
+/* Prepares sql (not cached: it is made for one call) on db. 0, or the SQLite result code. */
+static int prepare_once(sqlite3 *db, const char *sql, sqlite3_stmt **ret)
+{
+	return sqlite3_prepare_v2(db, sql, -1, ret, NULL);
+}
+
+/* The columns of table in db, "a, b, c", into buf; "" for a table it does not have. */
+static void columns_of(sqlite3 *db, const char *table, char *buf, size_t size)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+
+	buf[0] = '\0';
+	if (prepare_once(db, "SELECT group_concat(name, ', ') FROM (SELECT name FROM pragma_table_info(?1) ORDER BY cid)",
+			 &stmt) != SQLITE_OK)
+		return;
+	sqlite3_bind_text(stmt, 1, table, -1, SQLITE_STATIC);
+	if (sqlite3_step(stmt) == SQLITE_ROW && sqlite3_column_text(stmt, 0))
+		snprintf(buf, size, "%s", (const char *)sqlite3_column_text(stmt, 0));
+}
+
+static const char *article(const char *noun)
+{
+	return strchr("aeiou", noun[0]) ? "an" : "a";
+}
+
+/*
+ * One table or index the schema has, looked for in st: missing, of another
+ * kind, or a table with other columns is one problem. Returns 0 or 1, or
+ * -errno.
+ */
+static int check_object(struct store *st, sqlite3 *fresh, const char *type, const char *name, const char *table,
+			store_problem_fn fn, void *ctx)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	char want[512], got[512];
+	int rc;
+
+	rc = prepare_once(st->db, "SELECT type, tbl_name FROM sqlite_master WHERE name = ?1", &stmt);
+	if (rc != SQLITE_OK)
+		return store_fail(st, rc, "cannot read the schema");
+	sqlite3_bind_text(stmt, 1, name, -1, SQLITE_STATIC);
+	rc = sqlite3_step(stmt);
+	if (rc == SQLITE_DONE)
+		return strcmp(type, "table") == 0 ? problemf(fn, ctx, "table '%s' is missing", name)
+						  : problemf(fn, ctx, "index '%s' of table '%s' is missing", name, table);
+	if (rc != SQLITE_ROW)
+		return store_fail(st, rc, "cannot read the schema");
+	if (strcmp((const char *)sqlite3_column_text(stmt, 0), type) != 0 ||
+	    strcmp((const char *)sqlite3_column_text(stmt, 1), table) != 0)
+		return problemf(fn, ctx, "'%s' is %s %s of '%s', not %s %s of '%s'", name,
+				article((const char *)sqlite3_column_text(stmt, 0)),
+				(const char *)sqlite3_column_text(stmt, 0), (const char *)sqlite3_column_text(stmt, 1),
+				article(type), type, table);
+	if (strcmp(type, "table") != 0)
+		return 0;
+	columns_of(fresh, name, want, sizeof(want));
+	columns_of(st->db, name, got, sizeof(got));
+	if (strcmp(want, got) != 0)
+		return problemf(fn, ctx, "table '%s' has the columns (%s), not (%s)", name, got, want);
+	return 0;
+}
+
+static int pragma_user_version(struct store *st, int *ret)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	int rc = prepare_once(st->db, "PRAGMA user_version", &stmt);
+
+	if (rc == SQLITE_OK && (rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		*ret = sqlite3_column_int(stmt, 0);
+		return 0;
+	}
+	return store_fail(st, rc, "cannot read the schema version");
+}
+
+/*
+ * The schema: every table, index and column of the current schema version,
+ * as a store made afresh in memory has them.
+ * Returns the problems reported, or -errno.
+ */
+static int check_schema(struct store *st, store_problem_fn fn, void *ctx)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	struct store *fresh = NULL;
+	int version = 0, rc, r, n = 0;
+
+	r = pragma_user_version(st, &version);
+	/*
+	 * A newer schema is the schema version's problem; an older one (opened
+	 * as it is by convfs check) is migrated by the next mount, which then
+	 * compares it.
+	 */
+	if (r < 0 || version != store_schema_version())
+		return r;
+	r = store_open(":memory:", 0, &fresh);
+	if (r == 0) {
+		rc = prepare_once(fresh->db, "SELECT type, name, tbl_name FROM sqlite_master "
+					     "WHERE type IN ('table', 'index') ORDER BY type DESC, name", &stmt);
+		r = rc == SQLITE_OK ? 0 : store_fail(fresh, rc, "cannot read the schema of a new store");
+	}
+	while (r == 0 && (rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		r = check_object(st, fresh->db, (const char *)sqlite3_column_text(stmt, 0),
+				 (const char *)sqlite3_column_text(stmt, 1), (const char *)sqlite3_column_text(stmt, 2),
+				 fn, ctx);
+		if (r > 0)
+			n += r;
+		r = r > 0 ? 0 : r;
+	}
+	if (r == 0 && rc != SQLITE_DONE)
+		r = store_fail(fresh, rc, "cannot read the schema of a new store");
+	store_stmt_release(TAKE_PTR(stmt));
+	store_free(fresh);
+	return r < 0 ? r : n;
+}
+
+/*
+ * Runs sql, which reads from the root of the b-tree of what (a table or an
+ * index, at page) down to one leaf, and reports a failure to read as the
+ * damage of what. A statement SQLite cannot make for it (an index it will
+ * not scan so) is no problem. Returns 0 or 1, or -errno.
+ */
+static int read_root(struct store *st, const char *sql, const char *type, const char *what, int page,
+		     store_problem_fn fn, void *ctx)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	int rc;
+
+	if (!sql)
+		return -ENOMEM;
+	rc = prepare_once(st->db, sql, &stmt);
+	if (rc != SQLITE_OK)
+		return (rc & 0xff) == SQLITE_CORRUPT || (rc & 0xff) == SQLITE_IOERR
+			       ? problemf(fn, ctx, "%s '%s' (page %d): %s", type, what, page, sqlite3_errmsg(st->db))
+			       : 0;
+	rc = sqlite3_step(stmt);
+	if (rc == SQLITE_ROW || rc == SQLITE_DONE)
+		return 0;
+	return problemf(fn, ctx, "%s '%s' (page %d) cannot be read: %s", type, what, page, sqlite3_errmsg(st->db));
+}
+
+/* What read_root() runs for one b-tree: its first row and (a rowid table) its last. */
+static int check_root(struct store *st, const char *type, const char *name, const char *table, int page,
+		      const char *sql, store_problem_fn fn, void *ctx)
+{
+	const char *where = sql ? strstr(sql, " WHERE ") : NULL;
+	char *q;
+	int r;
+
+	if (strcmp(type, "table") == 0) {
+		q = sqlite3_mprintf("SELECT 1 FROM \"%w\" LIMIT 1", name);
+		r = read_root(st, q, type, name, page, fn, ctx);
+		sqlite3_free(q);
+		if (r != 0 || (sql && strstr(sql, "WITHOUT ROWID")))
+			return r;
+		q = sqlite3_mprintf("SELECT max(rowid) FROM \"%w\"", name);
+	} else {
+		/* A partial index is scanned only for what implies its WHERE. */
+		q = sqlite3_mprintf("SELECT 1 FROM \"%w\" INDEXED BY \"%w\" %s LIMIT 1", table, name,
+				    where ? where : "");
+	}
+	r = read_root(st, q, type, name, page, fn, ctx);
+	sqlite3_free(q);
+	return r;
+}
+
+/* The root page of every table and index, with the path to its first (and last) leaf. */
+static int check_roots(struct store *st, store_problem_fn fn, void *ctx)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	int rc, r = 0, n = 0;
+
+	rc = prepare_once(st->db, "SELECT type, name, tbl_name, rootpage, sql FROM sqlite_master "
+				  "WHERE type IN ('table', 'index') AND rootpage > 0 ORDER BY rootpage", &stmt);
+	if (rc != SQLITE_OK)
+		return store_fail(st, rc, "cannot read the schema");
+	/* SQLite checks each page it loads more closely meanwhile. */
+	(void)store_exec(st, "PRAGMA cell_size_check = ON");
+	while (r >= 0 && (rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		r = check_root(st, (const char *)sqlite3_column_text(stmt, 0), (const char *)sqlite3_column_text(stmt, 1),
+			       (const char *)sqlite3_column_text(stmt, 2), sqlite3_column_int(stmt, 3),
+			       (const char *)sqlite3_column_text(stmt, 4), fn, ctx);
+		n += r > 0 ? r : 0;
+	}
+	(void)store_exec(st, "PRAGMA cell_size_check = OFF");
+	if (r >= 0 && rc != SQLITE_DONE)
+		r = problemf(fn, ctx, "the schema cannot be read whole: %s", sqlite3_errmsg(st->db));
+	return r < 0 ? r : n + r;
+}
+
+int store_check_mount(struct store *st, store_problem_fn fn, void *ctx)
+{
+	STORE_LOCK(st);
+	int r = check_schema(st, fn, ctx), n;
+
+	if (r < 0)
+		return r;
+	n = r;
+	r = check_roots(st, fn, ctx);
+	return r < 0 ? r : n + r;
+}
+
+/* check_schema() for `convfs check`: each line "schema: ...". */
+struct prefixed {
+	store_problem_fn fn;
+	void *ctx;
+};
+
+static int schema_line(void *ctx, const char *line)
+{
+	const struct prefixed *p = ctx;
+	char buf[1100];
+
+	snprintf(buf, sizeof(buf), "schema: %s", line);
+	return p->fn(p->ctx, buf);
+}
+
+static int check_schema_step(struct store *st, store_problem_fn fn, void *ctx)
+{
+	STORE_LOCK(st);
+	struct prefixed p = { fn, ctx };
+
+	return check_schema(st, schema_line, &p);
+}
+
 int store_check(struct store *st, store_problem_fn fn, store_progress_fn progress, void *ctx)
 {
-	int64_t total = (int64_t)ARRAY_SIZE(invariants) + 2;
+	int64_t total = (int64_t)ARRAY_SIZE(invariants) + 3;
 	char schema[256];
 	int r, n = 0;
 
@@ -163,8 +403,10 @@ int store_check(struct store *st, store_problem_fn fn, store_progress_fn progres
 				       "sqlite: ", fn, ctx);
 		else if (i == 1)
 			r = check_step(st, "the schema version", schema, "schema: ", fn, ctx);
+		else if (i == 2)
+			r = check_schema_step(st, fn, ctx);
 		else
-			r = check_step(st, invariants[i - 2].what, invariants[i - 2].sql, "store: ", fn, ctx);
+			r = check_step(st, invariants[i - 3].what, invariants[i - 3].sql, "store: ", fn, ctx);
 		if (r < 0)
 			return r;
 		n += r;

@@ -32,6 +32,18 @@ int store_schema_of(struct store *st);
 int store_check(struct store *st, store_problem_fn fn, store_progress_fn progress, void *ctx);
 
 /*
+ * The check at every mount, in a time that does not grow with the store:
+ * the schema (every table, index and column of the current schema version,
+ * as a new store has them; an older store, not yet migrated, is not
+ * compared) and the root page of every table
+ * and index, read down to its first leaf (and a rowid table's last). What
+ * it finds, a store cannot be served as it is: a dropped table, a damaged
+ * schema, overwritten pages at the top of a table. Damage deeper down is
+ * store_check()'s. Returns the problems reported through fn, or -errno.
+ */
+int store_check_mount(struct store *st, store_problem_fn fn, void *ctx);
+
+/*
  * What `convfs forget` removes: with match, every message (array element, in
  * any version) and every version of a whole file whose bytes hold match; with
  * task, everything of that conversation (its files, their versions and

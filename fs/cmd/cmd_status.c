@@ -46,6 +46,7 @@ struct status {
 	const char *asked;       /* the folder asked about */
 	struct fs_mount mount;   /* mountpoint NULL: not mounted */
 	int alive_err;           /* 0 the daemon answers, else why not (errno) */
+	bool readonly;           /* mounted read-only: a damaged store served with -o salvage (or -o ro) */
 	int64_t store_size, wal_size; /* -1: no such file */
 	int store_err;           /* 0, or why the store could not be read (errno) */
 	struct store_summary sum;
@@ -171,7 +172,11 @@ static void status_gather(struct status *s)
 {
 	struct store *st = NULL;
 
+	struct statvfs sv;
+
 	s->alive_err = daemon_answers(s->mount.mountpoint);
+	/* (It answered: the statvfs cannot hang.) */
+	s->readonly = !s->alive_err && statvfs(s->mount.mountpoint, &sv) == 0 && (sv.f_flag & ST_RDONLY);
 	s->store_size = s->wal_size = -1;
 	if (!s->mount.store) {
 		s->store_err = s->warn_err = ENOENT;
@@ -200,6 +205,7 @@ static int print_json(const struct status *s)
 
 	ok = ok && cJSON_AddBoolToObject(o, "mounted", s->mount.mountpoint && !s->alive_err);
 	ok = ok && cJSON_AddStringToObject(o, "mountpoint", s->mount.mountpoint ? s->mount.mountpoint : s->asked);
+	ok = ok && cJSON_AddBoolToObject(o, "readonly", s->readonly);
 	if (ok && s->mount.mountpoint && s->alive_err) {
 		if (s->alive_err == ETIMEDOUT)
 			snprintf(t, sizeof(t), "no answer in %d s", ANSWER_SECS);
@@ -283,7 +289,8 @@ static void print_text(const struct status *s)
 		printf("not answering: '%s' is mounted, but its daemon is gone (%s); "
 		       "unmount it with fusermount3 -u and mount again\n", s->mount.mountpoint, strerror(s->alive_err));
 	else
-		printf("mounted:      %s\n", s->mount.mountpoint);
+		printf("mounted:      %s%s\n", s->mount.mountpoint,
+		       s->readonly ? " (read-only: every write gets EROFS; -o salvage serves a damaged store so)" : "");
 	if (!s->mount.store) {
 		printf("store:        not named by the mount (mounted by an older convfs)\n");
 		return;

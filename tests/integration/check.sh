@@ -16,7 +16,7 @@
 #      folder, a symlink where conversations
 #      are kept, a plain file where the store has a conversation file, a
 #      conversation's folder missing, a doc's row that disagrees with its
-#      rows (sqlite3), a damaged index page (dd).
+#      rows (sqlite3), a damaged index page (dd), an index dropped.
 #   A store of the schema before is checked as it is, with a note, unmigrated.
 #   D. Exit 2, with a message: no argument, a missing store, a file that is
 #      not a store, a store of a newer schema.
@@ -128,14 +128,25 @@ rc=0
 ((rc == 1)) || problem "a damaged index page: check exited $rc:\n$(cat "$T/out" "$T/err")"
 grep -q "^sqlite: " "$T/out" || problem "a damaged index page: no sqlite line:\n$(cat "$T/out")"
 
+# check_copy NAME SQL RC WHAT: a copy of the store as $T/NAME.db, changed by
+# SQL, is checked with exit status RC (its output in $T/out and $T/err).
+check_copy()
+{
+	local rc=0
+	cp "$store" "$T/$1.db"
+	cp -a "$files" "$T/$1.db.files"
+	sqlite3 "$T/$1.db" "$2"
+	"$CONVFS" check "$T/$1.db" >"$T/out" 2>"$T/err" || rc=$?
+	((rc == $3)) || problem "$4: check exited $rc, expected $3:\n$(cat "$T/out" "$T/err")"
+}
+
+# An index the schema has, dropped: the schema step names it.
+check_copy noindex "DROP INDEX elems_cur" 1 "a dropped index"
+grep -q "^schema: index 'elems_cur' of table 'elems' is missing$" "$T/out" || problem "a dropped index: no schema line:\n$(cat "$T/out")"
+
 # A store of the schema before (what a user has before the first mount of a
 # new convfs): checked as it is, with a note, and not migrated.
-cp "$store" "$T/older.db"
-cp -a "$files" "$T/older.db.files"
-sqlite3 "$T/older.db" "DROP INDEX revisions_doc; PRAGMA user_version = 5"
-rc=0
-"$CONVFS" check "$T/older.db" >"$T/out" 2>"$T/err" || rc=$?
-((rc == 0)) || problem "a store of schema 5: check exited $rc:\n$(cat "$T/out" "$T/err")"
+check_copy older "DROP INDEX revisions_doc; PRAGMA user_version = 5" 0 "a store of schema 5"
 grep -q "note: the store has schema version 5; the next mount migrates it" "$T/err" || problem "no note of the older schema: $(cat "$T/err")"
 [[ $(sqlite3 "$T/older.db" "PRAGMA user_version") == 5 ]] || problem "check migrated the store"
 

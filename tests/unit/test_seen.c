@@ -410,7 +410,7 @@ static void test_folders(void **state)
 	assert_false(taken); /* never taken in */
 	put(st, "a", S_IFREG, 1, 0);
 	assert_int_equal(store_seen_folder_taken(st), 0);
-	assert_int_equal(store_seen_folder(st, "/root/gs", 3, 4, &taken), 0);
+	assert_int_equal(store_seen_folder(st, "/srv/container/gs", 3, 4, &taken), 0);
 	assert_false(taken);
 	put(st, "b", S_IFREG, 2, 0);
 	assert_int_equal(store_seen_load(st, &set), 0);
@@ -432,12 +432,12 @@ static void test_folders(void **state)
 	assert_int_equal(set.n, 0);
 	store_seen_set_release(&set);
 	/* The second folder, not taken in for 91 days: forgotten when the next is chosen. */
-	assert_int_equal(store_seen_folder(st, "/root/gs", 3, 4, &taken), 0);
+	assert_int_equal(store_seen_folder(st, "/srv/container/gs", 3, 4, &taken), 0);
 	assert_int_equal(store_seen_folder_taken(st), 0);
-	assert_int_equal(sqlite3_exec(st->db, "UPDATE folders SET taken_ns = 1 WHERE path = '/root/gs'", NULL, NULL,
+	assert_int_equal(sqlite3_exec(st->db, "UPDATE folders SET taken_ns = 1 WHERE path = '/srv/container/gs'", NULL, NULL,
 				      NULL), SQLITE_OK);
 	assert_int_equal(store_seen_folder(st, "/home/dev/gs", 1, 2, &taken), 0);
-	assert_int_equal(db_int(st->db, "SELECT count(*) FROM folders WHERE path = '/root/gs'"), 0);
+	assert_int_equal(db_int(st->db, "SELECT count(*) FROM folders WHERE path = '/srv/container/gs'"), 0);
 	assert_int_equal(db_int(st->db, "SELECT count(*) FROM underneath WHERE path = 'b'"), 0);
 }
 
