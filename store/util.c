@@ -82,6 +82,18 @@ int sb_addf(struct sb *sb, const char *fmt, ...)
 	return 0;
 }
 
+int sb_attach(struct sb *sb, char *buf, size_t len)
+{
+	char *p;
+
+	if (len == SIZE_MAX || !(p = realloc(buf, len + 1)))
+		return -ENOMEM;
+	p[len] = '\0';
+	sb_release(sb);
+	*sb = (struct sb){ p, len, len + 1 };
+	return 0;
+}
+
 char *sb_detach(struct sb *sb, size_t *ret_len)
 {
 	char *p;

@@ -70,6 +70,12 @@ int sb_grow(struct sb *sb, size_t extra);
 int sb_add(struct sb *sb, const void *data, size_t len);
 int sb_adds(struct sb *sb, const char *s);
 int sb_addf(struct sb *sb, const char *fmt, ...) _printf_(2, 3);
+/*
+ * Makes sb own buf, len bytes from malloc(), instead of copying them: buf
+ * is cut to len + 1 bytes (what a buffer that grew by doubling has over
+ * goes back) and NUL-terminated. 0, or -ENOMEM with buf still the caller's.
+ */
+int sb_attach(struct sb *sb, char *buf, size_t len);
 /* Hands the buffer to the caller, who frees it with free(); sb is left empty. */
 char *sb_detach(struct sb *sb, size_t *ret_len);
 static inline const char *sb_str(const struct sb *sb) { return sb->buf ? sb->buf : ""; }

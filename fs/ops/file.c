@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fuse_lowlevel.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -37,6 +38,8 @@
 
 void file_free(struct fs_file *f)
 {
+	bool big;
+
 	if (!f)
 		return;
 	if (f->fd >= 0)
@@ -45,11 +48,15 @@ void file_free(struct fs_file *f)
 	store_snap_free(f->snap);
 	free(f->path);
 	sb_release(&f->pending);
+	big = f->text.alloc >= ((size_t)1 << 20);
 	sb_release(&f->text);
 	free(f->ws_key);
 	free(f->vp);
 	pthread_mutex_destroy(&f->lock);
 	free(f);
+	/* glibc would keep the memory of a large text (a changes.diff of megabytes) for good. */
+	if (big)
+		malloc_trim(0);
 }
 
 struct fs_file *file_new(enum file_kind kind, int fd, const char *path)

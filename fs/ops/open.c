@@ -172,10 +172,10 @@ static int text_open(struct fs *fs, const char *r, const struct view_path *vp, s
 	res = view_getattr(fs, r, vp, &f->text_st);
 	if (res == 0)
 		res = view_render(fs, vp, &buf, &len, &mtime, &rev);
-	if (res == 0) {
-		res = sb_add(&f->text, buf, len);
-		f->text_st.st_size = (off_t)len;
-	}
+	/* The rendered bytes themselves, not a copy: changes.diff may be megabytes. */
+	if (res == 0 && (res = sb_attach(&f->text, buf, len)) == 0)
+		buf = NULL;
+	f->text_st.st_size = (off_t)len;
 	free(buf);
 	if (res == 0 && vp->kind == VIEW_WS_HISTORY) {
 		/* What this process sees of the workspace's items: the base of its rewrite. */
