@@ -278,7 +278,8 @@ rm -f "$M/tasks/$OUT/ui.bak"
 # ---- nothing left behind, and it all survives a remount ------------------------
 
 say "leftovers"
-left=$(find "$M" "$STORE.files" \( -name '*.tmp*' -o -name '*.lock' -o -name '.convfs-*' -o -name '*.bak_*' \) -print)
+# (.convfs-mounts/ of the backing tree is each mount's own: the client's databases.)
+left=$(find "$M" "$STORE.files" -path "$STORE.files/.convfs-mounts" -prune -o \( -name '*.tmp*' -o -name '*.lock' -o -name '.convfs-*' -o -name '*.bak_*' \) -print)
 [[ -z $left ]] || problem "files left behind:\n$left"
 
 unmount_convfs "$M"
