@@ -33,7 +33,7 @@ static int export_plain(void *ctx, int dirfd, const char *name, const char *rel,
 	struct export_ctx *c = ctx;
 	int r = 0, fd;
 
-	/* Each mount's own (the client's databases, which it makes again from the conversations): not theirs to keep. */
+	/* Each mount's own (the client's databases): export_per_mount() picks one. */
 	if (strcmp(rel, PLAIN_PER_MOUNT_DIR) == 0)
 		return WALK_SKIP;
 	progress_show(&c->progress, "exporting: %lu files", ++c->files);
@@ -100,6 +100,52 @@ static int export_doc(void *ctx, const char *path, const struct store_stat *ss)
 	return r;
 }
 
+/*
+ * The client's databases (the 3.x CLI's db/, the 1.x CLI's locks.db) are
+ * kept per mount, in PLAIN_PER_MOUNT_DIR/<folder id>: the export takes those
+ * of the mount last used (the folder whose entries changed last), as the
+ * folder it was made from had them. 0 if there are none; or -errno.
+ */
+static int export_per_mount(struct export_ctx *c, int root_fd)
+{
+	_cleanup_close_ int dfd = openat(root_fd, PLAIN_PER_MOUNT_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	_cleanup_close_ int sub = -1;
+	char last[32] = "";
+	struct timespec last_mtime = { 0 };
+	struct dirent *de;
+	DIR *d;
+	int r;
+
+	if (dfd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	d = fdopendir(dup(dfd));
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		struct stat st;
+
+		if (strspn(de->d_name, "0123456789") != strlen(de->d_name) || strlen(de->d_name) >= sizeof(last) ||
+		    fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+			continue;
+		if (!*last || st.st_mtim.tv_sec > last_mtime.tv_sec ||
+		    (st.st_mtim.tv_sec == last_mtime.tv_sec && st.st_mtim.tv_nsec > last_mtime.tv_nsec)) {
+			snprintf(last, sizeof(last), "%s", de->d_name);
+			last_mtime = st.st_mtim;
+		}
+	}
+	closedir(d);
+	if (!*last)
+		return 0;
+	sub = openat(dfd, last, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (sub < 0)
+		return -errno;
+	r = walk(sub, "", export_plain, c);
+	if (r < 0)
+		log_err("cannot export the client's databases of '%s/%s': %s", PLAIN_PER_MOUNT_DIR, last,
+			strerror(-r));
+	return r;
+}
+
 int fs_export(const char *store_path, const char *dir)
 {
 	struct fs fs = { .root_fd = -1, .lock_fd = -1, .registry = { .fd = -1 } };
@@ -159,6 +205,8 @@ int fs_export(const char *store_path, const char *dir)
 	progress_start(&c.progress);
 	r = walk(src, "", export_plain, &c);
 	close(src);
+	if (r == 0)
+		r = export_per_mount(&c, fs.root_fd);
 	if (r == 0)
 		r = store_doc_foreach(fs.store, export_doc, &c);
 	progress_end(&c.progress, "exported %lu files and %lu conversation files", c.files, c.docs);
