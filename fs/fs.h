@@ -25,6 +25,8 @@ struct fuse_session;
 struct bases;
 struct take_in;
 struct shares;
+struct nodes;
+struct dirs;
 
 /* Called for each entry of a folder listing; a negative return stops it. */
 typedef int (*op_list_fn)(void *ctx, const char *name, mode_t type, uint64_t ino);
@@ -48,6 +50,12 @@ struct fs {
 	char *per_mount;    /* where this mount keeps what is kept per mount (plain_per_mount()), or NULL */
 	struct shares *shares;   /* other users' shares of the daemon's resources (shares.c); NULL: none */
 	uint64_t nofile_was;     /* the soft limit of open files before shares_raise_nofile() */
+	/* The kernel's side of the mount (fs/kernel/), from ll_session_new() to ll_session_free(). */
+	struct fuse_session *session; /* what tells the kernel; NULL outside a mount (export, tests) */
+	struct nodes *nodes;     /* the kernel's node ids (nodes.h) */
+	struct dirs *dirs;       /* listings kept for readdir (dirs.h) */
+	bool epochs;             /* the kernel takes NOTIFY_INC_EPOCH (atomic; kcache.c) */
+	uint64_t placement_told; /* the store's placement generation the kernel was told of (atomic; kcache.c) */
 };
 
 /*
@@ -56,9 +64,12 @@ struct fs {
  */
 #define FS_XATTR_RESTORE "user.convfs.restore"
 
-/* lowlevel.c: the FUSE session serving fs (one per process). */
+/*
+ * lowlevel.c: the FUSE session serving fs, its node table and listings made
+ * (NULL, with one log line, if that fails); ll_session_free() ends them.
+ */
 struct fuse_session *ll_session_new(struct fuse_args *args, struct fs *fs);
-void ll_session_forget(void);
+void ll_session_free(struct fs *fs);
 
 /* ---- plain.c: the backing tree, never followed out of ---------------- */
 

@@ -513,8 +513,7 @@ static int serve(struct fs *fs, struct fuse_args *args, const char *store_path, 
 	fuse_session_unmount(se);
 	log_info("unmounted '%s'; the store is closed", mountpoint);
 out_session:
-	ll_session_forget();
-	fuse_session_destroy(se);
+	ll_session_free(fs);
 out_store:
 	shadow_shutdown();
 	store_free(fs->store);

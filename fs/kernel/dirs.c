@@ -54,9 +54,30 @@ struct dir_listing {
 	size_t n, alloc;
 };
 
-static struct dir_listing *kept[LISTINGS_KEPT];
-static uint32_t last_serial;
-static pthread_mutex_t dirs_lock = PTHREAD_MUTEX_INITIALIZER;
+/* A mount's listings kept. */
+struct dirs {
+	struct dir_listing *kept[LISTINGS_KEPT];
+	uint32_t last_serial;
+	pthread_mutex_t lock;
+	struct nodes *nodes; /* whose lookups a reply that did not reach the kernel takes back */
+};
+
+int dirs_new(struct nodes *nodes, struct dirs **ret)
+{
+	struct dirs *d = calloc(1, sizeof(*d));
+	int r;
+
+	if (!d)
+		return -ENOMEM;
+	r = -pthread_mutex_init(&d->lock, NULL);
+	if (r < 0) {
+		free(d);
+		return r;
+	}
+	d->nodes = nodes;
+	*ret = d;
+	return 0;
+}
 
 static void listing_free(struct dir_listing *l)
 {
@@ -68,36 +89,36 @@ static void listing_free(struct dir_listing *l)
 	free(l);
 }
 
-/* Drops a reference; dirs_lock held. Returns the listing if it is to be freed (outside the lock). */
+/* Drops a reference; d->lock held. Returns the listing if it is to be freed (outside the lock). */
 static struct dir_listing *listing_put(struct dir_listing *l)
 {
 	return --l->refs == 0 ? l : NULL;
 }
 
-/* The table lets go of slot i; dirs_lock held. */
-static struct dir_listing *unkeep(unsigned i)
+/* The table lets go of slot i; d->lock held. */
+static struct dir_listing *unkeep(struct dirs *d, unsigned i)
 {
-	struct dir_listing *l = kept[i];
+	struct dir_listing *l = d->kept[i];
 
-	kept[i] = NULL;
+	d->kept[i] = NULL;
 	return l ? listing_put(l) : NULL;
 }
 
-struct dir_listing *dir_listing_find(fuse_ino_t ino, off_t off)
+struct dir_listing *dir_listing_find(struct dirs *d, fuse_ino_t ino, off_t off)
 {
 	uint32_t serial = (uint32_t)((uint64_t)off >> SERIAL_SHIFT) & SERIAL_MASK;
 	struct dir_listing *l = NULL;
 
 	if (off == 0)
 		return NULL;
-	pthread_mutex_lock(&dirs_lock);
+	pthread_mutex_lock(&d->lock);
 	for (unsigned i = 0; i < LISTINGS_KEPT; i++)
-		if (kept[i] && kept[i]->node == ino && kept[i]->serial == serial) {
-			l = kept[i];
+		if (d->kept[i] && d->kept[i]->node == ino && d->kept[i]->serial == serial) {
+			l = d->kept[i];
 			l->refs++;
 			break;
 		}
-	pthread_mutex_unlock(&dirs_lock);
+	pthread_mutex_unlock(&d->lock);
 	return l;
 }
 
@@ -117,7 +138,7 @@ static int listing_add(void *ctx, const char *name, mode_t type, uint64_t ino)
 	return 0;
 }
 
-int dir_listing_new(fuse_ino_t ino, const struct route *rt, struct dir_listing **ret)
+int dir_listing_new(struct dirs *d, fuse_ino_t ino, const struct route *rt, struct dir_listing **ret)
 {
 	struct dir_listing *l = calloc(1, sizeof(*l)), *gone;
 	unsigned oldest = 0;
@@ -132,20 +153,20 @@ int dir_listing_new(fuse_ino_t ino, const struct route *rt, struct dir_listing *
 	}
 	l->node = ino;
 	l->refs = 2; /* the table's and the caller's */
-	pthread_mutex_lock(&dirs_lock);
-	l->serial = last_serial = (last_serial + 1) & SERIAL_MASK;
+	pthread_mutex_lock(&d->lock);
+	l->serial = d->last_serial = (d->last_serial + 1) & SERIAL_MASK;
 	for (unsigned i = 0; i < LISTINGS_KEPT; i++) {
-		if (!kept[i]) {
+		if (!d->kept[i]) {
 			oldest = i;
 			break;
 		}
 		/* serials grow, but for a wrap every 4 million listings: then the order is off once */
-		if (kept[i]->serial < kept[oldest]->serial)
+		if (d->kept[i]->serial < d->kept[oldest]->serial)
 			oldest = i;
 	}
-	gone = unkeep(oldest);
-	kept[oldest] = l;
-	pthread_mutex_unlock(&dirs_lock);
+	gone = unkeep(d, oldest);
+	d->kept[oldest] = l;
+	pthread_mutex_unlock(&d->lock);
 	listing_free(gone);
 	*ret = l;
 	return 0;
@@ -157,7 +178,7 @@ int dir_listing_new(fuse_ino_t ino, const struct route *rt, struct dir_listing *
  * into *counted. Returns the bytes filled; *ret_i is the first entry left out.
  */
 static size_t fill(fuse_req_t req, struct dir_listing *l, size_t i, char *buf, size_t size, dir_entry_fn entry,
-		   fuse_ino_t *counted, size_t *ret_ncounted, size_t *ret_i)
+		   void *arg, fuse_ino_t *counted, size_t *ret_ncounted, size_t *ret_i)
 {
 	uint64_t base = (uint64_t)l->serial << SERIAL_SHIFT;
 	size_t pos = 0;
@@ -180,7 +201,7 @@ static size_t fill(fuse_req_t req, struct dir_listing *l, size_t i, char *buf, s
 		need = fuse_add_direntry_plus(req, NULL, 0, l->v[i].name, &e, next);
 		if (need > size - pos)
 			break;
-		if (entry(l->node, l->v[i].name, &e))
+		if (entry(arg, l->node, l->v[i].name, &e))
 			counted[(*ret_ncounted)++] = e.ino;
 		else
 			e = (struct fuse_entry_param){ .attr = st };
@@ -191,7 +212,8 @@ static size_t fill(fuse_req_t req, struct dir_listing *l, size_t i, char *buf, s
 	return pos;
 }
 
-static void reply(fuse_req_t req, struct dir_listing *l, size_t size, off_t off, dir_entry_fn entry)
+static void reply(struct dirs *d, fuse_req_t req, struct dir_listing *l, size_t size, off_t off, dir_entry_fn entry,
+		  void *arg)
 {
 	_cleanup_free_ char *buf = malloc(size);
 	/* Each entry of a readdirplus takes more than a fuse_dirent: fewer than size / 24 of them. */
@@ -202,44 +224,44 @@ static void reply(fuse_req_t req, struct dir_listing *l, size_t size, off_t off,
 	if (!buf || (entry && !counted)) {
 		fuse_reply_err(req, ENOMEM);
 	} else {
-		pos = fill(req, l, i, buf, size, entry, counted, &ncounted, &i);
+		pos = fill(req, l, i, buf, size, entry, arg, counted, &ncounted, &i);
 		/* Not delivered (interrupted): the kernel did not count those lookups either. */
 		if (fuse_reply_buf(req, buf, pos) < 0)
 			for (size_t k = 0; k < ncounted; k++)
-				nodes_forget(counted[k], 1);
+				nodes_forget(d->nodes, counted[k], 1);
 	}
-	pthread_mutex_lock(&dirs_lock);
+	pthread_mutex_lock(&d->lock);
 	/*
 	 * Read to its end (the reply after the last entry, which is empty):
 	 * the next reading of the folder starts from 0, with a new listing.
 	 */
 	if (i >= l->n && pos == 0)
 		for (unsigned k = 0; k < LISTINGS_KEPT; k++)
-			if (kept[k] == l)
-				(void)unkeep(k); /* the caller's reference is still held */
+			if (d->kept[k] == l)
+				(void)unkeep(d, k); /* the caller's reference is still held */
 	gone = listing_put(l);
-	pthread_mutex_unlock(&dirs_lock);
+	pthread_mutex_unlock(&d->lock);
 	listing_free(gone);
 }
 
-void dir_reply(fuse_req_t req, struct dir_listing *l, size_t size, off_t off)
+void dir_reply(struct dirs *d, fuse_req_t req, struct dir_listing *l, size_t size, off_t off)
 {
-	reply(req, l, size, off, NULL);
+	reply(d, req, l, size, off, NULL, NULL);
 }
 
-void dir_reply_plus(fuse_req_t req, struct dir_listing *l, size_t size, off_t off, dir_entry_fn entry)
+void dir_reply_plus(struct dirs *d, fuse_req_t req, struct dir_listing *l, size_t size, off_t off,
+		    dir_entry_fn entry, void *arg)
 {
-	reply(req, l, size, off, entry);
+	reply(d, req, l, size, off, entry, arg);
 }
 
-void dir_release_all(void)
+void dirs_free(struct dirs *d)
 {
-	struct dir_listing *gone[LISTINGS_KEPT];
-
-	pthread_mutex_lock(&dirs_lock);
+	if (!d)
+		return;
+	/* No request runs any more: no reference but the table's is left. */
 	for (unsigned i = 0; i < LISTINGS_KEPT; i++)
-		gone[i] = unkeep(i);
-	pthread_mutex_unlock(&dirs_lock);
-	for (unsigned i = 0; i < LISTINGS_KEPT; i++)
-		listing_free(gone[i]);
+		listing_free(unkeep(d, i));
+	pthread_mutex_destroy(&d->lock);
+	free(d);
 }

@@ -45,7 +45,11 @@
  */
 #define CACHE_TIMEOUT 600.0
 
-static struct fuse_session *session;
+/* The session to tell the kernel through; NULL outside a mount, and once it ends. */
+static struct fuse_session *session_of(struct fs *fs)
+{
+	return __atomic_load_n(&fs->session, __ATOMIC_ACQUIRE);
+}
 
 /*
  * FUSE_NOTIFY_INC_EPOCH (protocol 7.44, Linux 6.16): the kernel counts
@@ -56,15 +60,14 @@ static struct fuse_session *session;
  */
 #define NOTIFY_INC_EPOCH 8
 #define EPOCH_MINOR 44
-static bool epochs; /* the kernel takes NOTIFY_INC_EPOCH: docs' entries are kept */
 
 void kcache_new_epoch(struct fs *fs)
 {
 	struct fuse_out_header h = { .len = sizeof(h), .error = NOTIFY_INC_EPOCH, .unique = 0 };
+	struct fuse_session *session = session_of(fs);
 	ssize_t n;
 
-	(void)fs;
-	if (!session || !__atomic_load_n(&epochs, __ATOMIC_ACQUIRE))
+	if (!session || !__atomic_load_n(&fs->epochs, __ATOMIC_ACQUIRE))
 		return;
 	/*
 	 * No lock is taken in the kernel: an increment. ENODEV, EBADF: the
@@ -78,7 +81,7 @@ void kcache_new_epoch(struct fs *fs)
 	if (n != (ssize_t)sizeof(h)) {
 		log_err("cannot tell the kernel that docs changed (a new epoch): %s; docs' entries are not kept from now on",
 			n < 0 ? strerror(errno) : "short write");
-		__atomic_store_n(&epochs, false, __ATOMIC_RELEASE);
+		__atomic_store_n(&fs->epochs, false, __ATOMIC_RELEASE);
 	}
 }
 
@@ -93,37 +96,37 @@ void kcache_new_epoch(struct fs *fs)
  * nothing a request holds. The node may be freed meanwhile: the kernel
  * ignores an unknown id.
  */
-static void drop(struct node_ref node)
+static void drop(struct fuse_session *session, struct node_ref node)
 {
 	fuse_lowlevel_notify_inval_inode(session, node.ino, node.dir ? 0 : -1, 0);
 }
 
 void kcache_invalidate_pages(struct fs *fs, const char *rel)
 {
+	struct fuse_session *session = session_of(fs);
 	struct node_ref node;
 
-	(void)fs;
 	if (!session)
 		return;
-	node = nodes_find(rel);
+	node = nodes_find(fs->nodes, rel);
 	if (node.ino && !node.version)
 		fuse_lowlevel_notify_inval_inode(session, node.ino, 0, 0);
 }
 
 void kcache_invalidate(struct fs *fs, const char *rel)
 {
+	struct fuse_session *session = session_of(fs);
 	struct node_ref node;
 
-	(void)fs;
 	if (!session)
 		return;
-	node = nodes_find(rel);
+	node = nodes_find(fs->nodes, rel);
 	/*
 	 * A version node's attributes never change: a commit leaves them
 	 * alone. Other docs have no pages (direct I/O).
 	 */
 	if (node.ino && !node.version)
-		drop(node);
+		drop(session, node);
 }
 
 /*
@@ -217,24 +220,25 @@ static bool is_view_placed(const char *const *up, size_t n)
  */
 void kcache_placement_check(struct fs *fs)
 {
-	static uint64_t seen;
-	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	struct fuse_session *session = session_of(fs);
 	_cleanup_free_ struct node_ref *nodes = NULL;
 	size_t n = 0;
 	uint64_t now = store_placement_generation(fs->store);
 
-	if (!session || __atomic_load_n(&seen, __ATOMIC_ACQUIRE) == now)
+	/*
+	 * Told by whoever sees the generation move first; two that see it at
+	 * once both tell, which costs a few notifications, not a lock held
+	 * while the kernel is told.
+	 */
+	if (!session || __atomic_exchange_n(&fs->placement_told, now, __ATOMIC_ACQ_REL) == now)
 		return;
-	pthread_mutex_lock(&lock);
-	__atomic_store_n(&seen, now, __ATOMIC_RELEASE);
-	drop((struct node_ref){ .ino = FUSE_ROOT_ID, .dir = true });
-	if (nodes_collect(is_view_placed, &nodes, &n) < 0)
+	drop(session, (struct node_ref){ .ino = FUSE_ROOT_ID, .dir = true });
+	if (nodes_collect(fs->nodes, is_view_placed, &nodes, &n) < 0)
 		/* The kernel keeps what it has until a folder's mtime moves, for a second at most. */
 		log_warn("out of memory while telling the kernel that tasks moved");
 	/* Those are the view's folders, but for a client's own files directly in workspaces/. */
 	for (size_t i = 0; i < n; i++)
-		drop(nodes[i]);
-	pthread_mutex_unlock(&lock);
+		drop(session, nodes[i]);
 }
 
 static bool is_top_level(const char *const *up, size_t n)
@@ -255,15 +259,15 @@ void kcache_taken_in(struct fs *fs)
 	_cleanup_free_ struct node_ref *nodes = NULL;
 	size_t n = 0;
 
-	if (!session)
+	if (!session_of(fs))
 		return;
-	kcache_drop_attrs(FUSE_ROOT_ID);
-	if (nodes_collect(is_top_level, &nodes, &n) < 0)
+	kcache_drop_attrs(fs, FUSE_ROOT_ID);
+	if (nodes_collect(fs->nodes, is_top_level, &nodes, &n) < 0)
 		log_warn("out of memory while telling the kernel what the take-in changed; it may show the top "
 			 "folders' old times and link counts for up to %.0f s",
 			 CACHE_TIMEOUT);
 	for (size_t i = 0; i < n; i++)
-		kcache_drop_attrs(nodes[i].ino);
+		kcache_drop_attrs(fs, nodes[i].ino);
 	kcache_new_epoch(fs);
 	kcache_placement_check(fs);
 }
@@ -320,12 +324,12 @@ static double entry_timeout(struct fs *fs, const struct route *rt)
 	return up.store == STORE_PATH_DOC_DIR ? TIMEOUT : CACHE_TIMEOUT;
 }
 
-void kcache_session_set(struct fuse_session *se)
+void kcache_session_set(struct fs *fs, struct fuse_session *se)
 {
-	session = se;
+	__atomic_store_n(&fs->session, se, __ATOMIC_RELEASE);
 }
 
-void kcache_init(const struct fuse_conn_info *conn)
+void kcache_init(struct fs *fs, const struct fuse_conn_info *conn)
 {
 	const char *no;
 	bool on = conn->proto_major == FUSE_KERNEL_VERSION && conn->proto_minor >= EPOCH_MINOR;
@@ -334,14 +338,16 @@ void kcache_init(const struct fuse_conn_info *conn)
 	no = getenv("CONVFS_NO_EPOCHS");
 	if (no && strcmp(no, "1") == 0)
 		on = false;
-	__atomic_store_n(&epochs, on, __ATOMIC_RELEASE);
+	__atomic_store_n(&fs->epochs, on, __ATOMIC_RELEASE);
 	log_debug("the kernel speaks FUSE %u.%u: %s", conn->proto_major, conn->proto_minor,
 		  on ? "docs' entries are kept, and dropped at each change by a new epoch"
 		     : "docs' entries are never kept (no epochs)");
 }
 
-void kcache_drop_attrs(fuse_ino_t ino)
+void kcache_drop_attrs(struct fs *fs, fuse_ino_t ino)
 {
+	struct fuse_session *session = session_of(fs);
+
 	if (session)
 		fuse_lowlevel_notify_inval_inode(session, ino, -1, 0);
 }
@@ -372,8 +378,8 @@ void kcache_entry(struct fs *fs, const struct route *rt, const char *path, struc
  * lookup began in: so an answer with the revision before a change never
  * outlives it.
  */
-void kcache_doc_entry(struct fuse_entry_param *e, bool version)
+void kcache_doc_entry(struct fs *fs, struct fuse_entry_param *e, bool version)
 {
 	e->attr_timeout = kcache_links_timeout(&e->attr, version ? KCACHE_VERSION_TIMEOUT : 0);
-	e->entry_timeout = version && __atomic_load_n(&epochs, __ATOMIC_ACQUIRE) ? CACHE_TIMEOUT : 0;
+	e->entry_timeout = version && __atomic_load_n(&fs->epochs, __ATOMIC_ACQUIRE) ? CACHE_TIMEOUT : 0;
 }

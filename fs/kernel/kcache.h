@@ -25,10 +25,10 @@
  * The session the kernel is told through, from its making to its end (NULL
  * then: nothing is told, as outside a mount: the export, the tests).
  */
-void kcache_session_set(struct fuse_session *se);
+void kcache_session_set(struct fs *fs, struct fuse_session *se);
 
 /* At the session's start: whether the kernel counts epochs (docs' entries kept). */
-void kcache_init(const struct fuse_conn_info *conn);
+void kcache_init(struct fs *fs, const struct fuse_conn_info *conn);
 
 /* Drops the kernel's attributes of the node at rel, and a folder's listing (never a file's pages). */
 void kcache_invalidate(struct fs *fs, const char *rel);
@@ -44,7 +44,7 @@ void kcache_new_epoch(struct fs *fs);
 /* If a task may have moved since the last call, drops the kernel's attributes of the view's task folders. */
 void kcache_placement_check(struct fs *fs);
 /* Drops the kernel's attributes of node ino (not its pages): its link count or its version changed. */
-void kcache_drop_attrs(fuse_ino_t ino);
+void kcache_drop_attrs(struct fs *fs, fuse_ino_t ino);
 /* The take-in changed the store while the mount answered: drops what the kernel may keep of the folders holding it. */
 void kcache_taken_in(struct fs *fs);
 
@@ -61,6 +61,6 @@ double kcache_handle_timeout(const struct route *rt, double timeout);
 /* How long the kernel may keep the entry e of rt (not a doc's), whose path is path: e's timeouts set. */
 void kcache_entry(struct fs *fs, const struct route *rt, const char *path, struct fuse_entry_param *e);
 /* How long it may keep the entry e of a doc's node, a version node or not: e's timeouts set. */
-void kcache_doc_entry(struct fuse_entry_param *e, bool version);
+void kcache_doc_entry(struct fs *fs, struct fuse_entry_param *e, bool version);
 
 #endif

@@ -2,11 +2,13 @@
 /*
  * lowlevel.c: the FUSE low-level interface: lookups, routes and replies.
  *
- * The kernel names files by node ids it got from lookups. This file turns
- * each request's node id into a path (through the node table, nodes.c), the
- * path into a route (route.c), calls the operation in ops.c, open.c or
- * names.c with the route, then replies exactly once, with what kcache.c
- * says the kernel may keep of the reply, and for how long.
+ * The kernel names files by node ids it got from lookups. Each handler here
+ * (and in attrs.c, for attributes) finds the mount the request asks and
+ * turns its node id into a path (through the mount's node table, nodes.c;
+ * request.c), the path into a route (route.c), asks the node's state where
+ * it matters (states.c), calls the operation in ops.c, open.c or names.c
+ * with the route, then replies exactly once, with what kcache.c says the
+ * kernel may keep of the reply, and for how long.
  *
  * Why not libfuse's high-level API, which does the same: when a file is
  * replaced by a rename, the high-level API forgets the replaced node at once,
@@ -32,6 +34,7 @@
 #include "fs/kernel/kcache.h"
 #include "fs/kernel/loop.h"
 #include "fs/kernel/nodes.h"
+#include "fs/kernel/request.h"
 #include "fs/kernel/watch.h"
 #include "fs/ops/ops.h"
 #include "fs/view/view.h"
@@ -39,92 +42,6 @@
 #include "store/util.h"
 
 struct fs *fs_current;
-__thread pid_t fs_caller_pid;
-__thread uid_t fs_caller_uid;
-__thread gid_t fs_caller_gid;
-
-/* Whether the take-in goes on (fs_take_in_begin()). */
-static bool taking_in(void)
-{
-	struct take_in *t = fs_current->take_in;
-
-	return t && !fs_take_in_done(t);
-}
-
-/*
- * While the take-in goes on (fs_take_in_begin()), a request waits here
- * until what it touches at path was looked at underneath (listing: path's
- * listing). 0, or -EIO: the take-in failed.
- */
-static int wait_taken_in(const char *path, bool listing)
-{
-	struct route rt;
-
-	if (!taking_in())
-		return 0;
-	route_resolve(fs_current, path, &rt);
-	return fs_take_in_wait(fs_current->take_in, rt.rel, rt.kind == ROUTE_VIEW, listing);
-}
-
-/*
- * The path of ino (plus "/name"), as nodes_path(); names the kernel must not
- * reach refused. Waits for the take-in where it must (wait_taken_in()).
- */
-static int path_of(fuse_ino_t ino, const char *name, struct sb *out, bool *ret_removed)
-{
-	int r;
-
-	if (name && (strlen(name) > NAME_MAX))
-		return -ENAMETOOLONG;
-	/* The root's .convfs-* entries are convfs's own (the trash's folders). */
-	if (name && ino == FUSE_ROOT_ID && strncmp(name, ".convfs-", 8) == 0)
-		return -ENOENT;
-	r = nodes_path(ino, name, out, ret_removed);
-	return r < 0 ? r : wait_taken_in(out->buf, false);
-}
-
-/* The route of a path path_of() made: resolved into *rt, which it returns. */
-static const struct route *route_of(const struct sb *path, struct route *rt)
-{
-	route_resolve(fs_current, path->buf, rt);
-	return rt;
-}
-
-/* The path of node ino and its route, resolved into *rt. */
-static int node_route(fuse_ino_t ino, struct sb *path, struct route *rt, bool *ret_removed)
-{
-	int r = path_of(ino, NULL, path, ret_removed);
-
-	if (r == 0)
-		route_resolve(fs_current, path->buf, rt);
-	return r;
-}
-
-/*
- * A plain path this request changed (made, removed, renamed, its attributes
- * set): while other daemons serve the store, they are told, so that their
- * kernels drop what they keep of it (fs/kernel/watch.c).
- */
-static void tell_others(const struct route *rt)
-{
-	int r;
-
-	if (rt->kind != ROUTE_PLAIN || !watch_peers(fs_current))
-		return;
-	r = store_plain_changed(fs_current->store, rt->rel);
-	if (r < 0)
-		log_warn("cannot tell the other mounts of the store that '%s' changed: %s; they may show it as it was "
-			 "for a while", rt->rel, strerror(-r));
-}
-
-static void begin(fuse_req_t req)
-{
-	const struct fuse_ctx *ctx = fuse_req_ctx(req);
-
-	fs_caller_pid = ctx->pid;
-	fs_caller_uid = ctx->uid;
-	fs_caller_gid = ctx->gid;
-}
 
 /* ---- entries ------------------------------------------------------------------ */
 
@@ -139,6 +56,7 @@ static void begin(fuse_req_t req)
  */
 static void reply_version_entry(fuse_req_t req, fuse_ino_t parent, const char *name, const struct route *rt)
 {
+	struct fs *fs = fuse_req_userdata(req);
 	struct fuse_entry_param e = { 0 };
 	int64_t rev;
 	bool version;
@@ -150,15 +68,15 @@ static void reply_version_entry(fuse_req_t req, fuse_ino_t parent, const char *n
 	}
 	/* (A doc has a revision from its first commit on: rev 0 would be no version.) */
 	version = rev > 0;
-	e.ino = version ? nodes_lookup_version(parent, name, rev, &e.attr, &version)
-			: nodes_lookup(parent, name, e.attr.st_mode, NULL);
+	e.ino = version ? nodes_lookup_version(fs->nodes, parent, name, rev, &e.attr, &version)
+			: nodes_lookup(fs->nodes, parent, name, e.attr.st_mode, NULL);
 	if (!e.ino) {
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	kcache_doc_entry(&e, version);
+	kcache_doc_entry(fs, &e, version);
 	if (fuse_reply_entry(req, &e) == -ENOENT) /* interrupted: the kernel never knew the node */
-		nodes_lookup_undo(e.ino, NULL);
+		nodes_lookup_undo(fs->nodes, e.ino, NULL);
 }
 
 /*
@@ -166,14 +84,14 @@ static void reply_version_entry(fuse_req_t req, fuse_ino_t parent, const char *n
  * nodes stand for versions: reply_version_entry()); through handle fi if
  * not NULL. 0 or a negative errno.
  */
-static int entry_param(const struct route *rt, const char *path, struct fuse_file_info *fi,
+static int entry_param(struct fs *fs, const struct route *rt, const char *path, struct fuse_file_info *fi,
 		       struct fuse_entry_param *e)
 {
 	int r = op_getattr(rt, &e->attr, fi);
 
 	if (r < 0)
 		return r;
-	kcache_entry(fs_current, rt, path, e);
+	kcache_entry(fs, rt, path, e);
 	if (fi)
 		e->attr_timeout = kcache_handle_timeout(rt, e->attr_timeout);
 	return 0;
@@ -187,23 +105,24 @@ static int entry_param(const struct route *rt, const char *path, struct fuse_fil
 static void reply_entry_at(fuse_req_t req, fuse_ino_t parent, const char *name, const char *path,
 			   struct fuse_file_info *fi)
 {
+	struct fs *fs = fuse_req_userdata(req);
 	struct fuse_entry_param e = { 0 };
 	struct route rt;
 	int r;
 
-	route_resolve(fs_current, path, &rt);
+	route_resolve(fs, path, &rt);
 	if (rt.kind == ROUTE_DOC && !fi) {
 		reply_version_entry(req, parent, name, &rt);
 		return;
 	}
-	r = entry_param(&rt, path, fi, &e);
+	r = entry_param(fs, &rt, path, fi, &e);
 	if (r < 0) {
 		if (fi)
 			op_release(fi);
 		fuse_reply_err(req, -r);
 		return;
 	}
-	e.ino = nodes_lookup(parent, name, e.attr.st_mode, fi ? &fi->fh : NULL);
+	e.ino = nodes_lookup(fs->nodes, parent, name, e.attr.st_mode, fi ? &fi->fh : NULL);
 	if (!e.ino) {
 		if (fi)
 			op_release(fi);
@@ -218,21 +137,21 @@ static void reply_entry_at(fuse_req_t req, fuse_ino_t parent, const char *name, 
 	if (fi) {
 		if (fuse_reply_create(req, &e, fi) == -ENOENT) {
 			log_debug("create of '%s' was interrupted", path);
-			nodes_lookup_undo(e.ino, &fi->fh);
+			nodes_lookup_undo(fs->nodes, e.ino, &fi->fh);
 			op_release(fi);
 		}
 	} else if (fuse_reply_entry(req, &e) == -ENOENT) {
-		nodes_lookup_undo(e.ino, NULL);
+		nodes_lookup_undo(fs->nodes, e.ino, NULL);
 	}
 }
 
 static void ll_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
+	struct fs *fs = begin(req);
 	_cleanup_sb_ struct sb path = SB_INIT;
 	int r;
 
-	begin(req);
-	r = path_of(parent, name, &path, NULL);
+	r = path_of(fs, parent, name, &path, NULL);
 	if (r < 0) {
 		fuse_reply_err(req, -r);
 		return;
@@ -242,222 +161,32 @@ static void ll_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 static void ll_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
-	nodes_forget(ino, nlookup);
+	struct fs *fs = fuse_req_userdata(req);
+
+	nodes_forget(fs->nodes, ino, nlookup);
 	fuse_reply_none(req);
 }
 
 static void ll_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
 {
+	struct fs *fs = fuse_req_userdata(req);
+
 	for (size_t i = 0; i < count; i++)
-		nodes_forget(forgets[i].ino, forgets[i].nlookup);
+		nodes_forget(fs->nodes, forgets[i].ino, forgets[i].nlookup);
 	fuse_reply_none(req);
-}
-
-/* ---- attributes --------------------------------------------------------------- */
-
-/*
- * A doc's attributes are never cached by the kernel (timeout 0), and a
- * process that has the doc open sees the size of the version it reads, so
- * that fstat() then read() gives it one whole version.
- */
-struct owner_stat {
-	pid_t tgid;
-	struct stat *st;
-};
-
-/* fh is the asking process's own handle: its version's attributes into *st. */
-static bool getattr_if_owner(uint64_t fh, void *arg)
-{
-	struct owner_stat *o = arg;
-
-	return op_getattr_if_owner(fh, o->tgid, o->st) == 0;
-}
-
-struct handle_call {
-	const struct route *rt;
-	struct stat *st;         /* getattr's; NULL for setattr */
-	const struct stat *attr; /* setattr's */
-	int to_set;
-	int r;
-};
-
-static int setattr_route(const struct route *rt, const struct stat *attr, int to_set, struct fuse_file_info *fi);
-
-/* A removed file's attributes, read or set through one of its handles, fh. */
-static bool through_handle(uint64_t fh, void *arg)
-{
-	struct handle_call *c = arg;
-	struct fuse_file_info any = { .fh = fh };
-
-	c->r = c->st ? op_getattr(c->rt, c->st, &any) : setattr_route(c->rt, c->attr, c->to_set, &any);
-	return true;
-}
-
-/* The attributes of node ino at rt, asked afresh (not a version node's). */
-static int getattr_fresh(fuse_ino_t ino, const struct route *rt, bool removed, struct fuse_file_info *fi,
-			 struct stat *st)
-{
-	bool doc = rt->kind == ROUTE_DOC;
-
-	if (doc && !fi) {
-		struct owner_stat o = { .st = st };
-		struct fs_proc proc;
-		int64_t rev;
-
-		/*
-		 * Only a doc that is open needs to know who asks (two reads of
-		 * /proc): nodes_with_open() answers at once for one that is not.
-		 * Nor does one whose every handle shows the version stored now
-		 * (grep's fstat of the file it reads): all get the same answer.
-		 */
-		if (!nodes_with_open(ino, NULL, NULL))
-			return op_getattr(rt, st, NULL);
-		if (!removed && !nodes_with_open(ino, op_handle_shows_other, NULL) && op_getattr_doc(rt, st, &rev) == 0 &&
-		    !nodes_with_open(ino, op_handle_shows_other, &rev))
-			return 0;
-		if (fs_proc_get(fs_caller_pid, &proc) == 0) {
-			o.tgid = proc.tgid;
-			if (nodes_with_open(ino, getattr_if_owner, &o))
-				return 0;
-		}
-	}
-	if (!fi && removed) {
-		/*
-		 * A removed file: fstat() through one of its open handles, under
-		 * the table lock so that the handle cannot be released meanwhile.
-		 */
-		struct handle_call c = { .rt = rt, .st = st };
-
-		if (nodes_with_open(ino, through_handle, &c))
-			return c.r;
-		if (!doc)
-			return -ESTALE;
-	}
-	return op_getattr(rt, st, fi);
-}
-
-static int getattr_route(fuse_ino_t ino, const struct route *rt, bool removed, struct fuse_file_info *fi,
-			 struct stat *st, double *ret_timeout)
-{
-	int r;
-
-	if (rt->kind == ROUTE_DOC && nodes_version_stat(ino, st)) {
-		*ret_timeout = kcache_links_timeout(st, KCACHE_VERSION_TIMEOUT);
-		return 0;
-	}
-	r = getattr_fresh(ino, rt, removed, fi, st);
-	*ret_timeout = r == 0 ? kcache_attr_timeout(rt, st) : 0;
-	if (fi)
-		*ret_timeout = kcache_handle_timeout(rt, *ret_timeout);
-	return r;
-}
-
-static int getattr_node(fuse_ino_t ino, struct fuse_file_info *fi, struct stat *st, double *ret_timeout)
-{
-	_cleanup_sb_ struct sb path = SB_INIT;
-	struct route rt;
-	bool removed;
-	int r;
-
-	r = node_route(ino, &path, &rt, &removed);
-	if (r < 0)
-		return r;
-	return getattr_route(ino, &rt, removed, fi, st, ret_timeout);
-}
-
-/* Replies to getattr and setattr: the error r, or the attributes st. */
-static void reply_attr(fuse_req_t req, int r, const struct stat *st, double timeout)
-{
-	if (r < 0)
-		fuse_reply_err(req, -r);
-	else
-		fuse_reply_attr(req, st, timeout);
-}
-
-static void ll_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
-{
-	struct stat st;
-	double timeout;
-	int r;
-
-	begin(req);
-	r = getattr_node(ino, fi, &st, &timeout);
-	reply_attr(req, r, &st, timeout);
-}
-
-/* Applies the attributes to_set names, from attr, to rt (or to the open file fi). */
-static int setattr_route(const struct route *rt, const struct stat *attr, int to_set, struct fuse_file_info *fi)
-{
-	int r = 0;
-
-	if (to_set & FUSE_SET_ATTR_MODE)
-		r = op_chmod(rt, attr->st_mode, fi);
-	if (r == 0 && (to_set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)))
-		r = op_chown(rt, (to_set & FUSE_SET_ATTR_UID) ? attr->st_uid : (uid_t)-1,
-			     (to_set & FUSE_SET_ATTR_GID) ? attr->st_gid : (gid_t)-1, fi);
-	if (r == 0 && (to_set & FUSE_SET_ATTR_SIZE))
-		r = op_truncate(rt, attr->st_size, fi);
-	if (r == 0 && (to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME))) {
-		struct timespec tv[2] = { { .tv_nsec = UTIME_OMIT }, { .tv_nsec = UTIME_OMIT } };
-
-		if (to_set & FUSE_SET_ATTR_ATIME_NOW)
-			tv[0].tv_nsec = UTIME_NOW;
-		else if (to_set & FUSE_SET_ATTR_ATIME)
-			tv[0] = attr->st_atim;
-		if (to_set & FUSE_SET_ATTR_MTIME_NOW)
-			tv[1].tv_nsec = UTIME_NOW;
-		else if (to_set & FUSE_SET_ATTR_MTIME)
-			tv[1] = attr->st_mtim;
-		r = op_utimens(rt, tv, fi);
-	}
-	return r;
-}
-
-static void ll_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, struct fuse_file_info *fi)
-{
-	_cleanup_sb_ struct sb path = SB_INIT;
-	struct route rt;
-	struct stat st;
-	double timeout;
-	bool removed;
-	int r;
-
-	begin(req);
-	r = node_route(ino, &path, &rt, &removed);
-	/* (The reply's attributes, never cached, replace those the kernel kept of a version node.) */
-	if (r == 0 && rt.kind == ROUTE_DOC)
-		r = nodes_version_leave(ino, to_set & FUSE_SET_ATTR_SIZE, fs_caller_pid);
-	if (r == 0 && removed && !fi && rt.kind != ROUTE_DOC) {
-		/*
-		 * A removed plain file (fchmod of an unlinked open file): its path
-		 * names another file now, or none. Through one of its open handles,
-		 * under the table lock so that the handle cannot be released meanwhile.
-		 */
-		struct handle_call c = { .rt = &rt, .attr = attr, .to_set = to_set, .r = -ESTALE };
-
-		nodes_with_open(ino, through_handle, &c);
-		r = c.r;
-	} else if (r == 0) {
-		r = setattr_route(&rt, attr, to_set, fi);
-	}
-	if (r == 0) {
-		tell_others(&rt);
-		r = getattr_route(ino, &rt, removed, fi, &st, &timeout);
-	}
-	reply_attr(req, r, &st, timeout);
 }
 
 /* ---- names -------------------------------------------------------------------- */
 
 static void ll_readlink(fuse_req_t req, fuse_ino_t ino)
 {
+	struct fs *fs = begin(req);
 	_cleanup_sb_ struct sb path = SB_INIT;
 	struct route rt;
 	char buf[PATH_MAX + 1];
 	int r;
 
-	begin(req);
-	r = node_route(ino, &path, &rt, NULL);
+	r = node_route(fs, ino, &path, &rt, NULL);
 	if (r == 0)
 		r = op_readlink(&rt, buf, sizeof(buf));
 	if (r < 0)
@@ -478,14 +207,14 @@ struct make {
 /* Makes parent/name as m says (mknod, mkdir, symlink, create), then replies with its entry. */
 static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name, const struct make *m)
 {
+	struct fs *fs = begin(req);
 	_cleanup_sb_ struct sb path = SB_INIT;
 	struct route rt;
 	int r;
 
-	begin(req);
-	r = path_of(parent, name, &path, NULL);
+	r = path_of(fs, parent, name, &path, NULL);
 	if (r == 0) {
-		route_of(&path, &rt);
+		route_of(fs, &path, &rt);
 		switch (m->what) {
 		case MAKE_NODE:
 			r = op_mknod(&rt, m->mode, m->rdev);
@@ -505,7 +234,7 @@ static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name, cons
 		fuse_reply_err(req, -r);
 		return;
 	}
-	tell_others(&rt);
+	tell_others(fs, &rt);
 	reply_entry_at(req, parent, name, path.buf, m->fi);
 }
 
@@ -525,61 +254,61 @@ static void ll_symlink(fuse_req_t req, const char *target, fuse_ino_t parent, co
 }
 
 /* The paths and routes of both sides of a link or rename: from (a node, or a node's name) and to. */
-static int two_routes(fuse_ino_t ino, const char *name, fuse_ino_t newparent, const char *newname,
+static int two_routes(struct fs *fs, fuse_ino_t ino, const char *name, fuse_ino_t newparent, const char *newname,
 		      struct sb *from, struct sb *to, struct route *rf, struct route *rt)
 {
-	int r = path_of(ino, name, from, NULL);
+	int r = path_of(fs, ino, name, from, NULL);
 
 	if (r == 0)
-		r = path_of(newparent, newname, to, NULL);
+		r = path_of(fs, newparent, newname, to, NULL);
 	if (r == 0) {
-		route_of(from, rf);
-		route_of(to, rt);
+		route_of(fs, from, rf);
+		route_of(fs, to, rt);
 	}
 	return r;
 }
 
 static void ll_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent, const char *name)
 {
+	struct fs *fs = begin(req);
 	_cleanup_sb_ struct sb from = SB_INIT, to = SB_INIT;
 	struct route rf, rt;
 	int r;
 
-	begin(req);
-	r = two_routes(ino, NULL, parent, name, &from, &to, &rf, &rt);
+	r = two_routes(fs, ino, NULL, parent, name, &from, &to, &rf, &rt);
 	if (r == 0)
 		r = op_link(&rf, &rt);
 	if (r < 0) {
 		fuse_reply_err(req, -r);
 		return;
 	}
-	tell_others(&rf);
-	tell_others(&rt);
+	tell_others(fs, &rf);
+	tell_others(fs, &rt);
 	/*
 	 * The new name is a new node (kcache_links_timeout()): the kernel's attributes
 	 * of the old one (its link count, its ctime) are stale now. Dropped
 	 * before the reply, so that a stat after link() returns asks afresh.
 	 */
-	kcache_drop_attrs(ino);
+	kcache_drop_attrs(fs, ino);
 	reply_entry_at(req, parent, name, to.buf, NULL);
 }
 
 /* Removes parent/name, a folder's (rmdir) or another's (unlink); replies. */
 static void remove_entry(fuse_req_t req, fuse_ino_t parent, const char *name, bool folder)
 {
+	struct fs *fs = begin(req);
 	_cleanup_sb_ struct sb path = SB_INIT;
 	struct route rt;
 	int r;
 
-	begin(req);
-	r = path_of(parent, name, &path, NULL);
+	r = path_of(fs, parent, name, &path, NULL);
 	if (r == 0)
-		r = folder ? op_rmdir(route_of(&path, &rt)) : op_unlink(route_of(&path, &rt));
+		r = folder ? op_rmdir(route_of(fs, &path, &rt)) : op_unlink(route_of(fs, &path, &rt));
 	if (r == 0) {
-		nodes_removed(parent, name);
-		tell_others(&rt);
+		nodes_removed(fs->nodes, parent, name);
+		tell_others(fs, &rt);
 	}
-	kcache_placement_check(fs_current);
+	kcache_placement_check(fs);
 	fuse_reply_err(req, -r);
 }
 
@@ -596,20 +325,20 @@ static void ll_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 static void ll_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
 		      const char *newname, unsigned int flags)
 {
+	struct fs *fs = begin(req);
 	_cleanup_sb_ struct sb from = SB_INIT, to = SB_INIT;
 	struct route rf, rt;
 	int r;
 
-	begin(req);
-	r = two_routes(parent, name, newparent, newname, &from, &to, &rf, &rt);
+	r = two_routes(fs, parent, name, newparent, newname, &from, &to, &rf, &rt);
 	if (r == 0)
 		r = op_rename(&rf, &rt, flags);
 	if (r == 0) {
-		nodes_renamed(parent, name, newparent, newname, flags & RENAME_EXCHANGE);
-		tell_others(&rf);
-		tell_others(&rt);
+		nodes_renamed(fs->nodes, parent, name, newparent, newname, flags & RENAME_EXCHANGE);
+		tell_others(fs, &rf);
+		tell_others(fs, &rt);
 	}
-	kcache_placement_check(fs_current);
+	kcache_placement_check(fs);
 	fuse_reply_err(req, -r);
 }
 
@@ -624,7 +353,7 @@ static void ll_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
  * handle open on the node has no copy of its version to share, which a
  * reader's always has.
  */
-static int open_stale_version(fuse_ino_t ino, const struct route *rt, int64_t ver, struct fuse_file_info *fi)
+static int open_stale_version(struct fs *fs, fuse_ino_t ino, const struct route *rt, int64_t ver, struct fuse_file_info *fi)
 {
 	bool again = false;
 	int r;
@@ -632,9 +361,9 @@ static int open_stale_version(fuse_ino_t ino, const struct route *rt, int64_t ve
 	do {
 		struct op_version_snap v = { .ver = ver };
 
-		if (nodes_with_open(ino, op_version_snap, &v))
+		if (nodes_with_open(fs->nodes, ino, op_version_snap, &v))
 			return v.r < 0 ? v.r : op_open_version_snap(rt, v.snap, fi);
-		r = nodes_open_stale(ino, fs_caller_pid, again, NULL);
+		r = nodes_open_stale(fs->nodes, ino, fs_caller_pid, again, NULL);
 		again = true;
 	} while (r == -EAGAIN);
 	return r < 0 ? r : op_open(rt, fi);
@@ -642,33 +371,33 @@ static int open_stale_version(fuse_ino_t ino, const struct route *rt, int64_t ve
 
 static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	struct fs *fs = begin(req);
 	_cleanup_sb_ struct sb path = SB_INIT;
 	struct route rt;
 	bool writes = (fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC), removed;
 	int64_t ver = 0;
 	int r;
 
-	begin(req);
-	r = node_route(ino, &path, &rt, &removed);
+	r = node_route(fs, ino, &path, &rt, &removed);
 	/* A replaced doc opens as the doc now at its path; a replaced plain file is gone. */
 	if (r == 0 && removed && rt.kind != ROUTE_DOC)
 		r = -ESTALE;
 	if (r == 0)
-		r = nodes_open_begin(ino, writes, fs_caller_pid, &ver, NULL);
+		r = nodes_open_begin(fs->nodes, ino, writes, fs_caller_pid, &ver, NULL);
 	if (r < 0) {
 		fuse_reply_err(req, -r);
 		return;
 	}
 	r = ver ? op_open_version(&rt, ver, fi) : op_open(&rt, fi);
 	if (r == -ESTALE && ver)
-		r = open_stale_version(ino, &rt, ver, fi);
-	if (r == 0 && nodes_open_end(ino, &fi->fh) < 0) {
+		r = open_stale_version(fs, ino, &rt, ver, fi);
+	if (r == 0 && nodes_open_end(fs->nodes, ino, &fi->fh) < 0) {
 		op_release(fi);
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
 	if (r < 0) {
-		nodes_open_end(ino, NULL);
+		nodes_open_end(fs->nodes, ino, NULL);
 		fuse_reply_err(req, -r);
 		return;
 	}
@@ -677,7 +406,7 @@ static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fi->noflush = 1;
 	if (fuse_reply_open(req, fi) == -ENOENT) {
 		/* The caller was interrupted: nobody will release this handle. */
-		nodes_open_remove(ino, fi->fh);
+		nodes_open_remove(fs->nodes, ino, fi->fh);
 		op_release(fi);
 	}
 }
@@ -725,8 +454,9 @@ static void ll_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 static void ll_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	begin(req);
-	nodes_open_remove(ino, fi->fh);
+	struct fs *fs = begin(req);
+
+	nodes_open_remove(fs->nodes, ino, fi->fh);
 	op_release(fi);
 	fuse_reply_err(req, 0);
 }
@@ -778,18 +508,19 @@ static void ll_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 /* The listing a readdir of ino from off reads, with a reference; NULL once the error is replied. */
 static struct dir_listing *listing_of(fuse_req_t req, fuse_ino_t ino, off_t off)
 {
-	struct dir_listing *l = dir_listing_find(ino, off);
+	struct fs *fs = fuse_req_userdata(req);
+	struct dir_listing *l = dir_listing_find(fs->dirs, ino, off);
 	_cleanup_sb_ struct sb path = SB_INIT;
 	struct route rt;
 	int r;
 
 	if (l)
 		return l;
-	r = node_route(ino, &path, &rt, NULL);
+	r = node_route(fs, ino, &path, &rt, NULL);
 	if (r == 0)
-		r = wait_taken_in(path.buf, true);
+		r = wait_taken_in(fs, path.buf, true);
 	if (r == 0)
-		r = dir_listing_new(ino, &rt, &l);
+		r = dir_listing_new(fs->dirs, ino, &rt, &l);
 	if (r < 0) {
 		fuse_reply_err(req, -r);
 		return NULL;
@@ -799,12 +530,12 @@ static struct dir_listing *listing_of(fuse_req_t req, fuse_ino_t ino, off_t off)
 
 static void ll_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
+	struct fs *fs = begin(req);
 	struct dir_listing *l;
 
 	(void)fi;
-	begin(req);
 	if ((l = listing_of(req, ino, off)))
-		dir_reply(req, l, size, off);
+		dir_reply(fs->dirs, req, l, size, off);
 }
 
 /*
@@ -818,31 +549,32 @@ static void ll_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, s
  * "." and "..", whatever the kernel would not keep, and every entry while
  * the take-in goes on (the mount is ready before it ends) go as bare names.
  */
-static bool plus_entry(fuse_ino_t parent, const char *name, struct fuse_entry_param *e)
+static bool plus_entry(void *arg, fuse_ino_t parent, const char *name, struct fuse_entry_param *e)
 {
+	struct fs *fs = arg;
 	_cleanup_sb_ struct sb path = SB_INIT;
 	struct route rt;
 
 	/* While the take-in goes on, an entry's attributes would wait for it: bare, looked up when used. */
-	if (taking_in())
+	if (taking_in(fs))
 		return false;
-	if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || path_of(parent, name, &path, NULL) < 0)
+	if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || path_of(fs, parent, name, &path, NULL) < 0)
 		return false;
-	route_resolve(fs_current, path.buf, &rt);
-	if (rt.kind == ROUTE_DOC || entry_param(&rt, path.buf, NULL, e) < 0 || e->entry_timeout <= 0)
+	route_resolve(fs, path.buf, &rt);
+	if (rt.kind == ROUTE_DOC || entry_param(fs, &rt, path.buf, NULL, e) < 0 || e->entry_timeout <= 0)
 		return false;
-	e->ino = nodes_lookup(parent, name, e->attr.st_mode, NULL);
+	e->ino = nodes_lookup(fs->nodes, parent, name, e->attr.st_mode, NULL);
 	return e->ino != 0;
 }
 
 static void ll_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
+	struct fs *fs = begin(req);
 	struct dir_listing *l;
 
 	(void)fi;
-	begin(req);
 	if ((l = listing_of(req, ino, off)))
-		dir_reply_plus(req, l, size, off, plus_entry);
+		dir_reply_plus(fs->dirs, req, l, size, off, plus_entry, fs);
 }
 
 /* ---- control ---------------------------------------------------------------- */
@@ -851,26 +583,22 @@ static void ll_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 static void ll_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value, size_t size,
 			int flags)
 {
+	struct fs *fs = begin(req);
 	_cleanup_sb_ struct sb path = SB_INIT;
 	struct route rt;
 	int r;
 
 	(void)flags;
-	begin(req);
-	r = node_route(ino, &path, &rt, NULL);
+	r = node_route(fs, ino, &path, &rt, NULL);
 	if (r == 0)
 		r = op_setxattr(&rt, name, value, size);
 	fuse_reply_err(req, -r);
 }
 
-/* The session ends (no request runs any more): frees the listings still kept. */
-static void ll_destroy(void *userdata)
-{
-	dir_release_all();
-}
-
 static void ll_init(void *userdata, struct fuse_conn_info *conn)
 {
+	struct fs *fs = userdata;
+
 	/* O_TRUNC arrives with open, not as a separate truncate. */
 	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
 		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
@@ -884,12 +612,11 @@ static void ll_init(void *userdata, struct fuse_conn_info *conn)
 	/* A write's bytes are taken by splice() into a pipe, which must hold the largest (loop.c). */
 	if (conn->max_write > loop_max_write())
 		conn->max_write = (unsigned)loop_max_write();
-	kcache_init(conn);
+	kcache_init(fs, conn);
 }
 
 static const struct fuse_lowlevel_ops ll_ops = {
 	.init = ll_init,
-	.destroy = ll_destroy,
 	.lookup = ll_lookup,
 	.forget = ll_forget,
 	.forget_multi = ll_forget_multi,
@@ -918,18 +645,45 @@ static const struct fuse_lowlevel_ops ll_ops = {
 	.setxattr = ll_setxattr,
 };
 
+/* A version node that leaves: the kernel's attributes of it, kept for good, go first (states.c). */
+static void node_left(void *arg, fuse_ino_t ino)
+{
+	kcache_drop_attrs(arg, ino);
+}
+
 struct fuse_session *ll_session_new(struct fuse_args *args, struct fs *fs)
 {
-	fs_current = fs;
-	struct fuse_session *se = fuse_session_new(args, &ll_ops, sizeof(ll_ops), fs);
+	struct fuse_session *se;
+	int r;
 
-	kcache_session_set(se);
-	/* A version node that becomes ordinary: the kernel's attributes of it, kept for good, go first. */
-	nodes_set_left_hook(kcache_drop_attrs);
+	/* The operations reach the mount through fs_current until they are handed it with each request. */
+	fs_current = fs;
+	r = nodes_new(&fs->nodes);
+	if (r == 0)
+		r = dirs_new(fs->nodes, &fs->dirs);
+	if (r < 0) {
+		log_err("cannot make the mount's node table: %s", strerror(-r));
+		ll_session_free(fs);
+		return NULL;
+	}
+	nodes_set_left_hook(fs->nodes, node_left, fs);
+	se = fuse_session_new(args, &ll_ops, sizeof(ll_ops), fs);
+	if (!se) {
+		ll_session_free(fs);
+		return NULL;
+	}
+	kcache_session_set(fs, se);
 	return se;
 }
 
-void ll_session_forget(void)
+void ll_session_free(struct fs *fs)
 {
-	kcache_session_set(NULL);
+	struct fuse_session *se = fs->session;
+
+	/* Nothing is told to the kernel from now on: the session's device closes. */
+	kcache_session_set(fs, NULL);
+	if (se)
+		fuse_session_destroy(se);
+	dirs_free(TAKE_PTR(fs->dirs));
+	nodes_free(TAKE_PTR(fs->nodes));
 }

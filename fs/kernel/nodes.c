@@ -6,74 +6,80 @@
  * each id back into a path through this table. A node is a path, not a
  * file: each name of a hard-linked file is a node of its own. A node lives
  * until the kernel forgets it (nlookup back to 0), nothing below it is known
- * (children) and no handle is open on it (opens): a replaced doc's node keeps
- * its last path, and a removed plain file's node keeps working through its
- * open handles. A removed or replaced node is unhashed: its (parent, name)
- * finds it no more, and nodes_path() says it was removed. A doc's name gets
- * a new node for each version a lookup finds (version nodes, nodes.h), so it
- * may have several, one hashed.
+ * (children), no handle is open on it (opens) and it is not leaving
+ * (states.c): a replaced doc's node keeps its last path, and a removed
+ * plain file's node keeps working through its open handles. A removed or
+ * replaced node is unhashed: its (parent, name) finds it no more, and
+ * nodes_path() says it was removed. A doc's name gets a new node for each
+ * version a lookup finds (version nodes, states.c), so it may have several,
+ * one hashed.
  *
- * The node id is the node's address, as in libfuse's passthrough_ll; the
- * root is FUSE_ROOT_ID. One mutex guards the whole table; it is held only
- * for hash look-ups and pointer updates, never across a store or backing
- * tree call (but for an open file's attributes, or a copy of its snapshot,
- * in nodes_with_open()). The table grows with what the kernel holds (its
- * dentry and inode caches: a replaced version's node stays until the kernel
- * evicts its inode), not with the store.
+ * Each mount has its own table (struct nodes, in struct fs). The node id is
+ * the node's address, as in libfuse's passthrough_ll; the root is
+ * FUSE_ROOT_ID. One mutex guards the whole table; it is held only for hash
+ * look-ups and pointer updates, never across a store or backing tree call
+ * (but for an open file's attributes, or a copy of its snapshot, in
+ * nodes_with_open()), and nothing is sent to the kernel under it. The table
+ * grows with what the kernel holds (its dentry and inode caches: a replaced
+ * version's node stays until the kernel evicts its inode), not with the
+ * store.
  */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "fs/kernel/nodes.h"
+#include "fs/kernel/nodes_internal.h"
 
-#define HASH_BUCKETS (1u << 16)
-
-struct open_ref {
-	uint64_t fh;
-	struct open_ref *next;
-};
-
-struct node {
-	struct node *parent;
-	char *name;
-	uint64_t nlookup;
-	unsigned children; /* nodes whose parent this is */
-	unsigned opening;  /* opens between nodes_open_begin() and nodes_open_end() */
-	unsigned stale;    /* of those, readers waiting in nodes_open_stale() for the others */
-	bool hashed;       /* still reachable by (parent, name); else on the list of unhashed */
-	struct node *hnext;
-	struct node *unext, **uprev; /* the list of unhashed nodes */
-	struct open_ref *opens;
-	int64_t ver;       /* a version node: the doc's revision it stands for; else 0 */
-	pid_t hold;        /* an ordinary doc node kept for this thread's retry of an open (node_leave()) */
-	mode_t type;       /* S_IFMT bits of its last lookup; 0 unknown */
-	struct stat vst;   /* a version node's attributes */
-};
-
-static struct node root = { .hashed = true, .nlookup = 1, .type = S_IFDIR };
-static struct node *buckets[HASH_BUCKETS];
-/*
- * Unhashed nodes the kernel still holds. A version node replaced by a
- * lookup stays in the kernel's inode cache until memory runs short or the
- * mount ends, when the kernel forgets nothing: listed, they are not lost.
- */
-static struct node *unhashed;
-static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
-/* An open ended, or a node left: stale readers waiting in nodes_open_stale() look again. */
-static pthread_cond_t open_ended = PTHREAD_COND_INITIALIZER;
-/* Told of each version node that becomes ordinary, under the table lock (nodes_set_left_hook()). */
-static void (*left_hook)(fuse_ino_t ino);
-
-static struct node *ino_node(fuse_ino_t ino)
+int nodes_new(struct nodes **ret)
 {
-	return ino == FUSE_ROOT_ID ? &root : (struct node *)(uintptr_t)ino;
+	struct nodes *t = calloc(1, sizeof(*t));
+	int r;
+
+	if (!t)
+		return -ENOMEM;
+	t->root = (struct node){ .hashed = true, .nlookup = 1, .type = S_IFDIR };
+	r = -pthread_mutex_init(&t->lock, NULL);
+	if (r == 0) {
+		r = -pthread_cond_init(&t->changed, NULL);
+		if (r < 0)
+			pthread_mutex_destroy(&t->lock);
+	}
+	if (r < 0) {
+		free(t);
+		return r;
+	}
+	*ret = t;
+	return 0;
 }
 
-static fuse_ino_t node_ino(const struct node *n)
+static void node_free_one(struct node *n)
 {
-	return n == &root ? FUSE_ROOT_ID : (fuse_ino_t)(uintptr_t)n;
+	for (struct open_ref *o = n->opens, *next; o; o = next) {
+		next = o->next;
+		free(o);
+	}
+	free(n->name);
+	free(n);
+}
+
+void nodes_free(struct nodes *t)
+{
+	if (!t)
+		return;
+	/* At the session's end the kernel forgets nothing: every node left is freed here. */
+	for (unsigned b = 0; b < HASH_BUCKETS; b++)
+		for (struct node *n = t->buckets[b], *next; n; n = next) {
+			next = n->hnext;
+			node_free_one(n);
+		}
+	for (struct node *n = t->unhashed, *next; n; n = next) {
+		next = n->unext;
+		node_free_one(n);
+	}
+	pthread_cond_destroy(&t->changed);
+	pthread_mutex_destroy(&t->lock);
+	free(t);
 }
 
 static unsigned bucket_of(const struct node *parent, const char *name)
@@ -82,9 +88,9 @@ static unsigned bucket_of(const struct node *parent, const char *name)
 }
 
 /* Table lock held for all of these. */
-static struct node *child_find(struct node *parent, const char *name)
+struct node *child_find(struct nodes *t, struct node *parent, const char *name)
 {
-	for (struct node *n = buckets[bucket_of(parent, name)]; n; n = n->hnext)
+	for (struct node *n = t->buckets[bucket_of(parent, name)]; n; n = n->hnext)
 		if (n->parent == parent && strcmp(n->name, name) == 0)
 			return n;
 	return NULL;
@@ -101,41 +107,41 @@ static void unhashed_remove(struct node *n)
 	n->uprev = NULL;
 }
 
-static void node_hash(struct node *n)
+static void node_hash(struct nodes *t, struct node *n)
 {
 	unsigned b = bucket_of(n->parent, n->name);
 
 	unhashed_remove(n);
-	n->hnext = buckets[b];
-	buckets[b] = n;
+	n->hnext = t->buckets[b];
+	t->buckets[b] = n;
 	n->hashed = true;
 }
 
-static void node_unhash(struct node *n)
+void node_unhash(struct nodes *t, struct node *n)
 {
 	if (!n->hashed)
 		return;
-	for (struct node **pp = &buckets[bucket_of(n->parent, n->name)]; *pp; pp = &(*pp)->hnext)
+	for (struct node **pp = &t->buckets[bucket_of(n->parent, n->name)]; *pp; pp = &(*pp)->hnext)
 		if (*pp == n) {
 			*pp = n->hnext;
 			break;
 		}
 	n->hashed = false;
 	n->hnext = NULL;
-	n->unext = unhashed;
-	if (unhashed)
-		unhashed->uprev = &n->unext;
-	unhashed = n;
-	n->uprev = &unhashed;
+	n->unext = t->unhashed;
+	if (t->unhashed)
+		t->unhashed->uprev = &n->unext;
+	t->unhashed = n;
+	n->uprev = &t->unhashed;
 }
 
-/* Frees n and then its parents, as long as nothing refers to them. */
-static void node_maybe_free(struct node *n)
+void node_maybe_free(struct nodes *t, struct node *n)
 {
-	while (n != &root && n->nlookup == 0 && n->children == 0 && !n->opens && !n->opening) {
+	while (n != &t->root && n->nlookup == 0 && n->children == 0 && !n->opens && !n->opening &&
+	       n->state != NODE_LEAVING) {
 		struct node *p = n->parent;
 
-		node_unhash(n);
+		node_unhash(t, n);
 		unhashed_remove(n);
 		free(n->name);
 		free(n);
@@ -144,13 +150,7 @@ static void node_maybe_free(struct node *n)
 	}
 }
 
-/* Whether a handle is open on n, or being opened, other than mine of them. */
-static bool node_busy(const struct node *n, unsigned mine)
-{
-	return n->opens || n->opening > mine;
-}
-
-static struct node *child_new(struct node *parent, const char *name)
+struct node *child_new(struct nodes *t, struct node *parent, const char *name)
 {
 	struct node *n = calloc(1, sizeof(*n));
 
@@ -160,32 +160,32 @@ static struct node *child_new(struct node *parent, const char *name)
 	}
 	n->parent = parent;
 	parent->children++;
-	node_hash(n);
+	node_hash(t, n);
 	return n;
 }
 
-/* The node at (parent, name), made if none; a version node there is replaced (see nodes.h). */
-static struct node *child_get(struct node *parent, const char *name)
+/* The ordinary node at (parent, name), made if none; a doc's node of any other state there is replaced. */
+static struct node *child_get(struct nodes *t, struct node *parent, const char *name)
 {
-	struct node *n = child_find(parent, name);
+	struct node *n = child_find(t, parent, name);
 
-	if (n && n->ver == 0)
+	if (n && n->state == NODE_ORDINARY)
 		return n;
 	if (n)
-		node_unhash(n);
-	return child_new(parent, name);
+		node_unhash(t, n);
+	return child_new(t, parent, name);
 }
 
 /* Moves n to (parent, name), taking name (allocated) over. */
-static void node_move(struct node *n, struct node *parent, char *name)
+static void node_move(struct nodes *t, struct node *n, struct node *parent, char *name)
 {
-	node_unhash(n);
+	node_unhash(t, n);
 	free(n->name);
 	n->name = name;
 	n->parent->children--;
 	n->parent = parent;
 	parent->children++;
-	node_hash(n);
+	node_hash(t, n);
 }
 
 /*
@@ -193,13 +193,14 @@ static void node_move(struct node *n, struct node *parent, char *name)
  * files with paths longer than PATH_MAX (plain.c resolves those a piece at a
  * time). Table lock held.
  */
-static int node_path(const struct node *n, const char *name, struct sb *out, bool *ret_removed)
+static int node_path(const struct nodes *t, const struct node *n, const char *name, struct sb *out,
+		     bool *ret_removed)
 {
 	size_t len = name ? 1 + strlen(name) : 0, pos;
 	bool removed = false;
 	int r;
 
-	for (const struct node *c = n; c != &root; c = c->parent) {
+	for (const struct node *c = n; c != &t->root; c = c->parent) {
 		if (!c->hashed)
 			removed = true;
 		len += 1 + strlen(c->name);
@@ -217,7 +218,7 @@ static int node_path(const struct node *n, const char *name, struct sb *out, boo
 		memcpy(out->buf + pos, name, strlen(name));
 		out->buf[--pos] = '/';
 	}
-	for (const struct node *c = n; c != &root; c = c->parent) {
+	for (const struct node *c = n; c != &t->root; c = c->parent) {
 		pos -= strlen(c->name);
 		memcpy(out->buf + pos, c->name, strlen(c->name));
 		out->buf[--pos] = '/';
@@ -231,28 +232,28 @@ static int node_path(const struct node *n, const char *name, struct sb *out, boo
 	return 0;
 }
 
-int nodes_path(fuse_ino_t ino, const char *name, struct sb *out, bool *ret_removed)
+int nodes_path(struct nodes *t, fuse_ino_t ino, const char *name, struct sb *out, bool *ret_removed)
 {
 	int r;
 
-	pthread_mutex_lock(&table_lock);
-	r = node_path(ino_node(ino), name, out, ret_removed);
-	pthread_mutex_unlock(&table_lock);
+	pthread_mutex_lock(&t->lock);
+	r = node_path(t, ino_node(t, ino), name, out, ret_removed);
+	pthread_mutex_unlock(&t->lock);
 	return r;
 }
 
-static struct node_ref node_ref_of(const struct node *n)
+static struct node_ref node_ref_of(const struct nodes *t, const struct node *n)
 {
-	return (struct node_ref){ .ino = node_ino(n), .version = n->ver > 0, .dir = S_ISDIR(n->type) };
+	return (struct node_ref){ .ino = node_ino(t, n), .version = n->state == NODE_VERSION, .dir = S_ISDIR(n->type) };
 }
 
-struct node_ref nodes_find(const char *rel)
+struct node_ref nodes_find(struct nodes *t, const char *rel)
 {
 	struct node_ref ref = { 0 };
-	struct node *n = &root;
+	struct node *n = &t->root;
 	const char *c = rel;
 
-	pthread_mutex_lock(&table_lock);
+	pthread_mutex_lock(&t->lock);
 	while (n && *c) {
 		const char *end = strchrnul(c, '/');
 		_cleanup_free_ char *name = strndup(c, (size_t)(end - c));
@@ -262,16 +263,16 @@ struct node_ref nodes_find(const char *rel)
 			break;
 		}
 		if (*name)
-			n = child_find(n, name);
+			n = child_find(t, n, name);
 		c = *end ? end + 1 : end;
 	}
-	if (n && n != &root)
-		ref = node_ref_of(n);
-	pthread_mutex_unlock(&table_lock);
+	if (n && n != &t->root)
+		ref = node_ref_of(t, n);
+	pthread_mutex_unlock(&t->lock);
 	return ref;
 }
 
-fuse_ino_t nodes_lookup(fuse_ino_t parent, const char *name, mode_t type, const uint64_t *fh)
+fuse_ino_t nodes_lookup(struct nodes *t, fuse_ino_t parent, const char *name, mode_t type, const uint64_t *fh)
 {
 	struct open_ref *o = NULL;
 	struct node *n;
@@ -282,8 +283,8 @@ fuse_ino_t nodes_lookup(fuse_ino_t parent, const char *name, mode_t type, const 
 			return 0;
 		o->fh = *fh;
 	}
-	pthread_mutex_lock(&table_lock);
-	n = child_get(ino_node(parent), name);
+	pthread_mutex_lock(&t->lock);
+	n = child_get(t, ino_node(t, parent), name);
 	if (n) {
 		n->nlookup++;
 		n->type = type & S_IFMT;
@@ -293,234 +294,42 @@ fuse_ino_t nodes_lookup(fuse_ino_t parent, const char *name, mode_t type, const 
 			o = NULL;
 		}
 	}
-	pthread_mutex_unlock(&table_lock);
+	pthread_mutex_unlock(&t->lock);
 	free(o);
-	return n ? node_ino(n) : 0;
+	return n ? node_ino(t, n) : 0;
 }
 
-fuse_ino_t nodes_lookup_version(fuse_ino_t parent, const char *name, int64_t rev, const struct stat *st,
-				 bool *ret_version)
+void nodes_forget(struct nodes *t, fuse_ino_t ino, uint64_t nlookup)
 {
-	struct node *n;
+	struct node *n = ino_node(t, ino);
 
-	pthread_mutex_lock(&table_lock);
-	n = child_find(ino_node(parent), name);
-	if (n && n->hold) {
-		n->nlookup++;
-		pthread_mutex_unlock(&table_lock);
-		*ret_version = false;
-		return node_ino(n);
-	}
-	*ret_version = true;
-	if (n && n->ver != rev) {
-		node_unhash(n);
-		n = NULL;
-	}
-	if (!n)
-		n = child_new(ino_node(parent), name);
-	if (n) {
-		n->nlookup++;
-		n->ver = rev;
-		n->vst = *st;
-		n->type = S_IFREG;
-	}
-	pthread_mutex_unlock(&table_lock);
-	return n ? node_ino(n) : 0;
-}
-
-bool nodes_version_stat(fuse_ino_t ino, struct stat *st)
-{
-	struct node *n = ino_node(ino);
-	bool version;
-
-	pthread_mutex_lock(&table_lock);
-	version = n->ver > 0;
-	if (version)
-		*st = n->vst;
-	pthread_mutex_unlock(&table_lock);
-	return version;
-}
-
-void nodes_set_left_hook(void (*fn)(fuse_ino_t ino))
-{
-	pthread_mutex_lock(&table_lock);
-	left_hook = fn;
-	pthread_mutex_unlock(&table_lock);
-}
-
-/*
- * n stops standing for its version and becomes an ordinary doc node. The
- * kernel keeps a version node's attributes for good, and an ordinary node's
- * reader reads the doc as it is now: the hook has the kernel drop them before
- * the table lock is let go, so that no open can find n ordinary while the
- * kernel still has the old version's size (node's readFile would read the
- * new version cut to it). Table lock held.
- */
-static void node_make_ordinary(struct node *n, bool *ret_left)
-{
-	n->ver = 0;
-	if (left_hook)
-		left_hook(node_ino(n));
-	if (ret_left)
-		*ret_left = true;
-}
-
-/*
- * n stops standing for its version: alone (nobody but mine has it open) it
- * becomes an ordinary doc node; shared, it is unhashed, its readers keep it,
- * and -ESTALE. Table lock held.
- */
-static int node_leave(struct node *n, unsigned mine, pid_t pid, bool *ret_left)
-{
-	if (n->ver == 0)
-		return 0;
-	if (node_busy(n, mine)) {
-		struct node *cur = child_find(n->parent, n->name);
-
-		/*
-		 * The kernel retries once, after looking the name up again: it
-		 * finds an ordinary node there (unless out of memory), which no
-		 * open can make stale, and which stays at the name until the
-		 * thread that retries has opened it. n may be unhashed already,
-		 * and the name hold the next version's node, as stale by then.
-		 */
-		if (!cur || cur->ver) {
-			if (cur)
-				node_unhash(cur);
-			cur = child_new(n->parent, n->name);
-		}
-		if (cur)
-			cur->hold = pid;
-		return -ESTALE;
-	}
-	node_make_ordinary(n, ret_left);
-	return 0;
-}
-
-int nodes_open_begin(fuse_ino_t ino, bool writes, pid_t pid, int64_t *ret_ver, bool *ret_left)
-{
-	struct node *n = ino_node(ino);
-	int r = 0;
-
-	*ret_ver = 0;
-	if (ret_left)
-		*ret_left = false;
-	pthread_mutex_lock(&table_lock);
-	if (n->hold == pid)
-		n->hold = 0;
-	if (writes)
-		r = node_leave(n, 0, pid, ret_left);
-	else
-		*ret_ver = n->ver;
-	if (r == 0)
-		n->opening++;
-	pthread_mutex_unlock(&table_lock);
-	return r;
-}
-
-/*
- * A reader whose version node went stale waits until every other open under
- * way on the node has ended or is a stale reader waiting too: an open that
- * read the node's version before the change may be about to record its
- * handle, and the kernel may then read that version through the node's
- * pages, with the node's size. Only then does the reader act on what it
- * finds. Stale readers wait for each other only while some other open is
- * under way, so two of them never wait for each other for good, and the
- * first to act makes the node leave, which lets the others through.
- */
-int nodes_open_stale(fuse_ino_t ino, pid_t pid, bool again, bool *ret_left)
-{
-	struct node *n = ino_node(ino);
-	int r;
-
-	if (ret_left)
-		*ret_left = false;
-	pthread_mutex_lock(&table_lock);
-	n->stale++;
-	while (n->ver && !n->opens && n->opening > n->stale)
-		pthread_cond_wait(&open_ended, &table_lock);
-	n->stale--;
-	if (n->ver && n->opens && !again)
-		r = -EAGAIN; /* a handle to share the version with, perhaps */
-	else if (n->ver && !n->opens) {
-		/* Alone among handles: the others under way are stale readers, who find the node ordinary. */
-		node_make_ordinary(n, ret_left);
-		r = 0;
-	} else {
-		r = node_leave(n, 1, pid, ret_left);
-	}
-	if (n->stale && !n->ver)
-		pthread_cond_broadcast(&open_ended); /* the readers still waiting find it ordinary */
-	pthread_mutex_unlock(&table_lock);
-	return r;
-}
-
-int nodes_open_end(fuse_ino_t ino, const uint64_t *fh)
-{
-	struct open_ref *o = fh ? malloc(sizeof(*o)) : NULL;
-	struct node *n = ino_node(ino);
-
-	pthread_mutex_lock(&table_lock);
-	n->opening--;
-	if (n->stale)
-		pthread_cond_broadcast(&open_ended);
-	if (o) {
-		o->fh = *fh;
-		o->next = n->opens;
-		n->opens = o;
-	}
-	node_maybe_free(n);
-	pthread_mutex_unlock(&table_lock);
-	return fh && !o ? -ENOMEM : 0;
-}
-
-int nodes_version_leave(fuse_ino_t ino, bool truncates, pid_t pid)
-{
-	struct node *n = ino_node(ino);
-	int r;
-
-	pthread_mutex_lock(&table_lock);
-	r = node_leave(n, 0, pid, NULL);
-	if (r < 0 && !truncates) {
-		/* Unhashed already: its readers see their own version's attributes (through their handles). */
-		node_make_ordinary(n, NULL);
-		r = 0;
-	}
-	pthread_mutex_unlock(&table_lock);
-	return r;
-}
-
-void nodes_forget(fuse_ino_t ino, uint64_t nlookup)
-{
-	struct node *n = ino_node(ino);
-
-	if (n == &root)
+	if (n == &t->root)
 		return;
-	pthread_mutex_lock(&table_lock);
+	pthread_mutex_lock(&t->lock);
 	n->nlookup = n->nlookup > nlookup ? n->nlookup - nlookup : 0;
-	node_maybe_free(n);
-	pthread_mutex_unlock(&table_lock);
+	node_maybe_free(t, n);
+	pthread_mutex_unlock(&t->lock);
 }
 
-void nodes_lookup_undo(fuse_ino_t ino, const uint64_t *fh)
+void nodes_lookup_undo(struct nodes *t, fuse_ino_t ino, const uint64_t *fh)
 {
 	if (fh)
-		nodes_open_remove(ino, *fh);
-	nodes_forget(ino, 1);
+		nodes_open_remove(t, ino, *fh);
+	nodes_forget(t, ino, 1);
 }
 
-void nodes_removed(fuse_ino_t parent, const char *name)
+void nodes_removed(struct nodes *t, fuse_ino_t parent, const char *name)
 {
 	struct node *n;
 
-	pthread_mutex_lock(&table_lock);
-	n = child_find(ino_node(parent), name);
+	pthread_mutex_lock(&t->lock);
+	n = child_find(t, ino_node(t, parent), name);
 	if (n) {
-		node_unhash(n);
-		n->ver = 0; /* its link count is 0 now */
-		node_maybe_free(n);
+		node_unhash(t, n);
+		node_gone(n); /* its link count is 0 now */
+		node_maybe_free(t, n);
 	}
-	pthread_mutex_unlock(&table_lock);
+	pthread_mutex_unlock(&t->lock);
 }
 
 /*
@@ -528,41 +337,41 @@ void nodes_removed(fuse_ino_t parent, const char *name)
  * name that cannot be copied for want of memory leaves its node unhashed
  * under the old name: it is then looked up afresh.
  */
-void nodes_renamed(fuse_ino_t parent, const char *name, fuse_ino_t newparent, const char *newname,
-		   bool exchange)
+void nodes_renamed(struct nodes *t, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+		   const char *newname, bool exchange)
 {
 	struct node *src, *dst;
 
-	pthread_mutex_lock(&table_lock);
-	src = child_find(ino_node(parent), name);
-	dst = child_find(ino_node(newparent), newname);
+	pthread_mutex_lock(&t->lock);
+	src = child_find(t, ino_node(t, parent), name);
+	dst = child_find(t, ino_node(t, newparent), newname);
 	if (dst && dst != src)
-		node_unhash(dst);
+		node_unhash(t, dst);
 	if (src) {
 		char *nn = strdup(newname);
 
-		src->ver = 0; /* a file at another path now */
+		node_gone(src); /* a file at another path now */
 		if (nn)
-			node_move(src, ino_node(newparent), nn);
+			node_move(t, src, ino_node(t, newparent), nn);
 		else
-			node_unhash(src);
+			node_unhash(t, src);
 	}
 	if (exchange && dst && dst != src) {
 		char *on = strdup(name);
 
 		if (on)
-			node_move(dst, ino_node(parent), on);
+			node_move(t, dst, ino_node(t, parent), on);
 	} else if (dst && dst != src) {
-		node_maybe_free(dst);
+		node_maybe_free(t, dst);
 	}
-	pthread_mutex_unlock(&table_lock);
+	pthread_mutex_unlock(&t->lock);
 }
 
-void nodes_open_remove(fuse_ino_t ino, uint64_t fh)
+void nodes_open_remove(struct nodes *t, fuse_ino_t ino, uint64_t fh)
 {
-	struct node *n = ino_node(ino);
+	struct node *n = ino_node(t, ino);
 
-	pthread_mutex_lock(&table_lock);
+	pthread_mutex_lock(&t->lock);
 	for (struct open_ref **pp = &n->opens; *pp; pp = &(*pp)->next)
 		if ((*pp)->fh == fh) {
 			struct open_ref *o = *pp;
@@ -571,45 +380,46 @@ void nodes_open_remove(fuse_ino_t ino, uint64_t fh)
 			free(o);
 			break;
 		}
-	node_maybe_free(n);
-	pthread_mutex_unlock(&table_lock);
+	node_maybe_free(t, n);
+	pthread_mutex_unlock(&t->lock);
 }
 
-bool nodes_with_open(fuse_ino_t ino, bool (*fn)(uint64_t fh, void *arg), void *arg)
+bool nodes_with_open(struct nodes *t, fuse_ino_t ino, bool (*fn)(uint64_t fh, void *arg), void *arg)
 {
-	struct node *n = ino_node(ino);
+	struct node *n = ino_node(t, ino);
 	bool done = false;
 
-	pthread_mutex_lock(&table_lock);
+	pthread_mutex_lock(&t->lock);
 	if (!fn)
 		done = n->opens != NULL;
 	for (struct open_ref *o = n->opens; fn && o && !done; o = o->next)
 		done = fn(o->fh, arg);
-	pthread_mutex_unlock(&table_lock);
+	pthread_mutex_unlock(&t->lock);
 	return done;
 }
 
-int nodes_collect(bool (*match)(const char *const *up, size_t n), struct node_ref **ret, size_t *ret_n)
+int nodes_collect(struct nodes *t, bool (*match)(const char *const *up, size_t n), struct node_ref **ret,
+		  size_t *ret_n)
 {
 	_cleanup_free_ struct node_ref *inos = NULL;
 	size_t n = 0, cap = 0;
 	int r = 0;
 
-	pthread_mutex_lock(&table_lock);
+	pthread_mutex_lock(&t->lock);
 	for (unsigned b = 0; b < HASH_BUCKETS && r == 0; b++)
-		for (struct node *x = buckets[b]; x; x = x->hnext) {
+		for (struct node *x = t->buckets[b]; x; x = x->hnext) {
 			const char *up[NODES_UP_MAX + 1];
 			size_t depth = 0;
 
-			for (const struct node *c = x; c != &root && depth <= NODES_UP_MAX; c = c->parent)
+			for (const struct node *c = x; c != &t->root && depth <= NODES_UP_MAX; c = c->parent)
 				up[depth++] = c->name;
 			if (!match(up, depth))
 				continue;
 			if ((r = ARRAY_GROW(inos, n, cap, 64)) < 0)
 				break;
-			inos[n++] = node_ref_of(x);
+			inos[n++] = node_ref_of(t, x);
 		}
-	pthread_mutex_unlock(&table_lock);
+	pthread_mutex_unlock(&t->lock);
 	if (r < 0)
 		return r;
 	*ret = TAKE_PTR(inos);

@@ -13,20 +13,27 @@
 #include "store/util.h"
 
 /*
- * The node table: the kernel's node ids and what each names, (parent, name).
- * Every function takes the table's one lock itself and lets go before it
- * returns. Under it, only nodes_with_open()'s callback takes further locks
- * (an open file's, and those below it in the order of docs/ARCHITECTURE.md,
- * "Threads and locks"), and only the hook of nodes_set_left_hook() calls the
- * kernel. See nodes.c for the why.
+ * The node table of a mount: the kernel's node ids and what each names,
+ * (parent, name) (nodes.c), and the states of each node (states.c). Every
+ * function takes the table's one lock itself and lets go before it returns.
+ * Under it, only nodes_with_open()'s callback takes further locks (an open
+ * file's, and those below it in the order of docs/ARCHITECTURE.md, "Threads
+ * and locks"); nothing calls the kernel under it.
  */
+
+struct nodes;
+
+/* A new table, holding the root alone; -ENOMEM. */
+int nodes_new(struct nodes **ret);
+/* At the session's end: frees the table and every node still in it. */
+void nodes_free(struct nodes *t);
 
 /*
  * Writes the path of ino (plus "/name" if name) into out, starting with '/'.
  * *ret_removed (if not NULL) tells whether ino, or a folder above it, was
  * removed or replaced: the path is then the last one it had.
  */
-int nodes_path(fuse_ino_t ino, const char *name, struct sb *out, bool *ret_removed);
+int nodes_path(struct nodes *t, fuse_ino_t ino, const char *name, struct sb *out, bool *ret_removed);
 
 /*
  * A node as the kernel caches it: its id, whether it is a version node, and
@@ -41,51 +48,46 @@ struct node_ref {
 };
 
 /* The node of the path rel (relative to the root, "a/b"), or ino 0 if the table has none. */
-struct node_ref nodes_find(const char *rel);
+struct node_ref nodes_find(struct nodes *t, const char *rel);
 
 /*
  * Counts one lookup of parent/name, of type (S_IFMT bits), making its node
  * if it has none; with fh, also records fh as a handle open on it (a
  * create). 0 if out of memory.
  */
-fuse_ino_t nodes_lookup(fuse_ino_t parent, const char *name, mode_t type, const uint64_t *fh);
+fuse_ino_t nodes_lookup(struct nodes *t, fuse_ino_t parent, const char *name, mode_t type,
+			const uint64_t *fh);
 
 /* Takes back a lookup counted by nodes_lookup() whose reply never reached the kernel, with its handle fh. */
-void nodes_lookup_undo(fuse_ino_t ino, const uint64_t *fh);
+void nodes_lookup_undo(struct nodes *t, fuse_ino_t ino, const uint64_t *fh);
+
+/* ---- the states of a node (states.c, which draws them) ---------------------- */
 
 /*
- * Version nodes. A doc's node from a lookup stands for the revision rev the
- * doc had then, with its attributes st: they and the pages the kernel caches
- * under it never change, so the kernel may keep them for good, and a lookup
- * after the doc changed gets a new node (the old one is unhashed: its open
- * handles keep it). A handle opened for writing, a truncate, a chmod make a
- * version node an ordinary doc node again (it "leaves"), or, if other handles
- * have it open, unhash it and fail with -ESTALE: the kernel then looks the
- * name up again and retries the open once, so that nothing written ever shows
- * under a node whose readers cache their version. The retry finds an
- * ordinary node (*ret_version false) kept at the name until the thread pid
- * that got -ESTALE opens it, so that it cannot fail again. Other lookups of
- * the name (a create) replace a version node too.
+ * A lookup of a doc that has revision rev, attributes st: the name's
+ * VERSION node for rev, made if it has none (a node for another revision,
+ * or an ordinary one, is replaced). *ret_version false: the name's node is
+ * HELD for a thread's retry of an open, and is what the lookup gets.
  */
-fuse_ino_t nodes_lookup_version(fuse_ino_t parent, const char *name, int64_t rev, const struct stat *st,
-				 bool *ret_version);
+fuse_ino_t nodes_lookup_version(struct nodes *t, fuse_ino_t parent, const char *name, int64_t rev,
+				 const struct stat *st, bool *ret_version);
 
 /*
- * fn is called, under the table lock, with each version node that becomes an
- * ordinary one, before any open can find it so: it must have the kernel drop
- * the node's attributes (attributes only: that takes no lock in the kernel,
- * and waits for no request).
+ * fn(arg, ino) is called, with no lock held, by the thread that made node ino
+ * leave its version, before any open can find it ordinary: it must have the
+ * kernel drop the node's attributes (attributes only: that waits for no
+ * request).
  */
-void nodes_set_left_hook(void (*fn)(fuse_ino_t ino));
+void nodes_set_left_hook(struct nodes *t, void (*fn)(void *arg, fuse_ino_t ino), void *arg);
 
 /* Whether ino is a version node; its attributes into *st if so. */
-bool nodes_version_stat(fuse_ino_t ino, struct stat *st);
+bool nodes_version_stat(struct nodes *t, fuse_ino_t ino, struct stat *st);
 
 /*
  * A setattr of ino: a version node leaves; if others have it open, it is
  * unhashed, and a truncate fails with -ESTALE (their size would change).
  */
-int nodes_version_leave(fuse_ino_t ino, bool truncates, pid_t pid);
+int nodes_version_leave(struct nodes *t, fuse_ino_t ino, bool truncates, pid_t pid);
 
 /*
  * An open of ino begins: a writer makes a version node leave (-ESTALE if
@@ -93,7 +95,7 @@ int nodes_version_leave(fuse_ino_t ino, bool truncates, pid_t pid);
  * (0 if none). Until nodes_open_end(), the open counts as a handle on ino.
  * *ret_left (if not NULL): whether the node left.
  */
-int nodes_open_begin(fuse_ino_t ino, bool writes, pid_t pid, int64_t *ret_ver, bool *ret_left);
+int nodes_open_begin(struct nodes *t, fuse_ino_t ino, bool writes, pid_t pid, int64_t *ret_ver, bool *ret_left);
 
 /*
  * A reader of a version node found the doc at another revision, and no handle
@@ -104,23 +106,23 @@ int nodes_open_begin(fuse_ino_t ino, bool writes, pid_t pid, int64_t *ret_ver, b
  * (*ret_left) or has left, and the reader opens the doc as it is now; a
  * handle open on it that did not share makes it -ESTALE, as for a writer.
  */
-int nodes_open_stale(fuse_ino_t ino, pid_t pid, bool again, bool *ret_left);
+int nodes_open_stale(struct nodes *t, fuse_ino_t ino, pid_t pid, bool again, bool *ret_left);
 
 /* The open of ino ends; with fh, the handle it made (-ENOMEM: not recorded). */
-int nodes_open_end(fuse_ino_t ino, const uint64_t *fh);
+int nodes_open_end(struct nodes *t, fuse_ino_t ino, const uint64_t *fh);
 
 /* The kernel forgets nlookup lookups of ino. */
-void nodes_forget(fuse_ino_t ino, uint64_t nlookup);
+void nodes_forget(struct nodes *t, fuse_ino_t ino, uint64_t nlookup);
 
 /* The name parent/name is gone: its node keeps its last path until forgotten. */
-void nodes_removed(fuse_ino_t parent, const char *name);
+void nodes_removed(struct nodes *t, fuse_ino_t parent, const char *name);
 
 /* parent/name was renamed to newparent/newname (swapped with it if exchange). */
-void nodes_renamed(fuse_ino_t parent, const char *name, fuse_ino_t newparent, const char *newname,
-		   bool exchange);
+void nodes_renamed(struct nodes *t, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+		   const char *newname, bool exchange);
 
 /* A handle open on a node is released (a removed file stays reachable through its handles). */
-void nodes_open_remove(fuse_ino_t ino, uint64_t fh);
+void nodes_open_remove(struct nodes *t, fuse_ino_t ino, uint64_t fh);
 
 /*
  * Calls fn with each handle open on ino, under the table lock so that none
@@ -128,7 +130,7 @@ void nodes_open_remove(fuse_ino_t ino, uint64_t fh);
  * (false at once if ino has none open). With no fn: whether ino has a
  * handle open.
  */
-bool nodes_with_open(fuse_ino_t ino, bool (*fn)(uint64_t fh, void *arg), void *arg);
+bool nodes_with_open(struct nodes *t, fuse_ino_t ino, bool (*fn)(uint64_t fh, void *arg), void *arg);
 
 /*
  * Every node that match() accepts, in *ret (free() it), their number in
@@ -138,6 +140,7 @@ bool nodes_with_open(fuse_ino_t ino, bool (*fn)(uint64_t fh, void *arg), void *a
  * -ENOMEM.
  */
 #define NODES_UP_MAX 4
-int nodes_collect(bool (*match)(const char *const *up, size_t n), struct node_ref **ret, size_t *ret_n);
+int nodes_collect(struct nodes *t, bool (*match)(const char *const *up, size_t n), struct node_ref **ret,
+		  size_t *ret_n);
 
 #endif

@@ -833,14 +833,14 @@ int op_getattr_if_owner(uint64_t fh, pid_t tgid, struct stat *st)
 	return file_getattr(fs_get(), f, st);
 }
 
-bool op_handle_shows_other(uint64_t fh, void *rev)
+bool op_handle_shows_other(uint64_t fh, const int64_t *rev)
 {
 	struct fs_file *f = (struct fs_file *)(uintptr_t)fh;
 	bool other = true;
 
 	if (f->kind == FILE_DOC && !f->fixed) {
 		pthread_mutex_lock(&f->lock);
-		other = f->fd >= 0 || (rev && store_snap_rev(f->snap) != *(const int64_t *)rev);
+		other = f->fd >= 0 || (rev && store_snap_rev(f->snap) != *rev);
 		pthread_mutex_unlock(&f->lock);
 	}
 	return other;

@@ -28,12 +28,12 @@ int op_getattr_doc(const struct route *rt, struct stat *st, int64_t *ret_rev);
 /* fstat() of an open doc by the process that opened it: its own version; else -ENOENT. */
 int op_getattr_if_owner(uint64_t fh, pid_t tgid, struct stat *st);
 /*
- * For nodes_with_open() under the node table's lock: true if the handle fh
- * would show a doc's attributes other than those of its version rev (an
- * int64_t): bytes of its own staged, or another version read. With rev NULL,
- * true only for staged bytes (or a handle of another kind).
+ * Under the node table's lock (nodes_with_open()): true if the handle fh
+ * would show a doc's attributes other than those of its version rev: bytes
+ * of its own staged, or another version read. With rev NULL, true only for
+ * staged bytes (or a handle of another kind).
  */
-bool op_handle_shows_other(uint64_t fh, void *rev);
+bool op_handle_shows_other(uint64_t fh, const int64_t *rev);
 int op_chmod(const struct route *rt, mode_t mode, struct fuse_file_info *fi);
 int op_chown(const struct route *rt, uid_t uid, gid_t gid, struct fuse_file_info *fi);
 int op_utimens(const struct route *rt, const struct timespec tv[2], struct fuse_file_info *fi);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * test_nodes.c: fs/kernel/nodes.c alone, the opens under way on a version node.
+ * test_nodes.c: fs/kernel/nodes.c and states.c alone: the opens under way on
+ * a version node, and the kernel told of a node that leaves.
  *
  * A reader whose version node went stale (its doc changed after the lookup)
  * must not fail while another open of the node is under way: that open may
@@ -25,6 +26,9 @@
 
 #include "fs/kernel/nodes.h"
 
+/* The table each case runs on: made anew by setup(). */
+static struct nodes *t;
+
 struct stale_call {
 	fuse_ino_t ino;
 	pid_t pid;
@@ -39,7 +43,7 @@ static void *stale_open(void *arg)
 {
 	struct stale_call *c = arg;
 
-	c->r = nodes_open_stale(c->ino, c->pid, c->again, &c->left);
+	c->r = nodes_open_stale(t, c->ino, c->pid, c->again, &c->left);
 	__atomic_store_n(&c->done, true, __ATOMIC_RELEASE);
 	return NULL;
 }
@@ -59,7 +63,7 @@ static fuse_ino_t version_node(const char *name, int64_t rev)
 {
 	struct stat st = { .st_mode = S_IFREG | 0600, .st_nlink = 1, .st_size = 10 };
 	bool version = false;
-	fuse_ino_t ino = nodes_lookup_version(FUSE_ROOT_ID, name, rev, &st, &version);
+	fuse_ino_t ino = nodes_lookup_version(t, FUSE_ROOT_ID, name, rev, &st, &version);
 
 	assert_true(ino != 0);
 	assert_true(version);
@@ -72,7 +76,7 @@ static void reader_begins(fuse_ino_t ino, pid_t pid, int64_t want)
 	int64_t ver = -1;
 	bool left = true;
 
-	assert_int_equal(nodes_open_begin(ino, false, pid, &ver, &left), 0);
+	assert_int_equal(nodes_open_begin(t, ino, false, pid, &ver, &left), 0);
 	assert_int_equal(ver, want);
 	assert_false(left);
 }
@@ -87,7 +91,7 @@ static void sleep_ms(long ms)
 static void on_alarm(int sig)
 {
 	(void)sig;
-	static const char msg[] = "test_nodes: a stale reader's wait never ended\n";
+	static const char msg[] = "test_nodes: a wait never ended\n";
 
 	if (write(STDERR_FILENO, msg, sizeof(msg) - 1) < 0)
 		_exit(2);
@@ -99,13 +103,15 @@ static int setup(void **state)
 	(void)state;
 	signal(SIGALRM, on_alarm);
 	alarm(20);
-	return 0;
+	return nodes_new(&t);
 }
 
 static int teardown(void **state)
 {
 	(void)state;
 	alarm(0);
+	nodes_free(t);
+	t = NULL;
 	return 0;
 }
 
@@ -121,9 +127,9 @@ static void test_stale_reader_alone_leaves(void **state)
 	stale_open(&c);
 	assert_int_equal(c.r, 0);
 	assert_true(c.left);
-	assert_false(nodes_version_stat(ino, &st));
-	assert_int_equal(nodes_open_end(ino, NULL), 0);
-	nodes_forget(ino, 1);
+	assert_false(nodes_version_stat(t, ino, &st));
+	assert_int_equal(nodes_open_end(t, ino, NULL), 0);
+	nodes_forget(t, ino, 1);
 }
 
 /*
@@ -145,14 +151,14 @@ static void test_stale_reader_waits_for_open_under_way(void **state)
 	stale_start(&c);
 	sleep_ms(200);
 	assert_false(__atomic_load_n(&c.done, __ATOMIC_ACQUIRE));
-	assert_int_equal(nodes_open_end(ino, &fh), 0); /* the first reader's handle */
+	assert_int_equal(nodes_open_end(t, ino, &fh), 0); /* the first reader's handle */
 	stale_join(&c);
 	assert_int_equal(c.r, -EAGAIN);
 	assert_false(c.left);
-	assert_true(nodes_with_open(ino, NULL, NULL));
-	assert_int_equal(nodes_open_end(ino, NULL), 0);
-	nodes_open_remove(ino, fh);
-	nodes_forget(ino, 1);
+	assert_true(nodes_with_open(t, ino, NULL, NULL));
+	assert_int_equal(nodes_open_end(t, ino, NULL), 0);
+	nodes_open_remove(t, ino, fh);
+	nodes_forget(t, ino, 1);
 }
 
 /* The open under way ends without a handle: the stale reader then leaves the node. */
@@ -167,12 +173,12 @@ static void test_stale_reader_after_failed_open(void **state)
 	stale_start(&c);
 	sleep_ms(100);
 	assert_false(__atomic_load_n(&c.done, __ATOMIC_ACQUIRE));
-	assert_int_equal(nodes_open_end(ino, NULL), 0);
+	assert_int_equal(nodes_open_end(t, ino, NULL), 0);
 	stale_join(&c);
 	assert_int_equal(c.r, 0);
 	assert_true(c.left);
-	assert_int_equal(nodes_open_end(ino, NULL), 0);
-	nodes_forget(ino, 1);
+	assert_int_equal(nodes_open_end(t, ino, NULL), 0);
+	nodes_forget(t, ino, 1);
 }
 
 /*
@@ -196,10 +202,10 @@ static void test_stale_readers_do_not_wait_for_each_other(void **state)
 	assert_int_equal(a.r, 0);
 	assert_int_equal(b.r, 0);
 	assert_true(a.left != b.left);
-	assert_false(nodes_version_stat(ino, &st));
-	assert_int_equal(nodes_open_end(ino, NULL), 0);
-	assert_int_equal(nodes_open_end(ino, NULL), 0);
-	nodes_forget(ino, 1);
+	assert_false(nodes_version_stat(t, ino, &st));
+	assert_int_equal(nodes_open_end(t, ino, NULL), 0);
+	assert_int_equal(nodes_open_end(t, ino, NULL), 0);
+	nodes_forget(t, ino, 1);
 }
 
 /*
@@ -208,8 +214,9 @@ static void test_stale_readers_do_not_wait_for_each_other(void **state)
  * reader's open begun meanwhile (it walked to the node before the doc
  * changed) must not find the node ordinary until the drop is done: it would
  * read the doc as it is now, cut to the old version's size the kernel still
- * has. The drop was made after the table lock was let go, and such reads came
- * back cut short with several windows on one task.
+ * has. (The drop was once made after the table lock was let go with nothing
+ * to stop such an open, and such reads came back cut short with several
+ * windows on one task: the node is LEAVING until the drop is done.)
  */
 struct left_watch {
 	fuse_ino_t ino;
@@ -227,13 +234,14 @@ static void *other_reader(void *arg)
 	bool left = true;
 
 	(void)arg;
-	assert_int_equal(nodes_open_begin(watch.ino, false, 300, &watch.other_ver, &left), 0);
+	assert_int_equal(nodes_open_begin(t, watch.ino, false, 300, &watch.other_ver, &left), 0);
 	watch.dropped_then = __atomic_load_n(&watch.dropped, __ATOMIC_ACQUIRE);
 	return NULL;
 }
 
-static void slow_drop(fuse_ino_t ino)
+static void slow_drop(void *arg, fuse_ino_t ino)
 {
+	(void)arg;
 	assert_true(ino == watch.ino);
 	if (!watch.other_started) {
 		watch.other_started = true;
@@ -252,7 +260,7 @@ static void test_left_node_attributes_dropped_first(void **state)
 
 	(void)state;
 	watch = (struct left_watch){ .ino = ino, .other_ver = -1 };
-	nodes_set_left_hook(slow_drop);
+	nodes_set_left_hook(t, slow_drop, NULL);
 	reader_begins(ino, 100, 8);
 	stale_open(&c);
 	assert_int_equal(c.r, 0);
@@ -262,22 +270,97 @@ static void test_left_node_attributes_dropped_first(void **state)
 	assert_int_equal(pthread_join(watch.other, NULL), 0);
 	assert_int_equal(watch.other_ver, 0);
 	assert_int_equal(watch.dropped_then, 1);
-	assert_int_equal(nodes_open_end(ino, NULL), 0);
-	assert_int_equal(nodes_open_end(ino, NULL), 0);
-	nodes_forget(ino, 1);
+	assert_int_equal(nodes_open_end(t, ino, NULL), 0);
+	assert_int_equal(nodes_open_end(t, ino, NULL), 0);
+	nodes_forget(t, ino, 1);
 
 	/* A writer's open and a chmod make a node leave through the same hook. */
 	watch = (struct left_watch){ .ino = version_node("written", 9), .other_started = true };
-	assert_int_equal(nodes_open_begin(watch.ino, true, 100, &ver, &left), 0);
+	assert_int_equal(nodes_open_begin(t, watch.ino, true, 100, &ver, &left), 0);
 	assert_true(left);
 	assert_int_equal(watch.dropped, 1);
-	assert_int_equal(nodes_open_end(watch.ino, NULL), 0);
-	nodes_forget(watch.ino, 1);
+	assert_int_equal(nodes_open_end(t, watch.ino, NULL), 0);
+	nodes_forget(t, watch.ino, 1);
 	watch = (struct left_watch){ .ino = version_node("chmodded", 10), .other_started = true };
-	assert_int_equal(nodes_version_leave(watch.ino, false, 100), 0);
+	assert_int_equal(nodes_version_leave(t, watch.ino, false, 100), 0);
 	assert_int_equal(watch.dropped, 1);
-	nodes_forget(watch.ino, 1);
-	nodes_set_left_hook(NULL);
+	nodes_forget(t, watch.ino, 1);
+	nodes_set_left_hook(t, NULL, NULL);
+}
+
+/*
+ * The kernel is told with no lock of the table held: telling it may take as
+ * long as the kernel likes, and every request needs the table. The hook
+ * below looks a path up in the table and asks whether the node is open,
+ * which takes the table's lock: made under it, as it once was, the hook
+ * waits for itself and the alarm ends the test.
+ */
+static int hook_calls;
+
+static void hook_takes_table(void *arg, fuse_ino_t ino)
+{
+	(void)arg;
+	(void)nodes_find(t, "told");
+	(void)nodes_with_open(t, ino, NULL, NULL);
+	hook_calls++;
+}
+
+static void test_left_told_without_table_lock(void **state)
+{
+	fuse_ino_t ino = version_node("told", 11);
+	struct stale_call c = { .ino = ino, .pid = 100 };
+	int64_t ver = -1;
+	bool left = false;
+
+	(void)state;
+	hook_calls = 0;
+	nodes_set_left_hook(t, hook_takes_table, NULL);
+	reader_begins(ino, 100, 11);
+	stale_open(&c); /* a stale reader alone */
+	assert_int_equal(c.r, 0);
+	assert_true(c.left);
+	assert_int_equal(nodes_open_end(t, ino, NULL), 0);
+	nodes_forget(t, ino, 1);
+	ino = version_node("told", 12);
+	assert_int_equal(nodes_open_begin(t, ino, true, 100, &ver, &left), 0); /* a writer */
+	assert_true(left);
+	assert_int_equal(nodes_open_end(t, ino, NULL), 0);
+	ino = version_node("told", 13);
+	assert_int_equal(nodes_version_leave(t, ino, false, 100), 0); /* a chmod */
+	assert_int_equal(hook_calls, 3);
+	nodes_set_left_hook(t, NULL, NULL);
+}
+
+/*
+ * A writer opens a version another reader has open: the open fails with
+ * -ESTALE, and the name gets an ordinary node held for the writer's retry,
+ * which a lookup of the doc's next version finds (not a version node) and
+ * which the writer's retry then opens, ordinary from then on.
+ */
+static void test_shared_version_held_for_retry(void **state)
+{
+	fuse_ino_t ino = version_node("held", 20), held;
+	struct stat st = { .st_mode = S_IFREG | 0600, .st_nlink = 1, .st_size = 12 };
+	const uint64_t fh = 0x99;
+	int64_t ver = -1;
+	bool version = true, left = true;
+
+	(void)state;
+	reader_begins(ino, 100, 20);
+	assert_int_equal(nodes_open_end(t, ino, &fh), 0);
+	assert_int_equal(nodes_open_begin(t, ino, true, 200, &ver, &left), -ESTALE);
+	assert_false(left);
+	assert_true(nodes_version_stat(t, ino, &st)); /* its reader's version stays */
+	held = nodes_lookup_version(t, FUSE_ROOT_ID, "held", 21, &st, &version);
+	assert_true(held != 0 && held != ino);
+	assert_false(version);
+	assert_int_equal(nodes_open_begin(t, held, true, 200, &ver, &left), 0);
+	assert_int_equal(ver, 0);
+	assert_int_equal(nodes_open_end(t, held, NULL), 0);
+	/* Retried: the next lookup gets a version node again. */
+	assert_true(nodes_lookup_version(t, FUSE_ROOT_ID, "held", 21, &st, &version) != held);
+	assert_true(version);
+	nodes_open_remove(t, ino, fh);
 }
 
 int main(void)
@@ -288,6 +371,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_stale_reader_after_failed_open, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stale_readers_do_not_wait_for_each_other, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_left_node_attributes_dropped_first, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_left_told_without_table_lock, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_shared_version_held_for_retry, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
