@@ -382,6 +382,29 @@ static int prepare_store(struct fs *fs, const char *store_path, const char *moun
 	return 0;
 }
 
+/* What serve() needs before it mounts: the store, the backing root's mode, libgit2, the bases. */
+static int serve_open(struct fs *fs, const char *store_path)
+{
+	int r;
+
+	r = store_open(store_path, fs->salvage ? STORE_OPEN_READONLY | STORE_OPEN_AS_IS : 0, &fs->store);
+	if (r < 0)
+		return r;
+	r = plain_root_load(fs);
+	/* Not fatal: without it the client's databases are shared, as before (it said why). */
+	if (r == 0 && fs->folder_id > 0)
+		plain_per_mount(fs, fs->folder_id);
+	if (r == 0)
+		r = shadow_init();
+	if (r == 0)
+		r = bases_new(&fs->bases);
+	if (r < 0) {
+		store_free(TAKE_PTR(fs->store));
+		return r;
+	}
+	return 0;
+}
+
 /*
  * Step 3: open, mount, take in through under_fd (unless -1; closed here),
  * serve, at most `workers` requests at once. notify_fd (or -1) gets one
@@ -394,27 +417,9 @@ static int serve(struct fs *fs, struct fuse_args *args, const char *store_path, 
 	struct watch *watch = NULL;
 	int r;
 
-	r = store_open(store_path, fs->salvage ? STORE_OPEN_READONLY | STORE_OPEN_AS_IS : 0, &fs->store);
+	r = serve_open(fs, store_path);
 	if (r < 0)
 		return r;
-	r = plain_root_load(fs);
-	if (r < 0) {
-		store_free(fs->store);
-		return r;
-	}
-	/* Not fatal: without it the client's databases are shared, as before (it said why). */
-	if (fs->folder_id > 0)
-		plain_per_mount(fs, fs->folder_id);
-	r = shadow_init();
-	if (r < 0) {
-		store_free(fs->store);
-		return r;
-	}
-	r = bases_new(&fs->bases);
-	if (r < 0) {
-		store_free(fs->store);
-		return r;
-	}
 	se = ll_session_new(args, fs);
 	if (!se) {
 		r = -EINVAL;
@@ -606,6 +611,92 @@ static void libfuse_log(enum fuse_log_level level, const char *fmt, va_list ap)
 	log_msg(ours, "libfuse: %s", line);
 }
 
+/* The store -o store= names (made absolute if it exists), or the default for mountpoint; said if it fails. */
+static int store_path_of(const char *opt, const char *mountpoint, char **ret)
+{
+	int r;
+
+	if (!opt) {
+		r = default_store_path(mountpoint, ret);
+		if (r < 0)
+			fprintf(stderr, "convfs: cannot make a store path under $XDG_DATA_HOME or ~/.local/share: %s\n",
+				strerror(-r));
+		return r;
+	}
+	/* A new store: its folder must exist. */
+	*ret = realpath(opt, NULL);
+	if (!*ret)
+		*ret = strdup(opt);
+	if (!*ret) {
+		fprintf(stderr, "convfs: out of memory\n");
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static void print_version(void)
+{
+	printf("convfs %s (libfuse %s, SQLite %s)\n", CONVFS_VERSION, fuse_pkgversion(), sqlite3_libversion());
+}
+
+/* The daemon's memory: a few arenas, and large blocks given back when freed. */
+static void malloc_tune(void)
+{
+	/* One malloc arena per FUSE thread would multiply the daemon's footprint. */
+	mallopt(M_ARENA_MAX, 2);
+	/*
+	 * A fixed threshold: past it every block is a mapping of its own, given
+	 * back when freed. glibc's own moves up to the largest block freed
+	 * (32 MB at most), after which the 1 MiB buffers of every worker's
+	 * reads and writes stay in the arenas, and the daemon's peak memory
+	 * depends on how many workers were busy at once.
+	 */
+	mallopt(M_MMAP_THRESHOLD, 256 << 10);
+}
+
+/*
+ * serve() in a child of its own, in a session of its own, as a daemon; the
+ * parent waits for its word that it mounted. Returns the parent's exit
+ * status: 0 mounted, 1 not. *ret_forked: a child was made (it owns the
+ * registration from then on).
+ */
+static int serve_forked(struct fs *fs, struct fuse_args *args, const char *store_path, const char *mountpoint,
+			int under_fd, unsigned workers, bool *ret_forked)
+{
+	_cleanup_close_ int rfd = -1;
+	int pfd[2], ws = 0;
+	pid_t pid;
+	char ok = 1;
+
+	if (pipe2(pfd, O_CLOEXEC) < 0) {
+		perror("convfs: pipe");
+		return 1;
+	}
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		perror("convfs: fork");
+		close(pfd[0]);
+		close(pfd[1]);
+		return 1;
+	}
+	if (pid == 0) {
+		close(pfd[0]);
+		setsid();
+		if (chdir("/") < 0)
+			_exit(1);
+		_exit(serve(fs, args, store_path, mountpoint, under_fd, pfd[1], workers) < 0);
+	}
+	rfd = pfd[0];
+	close(pfd[1]);
+	*ret_forked = true;
+	if (read(rfd, &ok, 1) == 1 && ok == 0)
+		return 0;
+	waitpid(pid, &ws, 0);
+	fprintf(stderr, "convfs: mounting '%s' failed\n", mountpoint);
+	return 1;
+}
+
 int main(int argc, char **argv)
 {
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
@@ -614,8 +705,8 @@ int main(int argc, char **argv)
 	_cleanup_free_ char *store_path = NULL;
 	_cleanup_sb_ struct sb mount_opts = SB_INIT;
 	struct fs fs = { .root_fd = -1, .lock_fd = -1, .registry = { .fd = -1 } };
-	int r, status = 1, under_fd = -1;
-	unsigned workers = 16;
+	int status = 1, under_fd = -1;
+	unsigned workers;
 	bool forked = false; /* a daemon serves, forked from here: its registration is its own */
 
 	for (size_t i = 0; argc >= 2 && i < ARRAY_SIZE(commands); i++)
@@ -634,14 +725,11 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	if (cmd.show_version) {
-		printf("convfs %s (libfuse %s, SQLite %s)\n", CONVFS_VERSION, fuse_pkgversion(), sqlite3_libversion());
+		print_version();
 		status = 0;
 		goto out;
 	}
-	if (cmd.singlethread)
-		workers = 1;
-	else if (opts.max_threads)
-		workers = opts.max_threads;
+	workers = cmd.singlethread ? 1 : opts.max_threads ? opts.max_threads : 16;
 	if (workers > LOOP_WORKERS_MAX) {
 		fprintf(stderr, "convfs: max_threads=%u is more than %d\n", workers, LOOP_WORKERS_MAX);
 		status = 2;
@@ -662,16 +750,7 @@ int main(int argc, char **argv)
 	if (cmd.debug)
 		log_set_level(LOG_LEVEL_DEBUG);
 	fuse_set_log_func(libfuse_log);
-	/* One malloc arena per FUSE thread would multiply the daemon's footprint. */
-	mallopt(M_ARENA_MAX, 2);
-	/*
-	 * A fixed threshold: past it every block is a mapping of its own, given
-	 * back when freed. glibc's own moves up to the largest block freed
-	 * (32 MB at most), after which the 1 MiB buffers of every worker's
-	 * reads and writes stay in the arenas, and the daemon's peak memory
-	 * depends on how many workers were busy at once.
-	 */
-	mallopt(M_MMAP_THRESHOLD, 256 << 10);
+	malloc_tune();
 	for (int i = 0; i < args.argc; i++)
 		if (strstr(args.argv[i], "allow_other"))
 			fs.shared = true;
@@ -689,21 +768,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "convfs: out of memory\n");
 		goto out;
 	}
-	if (opts.store) {
-		store_path = realpath(opts.store, NULL);
-		if (!store_path) {
-			/* A new store: its folder must exist. */
-			store_path = strdup(opts.store);
-			if (!store_path) {
-				status = 1;
-				goto out;
-			}
-		}
-	} else if ((r = default_store_path(cmd.mountpoint, &store_path)) < 0) {
-		fprintf(stderr, "convfs: cannot make a store path under $XDG_DATA_HOME or ~/.local/share: %s\n",
-			strerror(-r));
+	if (store_path_of(opts.store, cmd.mountpoint, &store_path) < 0)
 		goto out;
-	}
 	if (prepare_store(&fs, store_path, cmd.mountpoint, opts.no_import, &under_fd) < 0) {
 		fprintf(stderr, "convfs: cannot use the store '%s'; nothing was mounted\n", store_path);
 		goto out;
@@ -720,41 +786,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "convfs: cannot make the mount options: out of memory\n");
 		goto out;
 	}
-	if (cmd.foreground) {
+	if (cmd.foreground)
 		status = serve(&fs, &args, store_path, cmd.mountpoint, TAKE_FD(under_fd), -1, workers) < 0;
-	} else {
-		int pfd[2];
-		pid_t pid;
-		char ok = 1;
-
-		if (pipe2(pfd, O_CLOEXEC) < 0) {
-			perror("convfs: pipe");
-			goto out;
-		}
-		fflush(NULL);
-		pid = fork();
-		if (pid < 0) {
-			perror("convfs: fork");
-			goto out;
-		}
-		if (pid == 0) {
-			close(pfd[0]);
-			setsid();
-			if (chdir("/") < 0)
-				_exit(1);
-			_exit(serve(&fs, &args, store_path, cmd.mountpoint, under_fd, pfd[1], workers) < 0);
-		}
-		close(pfd[1]);
-		forked = true;
-		if (read(pfd[0], &ok, 1) != 1 || ok != 0) {
-			int ws = 0;
-
-			waitpid(pid, &ws, 0);
-			fprintf(stderr, "convfs: mounting '%s' failed\n", cmd.mountpoint);
-			goto out;
-		}
-		status = 0;
-	}
+	else
+		status = serve_forked(&fs, &args, store_path, cmd.mountpoint, under_fd, workers, &forked);
 out:
 	if (under_fd >= 0)
 		close(under_fd);
