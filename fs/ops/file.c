@@ -13,7 +13,8 @@
  * the end of a JSON Lines file is appended to its doc at once, without
  * staging. A checkpoint's file is read with libgit2 and never written.
  *
- * Each kind's calls are one entry of file_ops[]; op_read() and the others
+ * Each kind's calls are one row of file_ops[] (the view's JSON Lines, its
+ * text and checkpoint files are file_view.c's); op_read() and the others
  * only dispatch.
  */
 #include <errno.h>
@@ -27,6 +28,7 @@
 #include <unistd.h>
 
 #include "fs/kernel/watch.h"
+#include "fs/ops/file_internal.h"
 #include "fs/ops/ops_internal.h"
 #include "fs/ops/ops.h"
 #include "fs/view/shadow.h"
@@ -124,7 +126,7 @@ int stage_begin(struct fs *fs, struct fs_file *f, bool empty)
  * returns, and reading /proc/<pid>/stat of it waits for that lock, for good.
  * (A handle made for one call has no opener: its caller's.)
  */
-static void file_who(const struct fs_file *f, struct fs_proc *proc, struct store_who *who)
+void file_who(const struct fs_file *f, struct fs_proc *proc, struct store_who *who)
 {
 	if (!f->opener.tgid) {
 		fs_caller(proc, who);
@@ -158,137 +160,10 @@ int stage_commit(struct fs *fs, struct fs_file *f, const char *kind)
 	return 0;
 }
 
-/* ---- the view's JSON Lines and text -----------------------------------------------
-
- * messages.jsonl and ui_messages.jsonl are a doc one element a line. Written at
- * their end (>>, O_APPEND), each complete line is appended to the doc at once,
- * one revision per write, without reading the doc: the cost does not grow with
- * the conversation. A line must be one JSON object (with "role" for the API
- * stream), or the write fails with EINVAL and none of it is stored. A last
- * line without its newline waits for it, and is refused at close. Written
- * anywhere else (or opened with O_TRUNC), the file is staged whole and
- * committed at close as a rewrite of the doc, merged like the compat files.
- */
-
-/*
- * A rewrite through the view that leaves nothing (`: > messages.jsonl`)
- * would empty a conversation: refused, with a word on how to remove it.
- */
-static int refuse_emptying(const char *doc)
-{
-	log_warn("refusing to empty '%s' through the view; nothing changes. To remove a task, remove its folder "
-		 "(rm -r workspaces/<ws>/tasks/<id>): it goes to workspaces/.trash", doc);
-	return -EPERM;
-}
-
-/* The staged content of a text handle (a workspace's taskHistory.json), committed. f->lock held. */
-static int text_commit(struct fs *fs, struct fs_file *f)
-{
-	struct store_who who;
-	struct fs_proc proc;
-	struct commit_req req = { .ws_key = f->ws_key, .base_path = f->path, .proc = &proc, .who = &who };
-	struct stat st;
-	int res;
-
-	if (fstat(f->fd, &st) < 0)
-		return -errno;
-	if (st.st_size == 0)
-		return refuse_emptying(f->path);
-	file_who(f, &proc, &who);
-	res = commit_fd(fs, &req, f->fd, true);
-	if (res == 0)
-		f->dirty = false;
-	return res;
-}
-
-/*
- * Splits the complete lines off f->pending (plus buf) and appends them;
- * *ret_appended says if any went in. f->lock held.
- */
-static int jsonl_append(struct fs *fs, struct fs_file *f, const char *buf, size_t size, bool *ret_appended)
-{
-	_cleanup_free_ struct store_line *lines = NULL;
-	struct store_snap *snap = NULL;
-	size_t old = f->pending.len, n = 0, done = 0;
-	struct store_who who;
-	struct fs_proc proc;
-	int r;
-
-	r = sb_add(&f->pending, buf, size);
-	if (r < 0)
-		return r;
-	if (!memchr(buf, '\n', size))
-		return (int)size; /* a line still without its newline: it waits */
-	for (size_t i = 0; i < f->pending.len; i++)
-		n += f->pending.buf[i] == '\n';
-	lines = calloc(n, sizeof(*lines));
-	if (!lines) {
-		f->pending.len = old;
-		return -ENOMEM;
-	}
-	n = 0;
-	for (size_t i = 0; i < f->pending.len; i++)
-		if (f->pending.buf[i] == '\n') {
-			size_t len = i - done;
-
-			if (len && f->pending.buf[i - 1] == '\r')
-				len--;
-			lines[n++] = (struct store_line){ f->pending.buf + done, len };
-			done = i + 1;
-		}
-	file_who(f, &proc, &who);
-	r = store_doc_append(fs->store, f->path, lines, n, f->require, &who);
-	if (r == -EINVAL) {
-		f->pending.len = old; /* none of this write is kept */
-		f->pending.buf[old] = '\0';
-		return r;
-	}
-	if (r < 0) {
-		/* The store failed (ENOSPC, EBUSY, EROFS): the line's start goes too. */
-		log_err("cannot append to '%s': %s; nothing of this open file's last line is stored", f->path,
-			strerror(-r));
-		f->pending.len = 0;
-		f->pending.buf[0] = '\0';
-		f->write_err = r;
-		return r;
-	}
-	memmove(f->pending.buf, f->pending.buf + done, f->pending.len - done);
-	f->pending.len -= done;
-	f->pending.buf[f->pending.len] = '\0';
-	if (store_snap_open_jsonl(fs->store, f->path, &snap) == 0) {
-		store_snap_free(f->snap);
-		f->snap = snap;
-	}
-	*ret_appended = true;
-	return (int)size;
-}
-
-/* Commits the staged JSON Lines as the doc's new content (a merged rewrite). f->lock held. */
-static int jsonl_commit(struct fs *fs, struct fs_file *f)
-{
-	struct commit_bytes b;
-	struct store_who who;
-	struct fs_proc proc;
-	struct commit_req req = { .doc = f->path, .base_path = f->path, .kind = "rewrite", .proc = &proc, .who = &who };
-	int r;
-
-	r = jsonl_to_array(fs, f->path, f->require, f->fd, &b);
-	if (r == -ENODATA)
-		return refuse_emptying(f->path);
-	if (r < 0)
-		return r;
-	file_who(f, &proc, &who);
-	r = commit_taken(fs, &req, &b);
-	if (r == 0)
-		f->dirty = false;
-	commit_bytes_release(&b);
-	return r;
-}
-
 /* ---- what the kinds share -------------------------------------------------------- */
 
 /* A staged or snapshot read of a doc, its JSON Lines or the view's text being written. */
-static ssize_t staged_read(struct fs *fs, struct fs_file *f, char *buf, size_t size, off_t off)
+ssize_t staged_read(struct fs *fs, struct fs_file *f, char *buf, size_t size, off_t off)
 {
 	ssize_t n;
 
@@ -336,7 +211,7 @@ static ssize_t write_at(int fd, const char *buf, struct fuse_bufvec *bufv, size_
  * Stages a write (the first one copies the committed content), its bytes
  * in buf or (buf NULL) in the pipe of bufv. f->lock held.
  */
-static ssize_t stage_write(struct fs *fs, struct fs_file *f, const char *buf, struct fuse_bufvec *bufv, size_t size,
+ssize_t stage_write(struct fs *fs, struct fs_file *f, const char *buf, struct fuse_bufvec *bufv, size_t size,
 			   off_t off)
 {
 	ssize_t n;
@@ -397,12 +272,12 @@ static ssize_t staged_write_from(struct fs *fs, struct fs_file *f, const char *b
 	return n;
 }
 
-static ssize_t staged_write(struct fs *fs, struct fs_file *f, const char *buf, size_t size, off_t off, int flags)
+ssize_t staged_write(struct fs *fs, struct fs_file *f, const char *buf, size_t size, off_t off, int flags)
 {
 	return staged_write_from(fs, f, buf, NULL, size, off);
 }
 
-static int staged_truncate(struct fs *fs, struct fs_file *f, off_t size)
+int staged_truncate(struct fs *fs, struct fs_file *f, off_t size)
 {
 	int r;
 
@@ -424,7 +299,7 @@ static int staged_truncate(struct fs *fs, struct fs_file *f, off_t size)
  * What every staged flush checks first, f->lock held: 1 to go on and commit,
  * else the result (and the lock is released).
  */
-static int flush_check(struct fs_file *f, int empty_err)
+int flush_check(struct fs_file *f, int empty_err)
 {
 	if (f->write_err) {
 		/*
@@ -451,12 +326,12 @@ static int flush_check(struct fs_file *f, int empty_err)
 	return 1;
 }
 
-static int nothing_to_sync(struct fs *fs, struct fs_file *f, int datasync)
+int nothing_to_sync(struct fs *fs, struct fs_file *f, int datasync)
 {
 	return 0;
 }
 
-static int no_fallocate(struct fs *fs, struct fs_file *f, int mode, off_t off, off_t len)
+int no_fallocate(struct fs *fs, struct fs_file *f, int mode, off_t off, off_t len)
 {
 	return -EOPNOTSUPP;
 }
@@ -515,7 +390,7 @@ static int plain_tell_others(struct fs *fs, struct fs_file *f)
 	return 0;
 }
 
-static int plain_flush(struct fs *fs, struct fs_file *f)
+int plain_flush(struct fs *fs, struct fs_file *f)
 {
 	return plain_tell_others(fs, f);
 }
@@ -592,216 +467,26 @@ static void doc_release(struct fs *fs, struct fs_file *f)
 	}
 }
 
-/* ---- JSON Lines of the view ------------------------------------------------------- */
-
-/* JSON Lines only grow for their readers (tail -f): the size now. */
-static int jsonl_getattr(struct fs *fs, struct fs_file *f, struct stat *st)
-{
-	struct store_stat ss;
-
-	if (store_doc_stat(fs->store, f->path, &ss) < 0) {
-		pthread_mutex_lock(&f->lock);
-		store_snap_stat(f->snap, &ss);
-		pthread_mutex_unlock(&f->lock);
-	}
-	doc_fill_stat(fs, &ss, st);
-	st->st_size = ss.lsize;
-	st->st_ino = ss.ino | (UINT64_C(1) << 61);
-	return 0;
-}
-
-/*
- * The bytes of a line appended without its newline that an open file keeps
- * in memory. A longer one (a message of megabytes written in pieces) makes
- * the file staged instead: its bytes go to the staging file, and the whole
- * is committed at close as a rewrite. So the daemon's memory for an append
- * is bounded by this and one write, whatever the line's length.
- */
-#define JSONL_PENDING_MAX ((size_t)1 << 20)
-
-/* What f->pending would hold after buf is appended: the bytes after its last newline. */
-static size_t pending_after(const struct fs_file *f, const char *buf, size_t size)
-{
-	const char *nl = memrchr(buf, '\n', size);
-
-	return nl ? size - (size_t)(nl + 1 - buf) : f->pending.len + size;
-}
-
-static ssize_t jsonl_write(struct fs *fs, struct fs_file *f, const char *buf, size_t size, off_t off, int flags)
-{
-	bool appended = false;
-	ssize_t n;
-
-	if (f->fixed)
-		return -EBADF;
-	pthread_mutex_lock(&f->lock);
-	n = f->write_err; /* see staged_write() */
-	if (n == 0 && f->fd < 0 && (f->append || off == store_snap_size(f->snap) + (off_t)f->pending.len) &&
-	    pending_after(f, buf, size) <= JSONL_PENDING_MAX)
-		n = jsonl_append(fs, f, buf, size, &appended);
-	else if (n == 0)
-		n = stage_write(fs, f, buf, NULL, size, off);
-	pthread_mutex_unlock(&f->lock);
-	/* Outside f->lock: getattr holds the node table's lock, then a file's (docs/ARCHITECTURE.md). */
-	if (appended)
-		fs_invalidate(fs, f->path);
-	return n;
-}
-
-static int jsonl_flush(struct fs *fs, struct fs_file *f)
-{
-	bool committed = false;
-	int r;
-
-	pthread_mutex_lock(&f->lock);
-	if ((r = flush_check(f, -EPERM)) != 1)
-		return r;
-	r = 0;
-	if (f->pending.len) {
-		log_warn("refusing the last line written to '%s': it has no newline; nothing of it stored", f->path);
-		f->pending.len = 0;
-		r = -EINVAL;
-	} else if (f->dirty) {
-		r = jsonl_commit(fs, f);
-		f->commit_failed = r < 0;
-		committed = r == 0;
-	}
-	pthread_mutex_unlock(&f->lock);
-	if (committed)
-		fs_invalidate(fs, f->path); /* outside f->lock, as in jsonl_write() */
-	return r;
-}
-
-/* Opened with O_TRUNC and never written: said once, here. */
-static void view_release(struct fs *fs, struct fs_file *f)
-{
-	if (f->dirty && !f->written)
-		refuse_emptying(f->path);
-}
-
-/*
- * The view's generated text: in memory, read-only, unless it is a
- * workspace's taskHistory.json opened for writing, which stages (fd >= 0).
- */
-static int text_getattr(struct fs *fs, struct fs_file *f, struct stat *st)
-{
-	*st = f->text_st;
-	pthread_mutex_lock(&f->lock);
-	if (f->fd >= 0) {
-		struct stat sst;
-
-		if (fstat(f->fd, &sst) == 0)
-			st->st_size = sst.st_size;
-	}
-	pthread_mutex_unlock(&f->lock);
-	return 0;
-}
-
-static ssize_t text_read(struct fs *fs, struct fs_file *f, char *buf, size_t size, off_t off)
-{
-	size_t n;
-
-	if (f->fd >= 0)
-		return staged_read(fs, f, buf, size, off);
-	if (off >= (off_t)f->text.len)
-		return 0;
-	n = f->text.len - (size_t)off < size ? f->text.len - (size_t)off : size;
-	memcpy(buf, f->text.buf + off, n);
-	return (ssize_t)n;
-}
-
-static ssize_t text_write(struct fs *fs, struct fs_file *f, const char *buf, size_t size, off_t off, int flags)
-{
-	return f->fd < 0 ? -EBADF : staged_write(fs, f, buf, size, off, flags);
-}
-
-static int text_flush(struct fs *fs, struct fs_file *f)
-{
-	bool committed = false;
-	int r;
-
-	if (f->fd < 0)
-		return 0;
-	pthread_mutex_lock(&f->lock);
-	if ((r = flush_check(f, -EPERM)) != 1)
-		return r;
-	r = 0;
-	if (f->dirty) {
-		r = text_commit(fs, f);
-		f->commit_failed = r < 0;
-		committed = r == 0;
-	}
-	pthread_mutex_unlock(&f->lock);
-	if (committed) /* the one text file a writer may commit: a workspace's taskHistory.json */
-		fs_invalidate(fs, "state/taskHistory.json");
-	return r;
-}
-
-static int text_truncate(struct fs *fs, struct fs_file *f, off_t size)
-{
-	return f->fd < 0 ? -EBADF : staged_truncate(fs, f, size);
-}
-
-/* ---- checkpoint files ------------------------------------------------------------ */
-
-static int ckpt_getattr(struct fs *fs, struct fs_file *f, struct stat *st)
-{
-	return view_getattr(fs, "", f->vp, st);
-}
-
-static ssize_t ckpt_read(struct fs *fs, struct fs_file *f, char *buf, size_t size, off_t off)
-{
-	return shadow_read(f->vp->git_dir, f->vp->hash, f->vp->sub, buf, size, off);
-}
-
-static ssize_t ckpt_write(struct fs *fs, struct fs_file *f, const char *buf, size_t size, off_t off, int flags)
-{
-	return -EBADF;
-}
-
-static int ckpt_truncate(struct fs *fs, struct fs_file *f, off_t size)
-{
-	return -EROFS;
-}
-
 /* ---- the table ---------------------------------------------------------------------- */
 
-struct file_ops {
-	int (*getattr)(struct fs *fs, struct fs_file *f, struct stat *st);
-	ssize_t (*read)(struct fs *fs, struct fs_file *f, char *buf, size_t size, off_t off);
-	ssize_t (*write)(struct fs *fs, struct fs_file *f, const char *buf, size_t size, off_t off, int flags);
-	int (*flush)(struct fs *fs, struct fs_file *f);
-	void (*release)(struct fs *fs, struct fs_file *f); /* before the handle is freed; may be NULL */
-	int (*fsync)(struct fs *fs, struct fs_file *f, int datasync);
-	int (*truncate)(struct fs *fs, struct fs_file *f, off_t size);
-	int (*fallocate)(struct fs *fs, struct fs_file *f, int mode, off_t off, off_t len);
-	int attrs; /* file_attr_target() of a handle that is not fixed */
+static const struct file_ops plain_ops = {
+	.getattr = plain_getattr, .read = plain_read, .write = plain_write, .flush = plain_flush,
+	.fsync = plain_fsync, .truncate = plain_truncate, .fallocate = plain_fallocate, .attrs = 1,
 };
 
-static const struct file_ops file_ops[] = {
-	[FILE_PLAIN] = {
-		.getattr = plain_getattr, .read = plain_read, .write = plain_write, .flush = plain_flush,
-		.fsync = plain_fsync, .truncate = plain_truncate, .fallocate = plain_fallocate, .attrs = 1,
-	},
-	[FILE_DOC] = {
-		.getattr = doc_getattr, .read = staged_read, .write = staged_write, .flush = doc_flush,
-		.release = doc_release, .fsync = nothing_to_sync, .truncate = staged_truncate,
-		.fallocate = no_fallocate,
-	},
-	[FILE_JSONL] = {
-		.getattr = jsonl_getattr, .read = staged_read, .write = jsonl_write, .flush = jsonl_flush,
-		.release = view_release, .fsync = nothing_to_sync, .truncate = staged_truncate,
-		.fallocate = no_fallocate,
-	},
-	[FILE_TEXT] = {
-		.getattr = text_getattr, .read = text_read, .write = text_write, .flush = text_flush,
-		.release = view_release, .fsync = nothing_to_sync, .truncate = text_truncate,
-		.fallocate = no_fallocate,
-	},
-	[FILE_CKPT] = {
-		.getattr = ckpt_getattr, .read = ckpt_read, .write = ckpt_write, .flush = plain_flush,
-		.fsync = nothing_to_sync, .truncate = ckpt_truncate, .fallocate = no_fallocate, .attrs = -EROFS,
-	},
+static const struct file_ops doc_ops = {
+	.getattr = doc_getattr, .read = staged_read, .write = staged_write, .flush = doc_flush,
+	.release = doc_release, .fsync = nothing_to_sync, .truncate = staged_truncate,
+	.fallocate = no_fallocate,
+};
+
+/* One row a kind of open file; the view's are file_view.c's. */
+static const struct file_ops *const file_ops[] = {
+	[FILE_PLAIN] = &plain_ops,
+	[FILE_DOC] = &doc_ops,
+	[FILE_JSONL] = &file_jsonl_ops,
+	[FILE_TEXT] = &file_text_ops,
+	[FILE_CKPT] = &file_ckpt_ops,
 };
 
 static struct fs_file *file_of(const struct fuse_file_info *fi)
@@ -811,17 +496,17 @@ static struct fs_file *file_of(const struct fuse_file_info *fi)
 
 int file_getattr(struct fs *fs, struct fs_file *f, struct stat *st)
 {
-	return file_ops[f->kind].getattr(fs, f, st);
+	return file_ops[f->kind]->getattr(fs, f, st);
 }
 
 int file_truncate(struct fs *fs, struct fs_file *f, off_t size)
 {
-	return file_ops[f->kind].truncate(fs, f, size);
+	return file_ops[f->kind]->truncate(fs, f, size);
 }
 
 int file_attr_target(const struct fs_file *f)
 {
-	return f->fixed ? -EROFS : file_ops[f->kind].attrs;
+	return f->fixed ? -EROFS : file_ops[f->kind]->attrs;
 }
 
 int op_getattr_if_owner(uint64_t fh, pid_t tgid, struct stat *st)
@@ -850,7 +535,7 @@ int op_read(char *buf, size_t size, off_t off, struct fuse_file_info *fi)
 {
 	struct fs_file *f = file_of(fi);
 
-	return (int)file_ops[f->kind].read(fs_get(), f, buf, size, off);
+	return (int)file_ops[f->kind]->read(fs_get(), f, buf, size, off);
 }
 
 /* A write of buf, its room already granted (shares_space()). */
@@ -858,7 +543,7 @@ static int write_mem(const char *buf, size_t size, off_t off, struct fuse_file_i
 {
 	struct fs_file *f = file_of(fi);
 
-	return (int)file_ops[f->kind].write(fs_get(), f, buf, size, off, fi->flags);
+	return (int)file_ops[f->kind]->write(fs_get(), f, buf, size, off, fi->flags);
 }
 
 int op_write(const char *buf, size_t size, off_t off, struct fuse_file_info *fi)
@@ -911,15 +596,15 @@ int op_flush(struct fuse_file_info *fi)
 {
 	struct fs_file *f = file_of(fi);
 
-	return file_ops[f->kind].flush(fs_get(), f);
+	return file_ops[f->kind]->flush(fs_get(), f);
 }
 
 int op_release(struct fuse_file_info *fi)
 {
 	struct fs_file *f = file_of(fi);
 
-	if (file_ops[f->kind].release)
-		file_ops[f->kind].release(fs_get(), f);
+	if (file_ops[f->kind]->release)
+		file_ops[f->kind]->release(fs_get(), f);
 	file_free(f);
 	return 0;
 }
@@ -929,7 +614,7 @@ int op_fsync(int datasync, struct fuse_file_info *fi)
 	struct fs_file *f = file_of(fi);
 
 	/* A doc is durable once committed, at close; there is nothing to sync before. */
-	return file_ops[f->kind].fsync(fs_get(), f, datasync);
+	return file_ops[f->kind]->fsync(fs_get(), f, datasync);
 }
 
 int op_fallocate(int mode, off_t off, off_t len, struct fuse_file_info *fi)
@@ -940,5 +625,5 @@ int op_fallocate(int mode, off_t off, off_t len, struct fuse_file_info *fi)
 	/* Only an allocation takes room; punching or zeroing a range does not. */
 	if (!(mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_COLLAPSE_RANGE)))
 		r = shares_space(fs_get()->shares, fs_caller_uid, (uint64_t)len);
-	return r < 0 ? r : file_ops[f->kind].fallocate(fs_get(), f, mode, off, len);
+	return r < 0 ? r : file_ops[f->kind]->fallocate(fs_get(), f, mode, off, len);
 }
