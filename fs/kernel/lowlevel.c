@@ -676,6 +676,15 @@ struct fuse_session *ll_session_new(struct fuse_args *args, struct fs *fs)
 	return se;
 }
 
+/* A handle the kernel never released: released as a RELEASE would have. */
+static void release_left(uint64_t fh, void *arg)
+{
+	struct fuse_file_info fi = { .fh = fh };
+
+	(void)arg;
+	op_release(&fi);
+}
+
 void ll_session_free(struct fs *fs)
 {
 	struct fuse_session *se = fs->session;
@@ -684,6 +693,8 @@ void ll_session_free(struct fs *fs)
 	kcache_session_set(fs, NULL);
 	if (se)
 		fuse_session_destroy(se);
+	if (fs->nodes)
+		nodes_release_left(fs->nodes, release_left, NULL);
 	dirs_free(TAKE_PTR(fs->dirs));
 	nodes_free(TAKE_PTR(fs->nodes));
 }

@@ -63,6 +63,37 @@ static void node_free_one(struct node *n)
 	free(n);
 }
 
+/* Table lock held: moves n's open handles to the front of *list. */
+static void take_opens(struct node *n, struct open_ref **list)
+{
+	while (n->opens) {
+		struct open_ref *o = n->opens;
+
+		n->opens = o->next;
+		o->next = *list;
+		*list = o;
+	}
+}
+
+void nodes_release_left(struct nodes *t, void (*fn)(uint64_t fh, void *arg), void *arg)
+{
+	struct open_ref *list = NULL;
+
+	/* Taken under the lock, released without it: a release may commit, and a commit looks nodes up. */
+	pthread_mutex_lock(&t->lock);
+	for (unsigned b = 0; b < HASH_BUCKETS; b++)
+		for (struct node *n = t->buckets[b]; n; n = n->hnext)
+			take_opens(n, &list);
+	for (struct node *n = t->unhashed; n; n = n->unext)
+		take_opens(n, &list);
+	pthread_mutex_unlock(&t->lock);
+	for (struct open_ref *o = list, *next; o; o = next) {
+		next = o->next;
+		fn(o->fh, arg);
+		free(o);
+	}
+}
+
 void nodes_free(struct nodes *t)
 {
 	if (!t)

@@ -27,6 +27,13 @@ struct nodes;
 int nodes_new(struct nodes **ret);
 /* At the session's end: frees the table and every node still in it. */
 void nodes_free(struct nodes *t);
+/*
+ * At the session's end, before nodes_free(): hands fn every handle still
+ * recorded as open, and forgets it. An unmount that tears the connection down
+ * while the kernel still sends releases leaves such handles: nobody else
+ * would free them.
+ */
+void nodes_release_left(struct nodes *t, void (*fn)(uint64_t fh, void *arg), void *arg);
 
 /*
  * Writes the path of ino (plus "/name" if name) into out, starting with '/'.

@@ -363,6 +363,35 @@ static void test_shared_version_held_for_retry(void **state)
 	nodes_open_remove(t, ino, fh);
 }
 
+static void count_release(uint64_t fh, void *arg)
+{
+	uint64_t *seen = arg;
+
+	seen[fh]++;
+}
+
+/*
+ * Handles the kernel never released (an unmount that tore the connection down
+ * with releases still on their way) are each handed over once at the end, on
+ * a node still looked up and on one the kernel forgot, and not again after.
+ */
+static void test_handles_left_released_once(void **state)
+{
+	uint64_t fh1 = 1, fh2 = 2, seen[3] = { 0 };
+	fuse_ino_t a, b;
+
+	(void)state;
+	a = nodes_lookup(t, FUSE_ROOT_ID, "a", S_IFREG, &fh1);
+	b = nodes_lookup(t, FUSE_ROOT_ID, "b", S_IFREG, &fh2);
+	assert_true(a != 0 && b != 0);
+	nodes_forget(t, b, 1);
+	nodes_release_left(t, count_release, seen);
+	assert_int_equal(seen[1], 1);
+	assert_int_equal(seen[2], 1);
+	nodes_release_left(t, count_release, seen);
+	assert_int_equal(seen[1] + seen[2], 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -373,6 +402,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_left_node_attributes_dropped_first, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_left_told_without_table_lock, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_shared_version_held_for_retry, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_handles_left_released_once, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
