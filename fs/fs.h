@@ -124,6 +124,8 @@ int plain_per_mount(struct fs *fs, int64_t folder);
  * later plain_open() walk paths by hand, as when openat2 is missing.
  */
 int plain_open_root(const char *store_path, char **ret_backing_path, int *ret_fd);
+/* From now on the daemon's log is where it stays: how backing paths are resolved may be said. */
+void plain_log_ready(void);
 
 /*
  * The mount root's mode, kept in the store while the backing root stays 0700

@@ -485,6 +485,7 @@ static int serve(struct fs *fs, struct fuse_args *args, const char *store_path, 
 		close(notify_fd);
 	}
 	/* Said here, where a daemon logs to syslog: nothing on the terminal that started it. */
+	plain_log_ready();
 	shares_log_limit(fs->shares, fs->nofile_was);
 	r = loop_run(se, workers);
 	/*

@@ -44,16 +44,38 @@
 
 /*
  * no_openat2 is set once openat2 is known to be missing, or at the first open
- * after CONVFS_NO_OPENAT2=1 asked for the walk (then, and not at startup, the
- * info line is logged: a daemon logs to syslog once detached); never cleared.
+ * after CONVFS_NO_OPENAT2=1 asked for the walk; never cleared. Why is said
+ * once, in one info line, and not before plain_log_ready(): a daemon says
+ * nothing on the terminal that started it, and its first opens in the
+ * backing tree come before it detaches.
  */
 static bool no_openat2;
 static bool walk_asked;
+static const char *walk_why;
+static bool log_ready;
+static bool walk_said;
+
+static void say_walk(void)
+{
+	if (!__atomic_exchange_n(&walk_said, true, __ATOMIC_ACQ_REL))
+		log_info("%s: resolving paths in the backing tree one component at a time", walk_why);
+}
 
 static void use_walk(const char *why)
 {
-	if (!__atomic_exchange_n(&no_openat2, true, __ATOMIC_RELAXED))
-		log_info("%s: resolving paths in the backing tree one component at a time", why);
+	const char *none = NULL;
+
+	__atomic_compare_exchange_n(&walk_why, &none, why, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+	__atomic_store_n(&no_openat2, true, __ATOMIC_RELEASE);
+	if (__atomic_load_n(&log_ready, __ATOMIC_ACQUIRE))
+		say_walk();
+}
+
+void plain_log_ready(void)
+{
+	__atomic_store_n(&log_ready, true, __ATOMIC_RELEASE);
+	if (__atomic_load_n(&walk_why, __ATOMIC_ACQUIRE))
+		say_walk();
 }
 
 static bool creates(int flags)
