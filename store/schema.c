@@ -240,6 +240,20 @@ static const char *const migrations[] = {
 	"  path TEXT NOT NULL,"
 	"  time_ns INTEGER NOT NULL"
 	");",
+
+	/*
+	 * 12 -> 13: a folder is also its birth time (statx's btime). A rebuilt
+	 * container's folder of the same path may well have the device and
+	 * inode number of the one before: a fresh tmpfs numbers its inodes from
+	 * the start, an anonymous device number is handed out again, ext4 reuses
+	 * a freed inode. Taken for the one before, its take-in would merge what
+	 * the client wrote there with that one's last take-in as the base, and
+	 * drop what that one had and this one never saw (a task from the
+	 * history). 0: its filesystem keeps no birth time; NULL: not known yet
+	 * (a row from before, claimed by the next take-in of its path, device
+	 * and inode).
+	 */
+	"ALTER TABLE folders ADD COLUMN born_ns INTEGER;",
 };
 
 int store_schema_version(void)

@@ -286,24 +286,39 @@ int store_seen_mark_gone(struct store *st, const char *path)
 	return r < 0 ? r : r > 0 ? 0 : -ENOENT;
 }
 
-/* The folder at path, device dev and inode ino: its row id, or -ENOENT (0 with *ret_taken). */
-static int folder_find(struct store *st, const char *path, uint64_t dev, uint64_t ino, bool claim, int64_t *ret_id,
-		       bool *ret_taken)
+/* How folder_find() looks for a folder. */
+enum folder_match {
+	FOLDER_EXACT,    /* this folder */
+	FOLDER_UNBORN,   /* a row of its path, device and inode from before birth times (schema 12) */
+	FOLDER_UNKNOWN,  /* a row from before schema 12, whose device and inode were never known */
+};
+
+/* The folder: its row id, or -ENOENT (0 with *ret_taken). */
+static int folder_find(struct store *st, const char *path, uint64_t dev, uint64_t ino, int64_t born_ns,
+		       enum folder_match how, int64_t *ret_id, bool *ret_taken)
 {
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
 	int r;
 
-	/*
-	 * Exactly this folder; or (claim) a folder from before schema 12, whose
-	 * device and inode were never known: the folder first taken in, by its
-	 * path ("" if that take-in never ended).
-	 */
-	r = claim ? store_row_args(st, "SELECT id, taken_ns IS NOT NULL FROM folders WHERE dev IS NULL AND "
+	switch (how) {
+	case FOLDER_EXACT:
+		r = store_row_args(st, "SELECT id, taken_ns IS NOT NULL FROM folders WHERE path = ?1 AND dev = ?2 AND "
+				       "ino = ?3 AND born_ns = ?4", STORE_TEXTS(path),
+				   STORE_INTS((int64_t)dev, (int64_t)ino, born_ns), "cannot read the folders taken in",
+				   &stmt);
+		break;
+	case FOLDER_UNBORN:
+		r = store_row_args(st, "SELECT id, taken_ns IS NOT NULL FROM folders WHERE path = ?1 AND dev = ?2 AND "
+				       "ino = ?3 AND born_ns IS NULL", STORE_TEXTS(path),
+				   STORE_INTS((int64_t)dev, (int64_t)ino), "cannot read the folders taken in", &stmt);
+		break;
+	default:
+		/* The folder first taken in, by its path ("" if that take-in never ended). */
+		r = store_row_args(st, "SELECT id, taken_ns IS NOT NULL FROM folders WHERE dev IS NULL AND "
 				       "(path = ?1 OR path = '') ORDER BY path = ?1 DESC LIMIT 1",
-				   STORE_TEXTS(path), NULL, 0, "cannot read the folders taken in", &stmt)
-		  : store_row_args(st, "SELECT id, taken_ns IS NOT NULL FROM folders WHERE path = ?1 AND dev = ?2 AND "
-				       "ino = ?3", STORE_TEXTS(path), STORE_INTS((int64_t)dev, (int64_t)ino),
-				   "cannot read the folders taken in", &stmt);
+				   STORE_TEXTS(path), NULL, 0, "cannot read the folders taken in", &stmt);
+		break;
+	}
 	if (r < 0)
 		return r;
 	*ret_id = sqlite3_column_int64(stmt, 0);
@@ -311,18 +326,35 @@ static int folder_find(struct store *st, const char *path, uint64_t dev, uint64_
 	return 0;
 }
 
-int store_seen_folder(struct store *st, const char *path, uint64_t dev, uint64_t ino, bool *ret_taken)
+/* The folder's row: this folder's, or one from before that it claims; -ENOENT if none. */
+static int folder_row(struct store *st, const char *path, uint64_t dev, uint64_t ino, int64_t born_ns,
+		      int64_t *ret_id, bool *ret_taken)
+{
+	int r;
+
+	r = folder_find(st, path, dev, ino, born_ns, FOLDER_EXACT, ret_id, ret_taken);
+	if (r != -ENOENT)
+		return r;
+	r = folder_find(st, path, dev, ino, born_ns, FOLDER_UNBORN, ret_id, ret_taken);
+	if (r == -ENOENT)
+		r = folder_find(st, path, dev, ino, born_ns, FOLDER_UNKNOWN, ret_id, ret_taken);
+	if (r < 0 || st->readonly)
+		return r;
+	r = store_run_args(st, "UPDATE folders SET path = ?1, dev = ?2, ino = ?3, born_ns = ?4 WHERE id = ?5",
+			   STORE_TEXTS(path), STORE_INTS((int64_t)dev, (int64_t)ino, born_ns, *ret_id),
+			   "cannot record the folder taken in");
+	return r < 0 ? r : 0;
+}
+
+int store_seen_folder(struct store *st, const char *path, uint64_t dev, uint64_t ino, int64_t born_ns,
+		      bool *ret_taken)
 {
 	STORE_LOCK(st);
 	int64_t id = 0, now = now_ns();
 	bool taken = false;
 	int r;
 
-	r = folder_find(st, path, dev, ino, false, &id, &taken);
-	if (r == -ENOENT && (r = folder_find(st, path, dev, ino, true, &id, &taken)) == 0 && !st->readonly)
-		r = store_run_args(st, "UPDATE folders SET path = ?1, dev = ?2, ino = ?3 WHERE id = ?4",
-				   STORE_TEXTS(path), STORE_INTS((int64_t)dev, (int64_t)ino, id),
-				   "cannot record the folder taken in");
+	r = folder_row(st, path, dev, ino, born_ns, &id, &taken);
 	if (r == -ENOENT && st->readonly) {
 		/* Never taken in, and nothing can be recorded: no rows. */
 		st->seen_folder = 0;
@@ -330,8 +362,9 @@ int store_seen_folder(struct store *st, const char *path, uint64_t dev, uint64_t
 		return 0;
 	}
 	if (r == -ENOENT) {
-		r = store_run_args(st, "INSERT INTO folders(path, dev, ino) VALUES (?1, ?2, ?3)", STORE_TEXTS(path),
-				   STORE_INTS((int64_t)dev, (int64_t)ino), "cannot record the folder taken in");
+		r = store_run_args(st, "INSERT INTO folders(path, dev, ino, born_ns) VALUES (?1, ?2, ?3, ?4)",
+				   STORE_TEXTS(path), STORE_INTS((int64_t)dev, (int64_t)ino, born_ns),
+				   "cannot record the folder taken in");
 		id = sqlite3_last_insert_rowid(st->db);
 	}
 	if (r < 0)

@@ -36,14 +36,17 @@ struct store_seen_set {
 
 /*
  * The folder whose rows the calls below read and write (until the next
- * call): the one mounted over at path, device dev, inode ino (a rebuilt
- * container's folder of the same path is another folder, and so is the
- * host's). *ret_taken: whether a take-in of it ever ended (else its next
- * one takes in all of it). A folder not taken in for 90 days is forgotten
- * here, with its rows. A read-only store makes no folder: a new one has no
- * rows, and nothing is recorded.
+ * call): the one mounted over at path, device dev, inode ino, born at
+ * born_ns (fd_born_ns(); 0 where its filesystem keeps no birth time). A
+ * rebuilt container's folder of the same path is another folder, and so is
+ * the host's; its device and inode may be the old one's again, its birth
+ * time is not. *ret_taken: whether a take-in of it ever ended (else its
+ * next one takes in all of it). A folder not taken in for 90 days is
+ * forgotten here, with its rows. A read-only store makes no folder: a new
+ * one has no rows, and nothing is recorded.
  */
-int store_seen_folder(struct store *st, const char *path, uint64_t dev, uint64_t ino, bool *ret_taken);
+int store_seen_folder(struct store *st, const char *path, uint64_t dev, uint64_t ino, int64_t born_ns,
+		      bool *ret_taken);
 /* A take-in of the folder ended. */
 int store_seen_folder_taken(struct store *st);
 /* The folder store_seen_folder() chose: its row's id (0: none, a read-only store's new folder). */

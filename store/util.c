@@ -7,8 +7,10 @@
  * lines never interleave.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <syslog.h>
 #include <time.h>
 
@@ -174,6 +176,16 @@ int64_t now_ns(void)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int fd_born_ns(int fd, int64_t *ret)
+{
+	struct statx stx;
+
+	if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT, STATX_BTIME, &stx) < 0)
+		return -errno;
+	*ret = (stx.stx_mask & STATX_BTIME) ? (int64_t)stx.stx_btime.tv_sec * 1000000000 + stx.stx_btime.tv_nsec : 0;
+	return 0;
 }
 
 char *iso_time(int64_t ns, char *buf, size_t n)

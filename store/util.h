@@ -106,6 +106,11 @@ void log_set_sink(log_sink_fn fn);
 
 /* Nanoseconds since the epoch, from CLOCK_REALTIME. */
 int64_t now_ns(void);
+/*
+ * The birth time of the file open at fd (statx's btime) in ns since the
+ * epoch into *ret, 0 there if its filesystem keeps none; 0 or -errno.
+ */
+int fd_born_ns(int fd, int64_t *ret);
 /* ns as ISO 8601 in UTC with milliseconds ("2026-11-24T10:00:00.000Z") into buf; returns buf. */
 char *iso_time(int64_t ns, char *buf, size_t n);
 

@@ -584,12 +584,19 @@ static void report(const struct import_ctx *c)
 int import_folder_use(struct fs *fs, int src_fd, const char *src_name, bool *ret_taken)
 {
 	struct stat st;
+	int64_t born;
+	int r;
 
 	if (fstat(src_fd, &st) < 0) {
 		log_err("cannot read the folder underneath '%s': %s", src_name, strerror(errno));
 		return -errno;
 	}
-	return store_seen_folder(fs->store, src_name, (uint64_t)st.st_dev, (uint64_t)st.st_ino, ret_taken);
+	r = fd_born_ns(src_fd, &born);
+	if (r < 0) {
+		log_err("cannot read the birth time of the folder underneath '%s': %s", src_name, strerror(-r));
+		return r;
+	}
+	return store_seen_folder(fs->store, src_name, (uint64_t)st.st_dev, (uint64_t)st.st_ino, born, ret_taken);
 }
 
 int fs_took_in_before(struct fs *fs, int src_fd, const char *src_name)

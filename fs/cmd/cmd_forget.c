@@ -142,10 +142,12 @@ static int scan_folder(struct forget_ctx *c, const char *path, bool underneath, 
 	if (underneath && st) {
 		/* What is recorded as seen is this folder's: the rows of each folder taken in are its own. */
 		struct stat fst;
+		int64_t born;
 		bool taken;
 
-		r = fstat(fd, &fst) < 0 ? -errno : store_seen_folder(st, path, (uint64_t)fst.st_dev, (uint64_t)fst.st_ino,
-								       &taken);
+		r = fstat(fd, &fst) < 0 ? -errno : fd_born_ns(fd, &born);
+		if (r == 0)
+			r = store_seen_folder(st, path, (uint64_t)fst.st_dev, (uint64_t)fst.st_ino, born, &taken);
 		if (r < 0) {
 			close(fd);
 			return r;

@@ -63,12 +63,12 @@ static char *doc_read(struct store *st, const char *path)
 	return sb.buf ? sb_detach(&sb, NULL) : strdup("");
 }
 
-/* The folder these tests' rows are of: /home/dev/gs, device 1, inode 2. */
+/* The folder these tests' rows are of: /home/dev/gs, device 1, inode 2, born at 3. */
 static void use_folder(struct store *st)
 {
 	bool taken;
 
-	assert_int_equal(store_seen_folder(st, "/home/dev/gs", 1, 2, &taken), 0);
+	assert_int_equal(store_seen_folder(st, "/home/dev/gs", 1, 2, 3, &taken), 0);
 }
 
 static int setup_seen(void **state)
@@ -394,49 +394,68 @@ static void test_new_store(void **state)
 	assert_int_equal(store_seen_legacy(st, &ns), -ENOENT);
 }
 
+/* The rows of the folder in use: n of them, the first at path first (unless NULL). */
+static void rows_are(struct store *st, size_t n, const char *first)
+{
+	struct store_seen_set set = { 0 };
+
+	assert_int_equal(store_seen_load(st, &set), 0);
+	assert_int_equal(set.n, n);
+	if (first)
+		assert_string_equal(set.v[0].path, first);
+	store_seen_set_release(&set);
+}
+
 /*
  * Each folder mounted over has rows of its own: another folder's are never
- * the base of its take-in. A folder of the same path but another device or
- * inode (a rebuilt container's) is another folder; one not taken in for 90
- * days is forgotten with its rows.
+ * the base of its take-in. A folder of the same path but another device,
+ * inode or birth time (a rebuilt container's) is another folder; one not
+ * taken in for 90 days is forgotten with its rows.
  */
 static void test_folders(void **state)
 {
 	struct store *st = *state;
-	struct store_seen_set set = { 0 };
 	bool taken = true;
 
-	assert_int_equal(store_seen_folder(st, "/home/dev/gs", 1, 2, &taken), 0);
+	assert_int_equal(store_seen_folder(st, "/home/dev/gs", 1, 2, 3, &taken), 0);
 	assert_false(taken); /* never taken in */
 	put(st, "a", S_IFREG, 1, 0);
 	assert_int_equal(store_seen_folder_taken(st), 0);
-	assert_int_equal(store_seen_folder(st, "/srv/container/gs", 3, 4, &taken), 0);
+	assert_int_equal(store_seen_folder(st, "/srv/container/gs", 3, 4, 5, &taken), 0);
 	assert_false(taken);
 	put(st, "b", S_IFREG, 2, 0);
-	assert_int_equal(store_seen_load(st, &set), 0);
-	assert_int_equal(set.n, 1);
-	assert_string_equal(set.v[0].path, "b");
-	store_seen_set_release(&set);
+	rows_are(st, 1, "b");
 	assert_int_equal(store_seen_mark_gone(st, "a"), -ENOENT); /* the other folder's */
 	/* The first folder again: its rows, and taken in before. */
-	assert_int_equal(store_seen_folder(st, "/home/dev/gs", 1, 2, &taken), 0);
+	assert_int_equal(store_seen_folder(st, "/home/dev/gs", 1, 2, 3, &taken), 0);
 	assert_true(taken);
-	assert_int_equal(store_seen_load(st, &set), 0);
-	assert_int_equal(set.n, 1);
-	assert_string_equal(set.v[0].path, "a");
-	store_seen_set_release(&set);
+	rows_are(st, 1, "a");
 	/* Its path, rebuilt: another folder, nothing seen of it. */
-	assert_int_equal(store_seen_folder(st, "/home/dev/gs", 1, 99, &taken), 0);
+	assert_int_equal(store_seen_folder(st, "/home/dev/gs", 1, 99, 3, &taken), 0);
 	assert_false(taken);
-	assert_int_equal(store_seen_load(st, &set), 0);
-	assert_int_equal(set.n, 0);
-	store_seen_set_release(&set);
+	rows_are(st, 0, NULL);
+	/*
+	 * Rebuilt on a fresh tmpfs: the same device and inode number as the
+	 * first (numbered from the start, the device's number handed out
+	 * again), but born later: another folder too.
+	 */
+	assert_int_equal(store_seen_folder(st, "/home/dev/gs", 1, 2, 4, &taken), 0);
+	assert_false(taken);
+	rows_are(st, 0, NULL);
+	assert_int_equal(db_int(st->db, "SELECT count(*) FROM folders WHERE path = '/home/dev/gs'"), 3);
+	/* On a filesystem that keeps no birth time (0), by device and inode alone. */
+	assert_int_equal(store_seen_folder(st, "/srv/nobirth", 6, 7, 0, &taken), 0);
+	put(st, "c", S_IFREG, 3, 0);
+	assert_int_equal(store_seen_folder_taken(st), 0);
+	assert_int_equal(store_seen_folder(st, "/srv/nobirth", 6, 7, 0, &taken), 0);
+	assert_true(taken);
+	rows_are(st, 1, "c");
 	/* The second folder, not taken in for 91 days: forgotten when the next is chosen. */
-	assert_int_equal(store_seen_folder(st, "/srv/container/gs", 3, 4, &taken), 0);
+	assert_int_equal(store_seen_folder(st, "/srv/container/gs", 3, 4, 5, &taken), 0);
 	assert_int_equal(store_seen_folder_taken(st), 0);
 	assert_int_equal(sqlite3_exec(st->db, "UPDATE folders SET taken_ns = 1 WHERE path = '/srv/container/gs'", NULL, NULL,
 				      NULL), SQLITE_OK);
-	assert_int_equal(store_seen_folder(st, "/home/dev/gs", 1, 2, &taken), 0);
+	assert_int_equal(store_seen_folder(st, "/home/dev/gs", 1, 2, 3, &taken), 0);
 	assert_int_equal(db_int(st->db, "SELECT count(*) FROM folders WHERE path = '/srv/container/gs'"), 0);
 	assert_int_equal(db_int(st->db, "SELECT count(*) FROM underneath WHERE path = 'b'"), 0);
 }
@@ -451,7 +470,6 @@ static void test_migrate_folders(void **state)
 {
 	char dir[] = "/tmp/convfs-seen-XXXXXX", path[64];
 	struct store *st = NULL;
-	struct store_seen_set set = { 0 };
 	sqlite3 *db = NULL;
 	bool taken = false;
 
@@ -470,20 +488,27 @@ static void test_migrate_folders(void **state)
 	sqlite3_close(db);
 	assert_int_equal(store_open(path, 0, &st), 0);
 	assert_int_equal(db_int(st->db, "PRAGMA user_version"), store_schema_version());
-	assert_int_equal(store_seen_folder(st, "/srv/other", 5, 6, &taken), 0);
+	assert_int_equal(store_seen_folder(st, "/srv/other", 5, 6, 0, &taken), 0);
 	assert_false(taken);
-	assert_int_equal(store_seen_load(st, &set), 0);
-	assert_int_equal(set.n, 0);
-	store_seen_set_release(&set);
-	assert_int_equal(store_seen_folder(st, "/home/dev/gs", 7, 8, &taken), 0);
+	rows_are(st, 0, NULL);
+	assert_int_equal(store_seen_folder(st, "/home/dev/gs", 7, 8, 11, &taken), 0);
 	assert_true(taken);
-	assert_int_equal(store_seen_load(st, &set), 0);
-	assert_int_equal(set.n, 1);
-	assert_string_equal(set.v[0].path, "state");
-	store_seen_set_release(&set);
+	rows_are(st, 1, "state");
 	/* Claimed: the same path on another device is another folder now. */
-	assert_int_equal(store_seen_folder(st, "/home/dev/gs", 7, 10, &taken), 0);
+	assert_int_equal(store_seen_folder(st, "/home/dev/gs", 7, 10, 11, &taken), 0);
 	assert_false(taken);
+	/*
+	 * A row of schema 12 has no birth time: the next take-in of its path,
+	 * device and inode claims it, born whenever; from then on a birth time
+	 * of its own.
+	 */
+	assert_int_equal(sqlite3_exec(st->db, "UPDATE folders SET born_ns = NULL", NULL, NULL, NULL), SQLITE_OK);
+	assert_int_equal(store_seen_folder(st, "/home/dev/gs", 7, 8, 12, &taken), 0);
+	assert_true(taken);
+	rows_are(st, 1, NULL);
+	assert_int_equal(store_seen_folder(st, "/home/dev/gs", 7, 8, 13, &taken), 0);
+	assert_false(taken);
+	rows_are(st, 0, NULL);
 	store_free(st);
 	remove_store_file(dir, path);
 }
