@@ -28,24 +28,14 @@
 # lib.sh's watchdog: meson gives 420 s (see meson.build); run alone, as long.
 : "${TEST_TIMEOUT:=360}"
 . "$(dirname "$0")/lib.sh"
+. "$TESTS_DIR/real_clients/drive.sh"
 
 TOP=$(cd "$TESTS_DIR/../.." && pwd)
 NORMALISE=$TOP/scripts/make-fixtures.d/normalise.js
 export CONVFS_CLIENT_CACHE=${CONVFS_CLIENT_CACHE:-$HOME/.cache/convfs/clients}
 TARBALLS=(cline-cli-2.18.0-globalStorage cline-cli-1.0.10-globalStorage cline-cli-3.0.65-data cline-damaged-globalStorage)
 
-skip()
-{
-	if [[ ${CI:-} == true ]]; then
-		fail "$* (CI=true: not skipped)"
-	fi
-	say "SKIP: $*"
-	exit 77
-}
-
-node_major=$(node -p 'process.versions.node.split(".")[0]')
-((node_major >= 20)) || skip "node $(node --version) is older than 20, the oldest the Cline CLIs run on"
-command -v npm >/dev/null || skip "npm is missing"
+clients_preconditions
 ns=(unshare --mount --net --pid --fork --mount-proc --uts)
 [[ $(id -u) == 0 ]] || ns+=(--map-root-user)
 "${ns[@]}" true 2>/dev/null || skip "no namespaces for make-fixtures ('${ns[*]} true' fails)"
