@@ -6,7 +6,8 @@
 # shell or in meson's `'..' / 'shared'`), no absolute path of a developer's
 # machine (/work/..., /root/..., /home/<someone>/...). The home folders the
 # fixtures were written in (/home/dev, see tests/fixtures/README.md) and the
-# examples of the docs (/home/alice, /home/u) are the only ones allowed.
+# examples of the docs (/home/alice, /home/u, and /home/vscode, the user of
+# a devcontainer's image) are the only ones allowed.
 # Also: every fixture the tests name is in tests/fixtures.
 #
 # Needs no mount. Reads the files git tracks (every file below the top when
@@ -35,7 +36,7 @@ fi
 # comes before its slash cannot be part of a name or a variable ("$T/work/x"
 # is a temp dir's, "/work/x" is a machine's).
 outside='\.\./+shared|'"'"'\.\.'"'"' */ *'"'"'shared'"'"'|(^|[^A-Za-z0-9_.}$-])/(work|root)/|(^|[^A-Za-z0-9_.}$-])/home/[A-Za-z0-9_.-]+'
-allowed_homes='/home/(dev|alice|u)([^A-Za-z0-9_.-]|$)'
+allowed_homes='/home/(dev|alice|u|vscode)([^A-Za-z0-9_.-]|$)'
 
 for f in "${files[@]}"; do
 	[[ -f $f ]] || continue
