@@ -84,7 +84,7 @@ static bool look_at_handle(uint64_t fh, void *arg)
 static int getattr_fresh(struct fs *fs, fuse_ino_t ino, const struct route *rt, bool removed,
 			 struct fuse_file_info *fi, struct stat *st)
 {
-	bool doc = rt->kind == ROUTE_DOC;
+	bool doc = rt->ops->versioned;
 
 	if (doc && !fi) {
 		struct owner_stat o = { .st = st };
@@ -122,7 +122,7 @@ static int getattr_route(struct fs *fs, fuse_ino_t ino, const struct route *rt, 
 {
 	int r;
 
-	if (rt->kind == ROUTE_DOC && nodes_version_stat(fs->nodes, ino, st)) {
+	if (rt->ops->versioned && nodes_version_stat(fs->nodes, ino, st)) {
 		*ret_timeout = kcache_links_timeout(st, KCACHE_VERSION_TIMEOUT);
 		return 0;
 	}
@@ -206,9 +206,9 @@ void ll_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, s
 
 	r = node_route(fs, ino, &path, &rt, &removed);
 	/* (The reply's attributes, never cached, replace those the kernel kept of a version node.) */
-	if (r == 0 && rt.kind == ROUTE_DOC)
+	if (r == 0 && rt.ops->versioned)
 		r = nodes_version_leave(fs->nodes, ino, to_set & FUSE_SET_ATTR_SIZE, fs_caller_pid);
-	if (r == 0 && removed && !fi && rt.kind != ROUTE_DOC) {
+	if (r == 0 && removed && !fi && !rt.ops->versioned) {
 		/*
 		 * A removed plain file (fchmod of an unlinked open file): its path
 		 * names another file now, or none. Through one of its open handles,

@@ -6,18 +6,20 @@
  * The kernel keeps entries, attributes, pages and folder listings for as
  * long as a reply allows; every round trip it saves is one a walk of the
  * history (grep -r, ls -lR, rsync) does not pay. So each kind of path is
- * kept as long as its content can be trusted:
+ * kept as long as its content can be trusted, and says so as data: the
+ * cache member of its row (struct path_cache, fs/ops/kinds.h), which this
+ * file turns into seconds (keep_seconds()):
  *
  *   - the backing tree's files and folders (and the compat tree's folders):
- *     CACHE_TIMEOUT; they change only through the mount, which the kernel
+ *     KEEP_LONG; they change only through the mount, which the kernel
  *     sees, or through convfs, which tells it (kcache_invalidate());
  *   - a doc's version node: its attributes and pages for good (they never
  *     change, fs/kernel/nodes.h), its entry until the next change of any doc (a new
  *     epoch) where the kernel counts epochs, else not at all;
  *   - docs' ordinary nodes and the view's files: never (they change under
  *     merges), but a live task's .jsonl files and metadata.json, whose every
- *     commit tells the kernel (view_file_told()); those, the view's folders
- *     and the root: TIMEOUT.
+ *     commit tells the kernel (cache.told); those, the view's folders and
+ *     the root: a second (KEEP_BRIEF, KEEP_NAMED).
  *
  * The kernel is told with no lock of ours held, and never so that it takes a
  * folder's lock on the daemon's behalf (notify_inval_entry would: a daemon
@@ -130,77 +132,39 @@ void kcache_invalidate(struct fs *fs, const char *rel)
 }
 
 /*
- * A live task's messages.jsonl, ui_messages.jsonl and metadata.json in the
- * view, under its workspace's own name: every commit of the doc behind one
- * tells the kernel before it returns (view_invalidate_conversation() drops
- * their attributes, at the paths it knows), so their attributes are kept
- * TIMEOUT: a walk of the view (grep -r: a stat, an open, an fstat a file)
- * asks for them once, not at each stat. (A subagent's file, task.json, which
- * every save of taskHistory.json may change, and a task's files under a
- * `<name>.view` folder are never kept.)
+ * The seconds a kind's keep means for rt. KEEP_NAMED: under a view folder
+ * shown by its other name (<name>.view), nothing convfs tells the kernel
+ * names the path, and that folder goes when the client's entry does, so
+ * the kernel asks again on every path walk through it. (Dropping its entry
+ * when it goes would take the folder's lock in the kernel from the daemon,
+ * which can hang a daemon killed meanwhile for good.)
  */
-static bool view_file_told(const struct route *rt)
+static double keep_seconds(enum path_keep keep, const struct route *rt)
 {
-	const char *ws, *leaf;
-	size_t n, sl = strlen(VIEW_CLASH_SUFFIX);
-
-	if (rt->vp.trash || (rt->vp.kind != VIEW_MESSAGES && rt->vp.kind != VIEW_UI && rt->vp.kind != VIEW_METADATA))
-		return false;
-	leaf = strrchr(rt->rel, '/');
-	if (!leaf || !view_task_file_named(leaf + 1))
-		return false;
-	/* workspaces/<ws>/tasks/<id>/<leaf> */
-	ws = rt->rel + strlen("workspaces/");
-	n = strcspn(ws, "/");
-	return !(n > sl && strncmp(ws + n - sl, VIEW_CLASH_SUFFIX, sl) == 0);
-}
-
-/*
- * Docs and the view's other files are never cached: they change under merges.
- * (A checkpoint's never change: those are. The view's folders are too:
- * their permissions are checked on every path walk through them, and their
- * listings, kept like every folder's, go when a commit or a task that moved
- * says so: kcache_invalidate(), kcache_placement_check().)
- */
-static bool never_cached(const struct route *rt)
-{
-	return rt->kind == ROUTE_DOC || (rt->kind == ROUTE_VIEW && rt->vp.kind <= VIEW_CKPTS && !view_file_told(rt));
-}
-
-/*
- * A view folder shown under another name while the client has its own
- * (workspaces/<name>.view): it goes when the client's does, so the kernel
- * asks again on every path walk through it. (Dropping the entry when it
- * goes would take the folder's lock in the kernel from the daemon, which can
- * hang a daemon killed meanwhile for good.)
- */
-static bool is_view_volatile_dir(const char *path)
-{
-	const char *p;
-	size_t n, sl = strlen(VIEW_CLASH_SUFFIX);
-
-	if (strncmp(path, "/workspaces/", 12) != 0)
-		return false;
-	p = path + 12;
-	n = strlen(p);
-	return !strchr(p, '/') && n > sl && strcmp(p + n - sl, VIEW_CLASH_SUFFIX) == 0;
+	switch (keep) {
+	case KEEP_BRIEF:
+		return TIMEOUT;
+	case KEEP_LONG:
+		return CACHE_TIMEOUT;
+	case KEEP_NAMED:
+		return rt->vp.aside ? 0 : TIMEOUT;
+	default:
+		return 0;
+	}
 }
 
 /*
  * up names a folder of the view whose listing or whose being there follows
- * where the tasks are: workspaces/, a workspace's folder (or the trash),
- * its tasks/, a task's folder (workspaces/<ws>/tasks/<id>,
- * workspaces/.trash/<id>).
+ * where the tasks are (its row's cache.volatile_list): workspaces/, a
+ * workspace's folder (or the trash), its tasks/, a task's folder
+ * (workspaces/<ws>/tasks/<id>, workspaces/.trash/<id>). By the names' shape
+ * alone (view_shape_kind()): the node table is walked under its lock.
  */
 static bool is_view_placed(const char *const *up, size_t n)
 {
-	if (n == 0 || n > 4 || strcmp(up[n - 1], "workspaces") != 0)
-		return false;
-	if (n == 3)
-		return strcmp(up[1], ".trash") == 0 || strcmp(up[0], "tasks") == 0;
-	if (n == 4)
-		return strcmp(up[1], "tasks") == 0;
-	return true;
+	enum view_kind kind = view_shape_kind(up, n);
+
+	return kind != VIEW_NONE && view_rows[kind]->cache.volatile_list;
 }
 
 /*
@@ -214,9 +178,9 @@ static bool is_view_placed(const char *const *up, size_t n)
  * (is_view_placed()), and the root's (the task's backing folder may be the
  * first of tasks/): the next stat or walk through a task folder that moved
  * asks, and gets ENOENT, and the next listing of its workspace's folders is
- * made afresh. The entries themselves stay (see is_view_volatile_dir() for
- * why they are not dropped); a name the kernel still holds answers ENOENT
- * until it goes.
+ * made afresh. The entries themselves stay (see keep_seconds() for why they
+ * are not dropped); a name the kernel still holds answers ENOENT until it
+ * goes.
  */
 void kcache_placement_check(struct fs *fs)
 {
@@ -289,41 +253,6 @@ double kcache_links_timeout(const struct stat *st, double timeout)
 	return st->st_nlink > 1 ? 0 : timeout;
 }
 
-/*
- * How long the kernel may keep the attributes st of rt, before
- * kcache_links_timeout(): CACHE_TIMEOUT in the backing tree, 0 for docs and the
- * view's files (but view_file_told()'s), TIMEOUT for the root and the view's
- * folders. (A version
- * node's attributes are kept for good: KCACHE_VERSION_TIMEOUT.)
- */
-static double route_timeout(const struct route *rt, const struct stat *st)
-{
-	if (rt->kind == ROUTE_PLAIN && *rt->rel)
-		return CACHE_TIMEOUT;
-	if (never_cached(rt) && !S_ISDIR(st->st_mode))
-		return 0;
-	return TIMEOUT;
-}
-
-/*
- * How long the kernel may keep the entry of rt (a doc's: kcache_doc_entry()).
- * A file in a folder of docs is most often a temp file about to be renamed
- * over a doc, and a rename keeps the entry's time: kept 600 s on a kernel
- * without epochs, the doc's name would stay on the temp file's node, which
- * is read with direct I/O, for as long. (With epochs, the commit of the
- * rename begins a new one, which ends that entry anyway.)
- */
-static double entry_timeout(struct fs *fs, const struct route *rt)
-{
-	char buf[PATH_MAX];
-	struct route up;
-
-	if (rt->kind != ROUTE_PLAIN)
-		return TIMEOUT;
-	route_parent(fs, rt, &up, buf, sizeof(buf));
-	return up.store == STORE_PATH_DOC_DIR ? TIMEOUT : CACHE_TIMEOUT;
-}
-
 void kcache_session_set(struct fs *fs, struct fuse_session *se)
 {
 	__atomic_store_n(&fs->session, se, __ATOMIC_RELEASE);
@@ -354,20 +283,18 @@ void kcache_drop_attrs(struct fs *fs, fuse_ino_t ino)
 
 double kcache_attr_timeout(const struct route *rt, const struct stat *st)
 {
-	return kcache_links_timeout(st, route_timeout(rt, st));
+	return kcache_links_timeout(st, keep_seconds(rt->ops->cache.attr, rt));
 }
 
 double kcache_handle_timeout(const struct route *rt, double timeout)
 {
-	return rt->kind == ROUTE_VIEW && rt->vp.kind <= VIEW_CKPTS ? 0 : timeout;
+	return rt->ops->cache.handle ? timeout : 0;
 }
 
-void kcache_entry(struct fs *fs, const struct route *rt, const char *path, struct fuse_entry_param *e)
+void kcache_entry(const struct route *rt, struct fuse_entry_param *e)
 {
 	e->attr_timeout = kcache_attr_timeout(rt, &e->attr);
-	e->entry_timeout = entry_timeout(fs, rt);
-	if (S_ISDIR(e->attr.st_mode) && is_view_volatile_dir(path))
-		e->entry_timeout = e->attr_timeout = 0;
+	e->entry_timeout = keep_seconds(rt->ops->cache.entry, rt);
 }
 
 /*

@@ -58,8 +58,8 @@ double kcache_links_timeout(const struct stat *st, double timeout);
  * that handle shows (its writer's staged bytes), not for everyone: 0.
  */
 double kcache_handle_timeout(const struct route *rt, double timeout);
-/* How long the kernel may keep the entry e of rt (not a doc's), whose path is path: e's timeouts set. */
-void kcache_entry(struct fs *fs, const struct route *rt, const char *path, struct fuse_entry_param *e);
+/* How long the kernel may keep the entry e of rt (not a doc's version node): e's timeouts set. */
+void kcache_entry(const struct route *rt, struct fuse_entry_param *e);
 /* How long it may keep the entry e of a doc's node, a version node or not: e's timeouts set. */
 void kcache_doc_entry(struct fs *fs, struct fuse_entry_param *e, bool version);
 

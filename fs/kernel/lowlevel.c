@@ -91,7 +91,7 @@ static int entry_param(struct fs *fs, const struct route *rt, const char *path, 
 
 	if (r < 0)
 		return r;
-	kcache_entry(fs, rt, path, e);
+	kcache_entry(rt, e);
 	if (fi)
 		e->attr_timeout = kcache_handle_timeout(rt, e->attr_timeout);
 	return 0;
@@ -111,7 +111,7 @@ static void reply_entry_at(fuse_req_t req, fuse_ino_t parent, const char *name, 
 	int r;
 
 	route_resolve(fs, path, &rt);
-	if (rt.kind == ROUTE_DOC && !fi) {
+	if (rt.ops->versioned && !fi) {
 		reply_version_entry(req, parent, name, &rt);
 		return;
 	}
@@ -380,7 +380,7 @@ static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 	r = node_route(fs, ino, &path, &rt, &removed);
 	/* A replaced doc opens as the doc now at its path; a replaced plain file is gone. */
-	if (r == 0 && removed && rt.kind != ROUTE_DOC)
+	if (r == 0 && removed && !rt.ops->versioned)
 		r = -ESTALE;
 	if (r == 0)
 		r = nodes_open_begin(fs->nodes, ino, writes, fs_caller_pid, &ver, NULL);
@@ -561,7 +561,7 @@ static bool plus_entry(void *arg, fuse_ino_t parent, const char *name, struct fu
 	if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || path_of(fs, parent, name, &path, NULL) < 0)
 		return false;
 	route_resolve(fs, path.buf, &rt);
-	if (rt.kind == ROUTE_DOC || entry_param(fs, &rt, path.buf, NULL, e) < 0 || e->entry_timeout <= 0)
+	if (rt.ops->versioned || entry_param(fs, &rt, path.buf, NULL, e) < 0 || e->entry_timeout <= 0)
 		return false;
 	e->ino = nodes_lookup(fs->nodes, parent, name, e->attr.st_mode, NULL);
 	return e->ino != 0;

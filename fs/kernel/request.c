@@ -33,7 +33,7 @@ int wait_taken_in(struct fs *fs, const char *path, bool listing)
 	if (!taking_in(fs))
 		return 0;
 	route_resolve(fs, path, &rt);
-	return fs_take_in_wait(fs->take_in, rt.rel, rt.kind == ROUTE_VIEW, listing);
+	return fs_take_in_wait(fs->take_in, rt.rel, rt.ops->whole_store, listing);
 }
 
 int path_of(struct fs *fs, fuse_ino_t ino, const char *name, struct sb *out, bool *ret_removed)
@@ -68,7 +68,7 @@ void tell_others(struct fs *fs, const struct route *rt)
 {
 	int r;
 
-	if (rt->kind != ROUTE_PLAIN || !watch_peers(fs))
+	if (!rt->ops->backing || !watch_peers(fs))
 		return;
 	r = store_plain_changed(fs->store, rt->rel);
 	if (r < 0)

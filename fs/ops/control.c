@@ -4,8 +4,9 @@
  *
  * `convfs restore FILE NUMBER` sets the extended attribute FS_XATTR_RESTORE
  * on FILE to NUMBER. The request reaches the daemon that owns the store, as
- * every write does: the route of FILE says which doc it shows (the compat
- * file itself, or the doc behind a conversation file of the view), NUMBER
+ * every write does: the row of FILE's kind says which doc it shows (the
+ * compat file itself, or the doc behind a conversation file of the view:
+ * their setxattr is a restore; any other kind's is not), NUMBER
  * counts the saves of the docs that share its numbering (version_docs_of():
  * a task's files, as versions/ counts them), the store makes the doc as it
  * stood after that save the live one in one commit of kind "restore",
@@ -28,33 +29,17 @@
 #include "store/store_history.h"
 #include "store/util.h"
 
-/* The doc rt shows, if a restore can make one of its versions live; else NULL. */
-static const char *restorable_doc(const struct route *rt)
-{
-	if (rt->kind == ROUTE_DOC)
-		return rt->rel;
-	if (rt->kind == ROUTE_VIEW && rt->view_err == 0 && !view_readonly(&rt->vp) && rt->vp.doc[0] &&
-	    (rt->vp.kind == VIEW_MESSAGES || rt->vp.kind == VIEW_UI || rt->vp.kind == VIEW_METADATA))
-		return rt->vp.doc;
-	return NULL;
-}
-
-int op_setxattr(const struct route *rt, const char *name, const char *value, size_t size)
+/* Makes version value (size bytes: the digits of its number) of doc the live one. */
+static int restore(const char *doc, const char *value, size_t size)
 {
 	struct fs *fs = fs_get();
 	struct fs_proc proc;
 	struct version_docs docs;
 	struct store_who who;
-	const char *doc;
 	char digits[24];
 	int64_t number = 0;
 	int r;
 
-	if (strcmp(name, FS_XATTR_RESTORE) != 0)
-		return -EOPNOTSUPP;
-	doc = restorable_doc(rt);
-	if (!doc)
-		return rt->kind == ROUTE_VIEW && view_readonly(&rt->vp) ? -EROFS : -EOPNOTSUPP;
 	if (size == 0 || size >= sizeof(digits))
 		return -EINVAL;
 	memcpy(digits, value, size);
@@ -78,4 +63,23 @@ int op_setxattr(const struct route *rt, const char *name, const char *value, siz
 	log_info("restored version %03" PRId64 " of '%s' (asked by pid %d)", number, doc, (int)who.pid);
 	fs_invalidate(fs, doc);
 	return 0;
+}
+
+int path_restore_setxattr(const struct route *rt, const char *name, const char *value, size_t size)
+{
+	return restore(rt->rel, value, size);
+}
+
+int path_restore_view_setxattr(const struct route *rt, const char *name, const char *value, size_t size)
+{
+	return restore(rt->vp.doc, value, size);
+}
+
+int op_setxattr(const struct route *rt, const char *name, const char *value, size_t size)
+{
+	if (strcmp(name, FS_XATTR_RESTORE) != 0)
+		return -EOPNOTSUPP;
+	if (rt->ops->readonly)
+		return -EROFS;
+	return rt->ops->setxattr ? rt->ops->setxattr(rt, name, value, size) : -EOPNOTSUPP;
 }

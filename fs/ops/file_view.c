@@ -16,6 +16,7 @@
 #include "fs/ops/ops_internal.h"
 #include "fs/ops/ops.h"
 #include "fs/view/shadow.h"
+#include "fs/view/view_ckpt.h"
 #include "store/store_view.h"
 #include "store/util.h"
 
@@ -300,7 +301,7 @@ static int text_truncate(struct fs *fs, struct fs_file *f, off_t size)
 
 static int ckpt_getattr(struct fs *fs, struct fs_file *f, struct stat *st)
 {
-	return view_getattr(fs, "", f->vp, st);
+	return view_ckpt_file_stat(fs, f->vp, st);
 }
 
 static ssize_t ckpt_read(struct fs *fs, struct fs_file *f, char *buf, size_t size, off_t off)

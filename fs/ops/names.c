@@ -4,8 +4,11 @@
  *
  * A rename of a plain temp file over a doc commits the temp file's bytes as
  * one revision (Cline's temp + rename), merged like a write; a rename of a
- * doc or a task folder moves it in the store; everything else is a rename
- * in the backing tree, through parent fds.
+ * doc out of the compat tree writes it out as a plain file; everything else
+ * that moves is a rename in the backing tree, through parent fds. A rename
+ * is between two kinds: the order in which the pair is settled (the
+ * source's rename_from, the target's rename_to, then the two classes) is
+ * written down in kinds.h, and op_rename() follows it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -17,33 +20,31 @@
 
 #include "fs/kernel/loop.h"
 #include "fs/ops/ops_internal.h"
-#include "fs/view/shadow.h"
 #include "store/util.h"
+
+int path_plain_unlink(const struct route *rt)
+{
+	struct fs *fs = fs_get();
+	const char *leaf;
+	int dfd = plain_open_parent(fs, rt->rel, &leaf), res;
+
+	if (dfd < 0)
+		return dfd;
+	res = unlinkat(dfd, leaf, 0) < 0 ? plain_fail("remove", rt->rel, errno) : 0;
+	close(dfd);
+	return res;
+}
+
+int path_doc_unlink(const struct route *rt)
+{
+	return doc_remove_by_caller(fs_get(), rt->rel, "unlink");
+}
 
 int op_unlink(const struct route *rt)
 {
-	struct fs *fs = fs_get();
-	enum view_kind vk = rt->vp.kind;
-	const char *r = rt->rel, *leaf;
-	int dfd, res;
-
-	if (in_readonly_view(fs, rt))
+	if (path_readonly(rt))
 		return -EROFS;
-	if (rt->kind == ROUTE_DOC)
-		return doc_remove_by_caller(fs, r, "unlink");
-	if (rt->view_err < 0)
-		return rt->view_err;
-	/* A task's files in the view go with their folder: rm -r moves it to the trash. */
-	if (vk == VIEW_MESSAGES || vk == VIEW_UI || vk == VIEW_TASK_JSON || vk == VIEW_METADATA)
-		return 0;
-	if (rt->kind == ROUTE_VIEW)
-		return -EPERM;
-	dfd = plain_open_parent(fs, r, &leaf);
-	if (dfd < 0)
-		return dfd;
-	res = unlinkat(dfd, leaf, 0) < 0 ? plain_fail("remove", r, errno) : 0;
-	close(dfd);
-	return res;
+	return rt->ops->unlink ? rt->ops->unlink(rt) : path_default(rt, -EPERM);
 }
 
 /*
@@ -169,75 +170,104 @@ out:
 	return r;
 }
 
-int op_rename(const struct route *rf, const struct route *rt, unsigned int flags)
+/* True for the classes of the view's names. */
+static bool view_class(enum path_class c)
+{
+	return c == PATH_CLASS_VIEW || c == PATH_CLASS_VIEW_TASK;
+}
+
+int path_rename_by_class(const struct route *rf, enum path_class from, const struct route *rt, enum path_class to,
+			 unsigned int flags)
 {
 	struct fs *fs = fs_get();
-	const struct view_path *vf = &rf->vp, *vt = &rt->vp;
-	const char *from = rf->rel, *to = rt->rel;
-	enum view_kind to_kind = vt->kind;
-	int pf = rf->view_err, pt = rt->view_err, r;
+	int r;
 
-	backing_check(fs);
-	if (in_readonly_view(fs, rf) || in_readonly_view(fs, rt))
-		return -EROFS;
-	if (pf < 0 && pf != -ENOENT)
-		return pf;
-	if (vf->kind == VIEW_TASK && vf->trash && pf == 0) {
-		/* mv workspaces/.trash/<id> back to a tasks/ folder: the task comes back. */
-		bool to_view = vt->kind == VIEW_TASK && !vt->trash && pt == -ENOENT;
-		char dir[96];
-		bool to_compat = store_conversation_dir(vf->task, dir, sizeof(dir)) == 0 && strcmp(to, dir) == 0;
-
-		if ((!to_view && !to_compat) || (to_view && strcmp(vt->task, vf->task) != 0))
-			return -EINVAL; /* a task comes back under its own id */
-		return task_restore(fs, vf->task);
-	}
-	if (vt->kind == VIEW_WS_HISTORY && pt == 0 && rf->kind == ROUTE_PLAIN)
-		return rename_in(fs, from, to, flags, vt->unknown ? "" : vt->key);
-	if (vf->kind == VIEW_NONE && pt == 0 && view_is_top(vt) && !strchr(to + 11, '/')) {
-		/* A client's entry renamed onto a view folder's name wins: the view's moves aside. */
-		if (flags & RENAME_NOREPLACE)
-			return -EEXIST;
-		to_kind = VIEW_NONE;
-	}
-	if (vf->kind != VIEW_NONE || to_kind != VIEW_NONE)
-		return vf->kind == VIEW_TASK || to_kind == VIEW_TASK ? -EXDEV : -EPERM;
-	if (strncmp(to, "workspaces/", 11) == 0 && !strchr(to + 11, '/') &&
-	    (r = backing_mkdirs(fs, "workspaces", 10)) < 0)
-		return r; /* the client's first entry of its own in workspaces/ */
-	/* Directories that hold docs move by copy: mv falls back on EXDEV. */
-	if (rf->store == STORE_PATH_DOC_DIR || rf->store == STORE_PATH_TASKS_DIR ||
-	    rt->store == STORE_PATH_DOC_DIR || rt->store == STORE_PATH_TASKS_DIR)
+	if (from == PATH_CLASS_VIEW_TASK || to == PATH_CLASS_VIEW_TASK)
+		return -EXDEV; /* mv copies a task's files, which the view takes as a new task's */
+	if (view_class(from) || view_class(to))
+		return -EPERM;
+	/* Folders that hold docs move by copy: mv falls back on EXDEV. */
+	if (from == PATH_CLASS_DOC_FOLDER || to == PATH_CLASS_DOC_FOLDER)
 		return -EXDEV;
-	if (rf->kind == ROUTE_DOC || rt->kind == ROUTE_DOC) {
+	if (from == PATH_CLASS_DOC || to == PATH_CLASS_DOC) {
 		if (flags & RENAME_EXCHANGE)
 			return -EINVAL;
-		if (rf->kind == ROUTE_DOC && rt->kind == ROUTE_DOC)
-			return strcmp(from, to) == 0 ? 0 : -EXDEV;
-		return rt->kind == ROUTE_DOC ? rename_in(fs, from, to, flags, NULL) : rename_out(fs, from, to, flags);
+		if (from == PATH_CLASS_DOC && to == PATH_CLASS_DOC)
+			return strcmp(rf->rel, rt->rel) == 0 ? 0 : -EXDEV;
+		return to == PATH_CLASS_DOC ? rename_in(fs, rf->rel, rt->rel, flags, NULL)
+					    : rename_out(fs, rf->rel, rt->rel, flags);
 	}
-	r = plain_rename(fs, from, to, flags);
-	return r < 0 ? plain_fail("rename", from, -r) : 0;
+	r = plain_rename(fs, rf->rel, rt->rel, flags);
+	return r < 0 ? plain_fail("rename", rf->rel, -r) : 0;
+}
+
+/* The order in which a pair is settled is kinds.h's. */
+int op_rename(const struct route *rf, const struct route *rt, unsigned int flags)
+{
+	int r;
+
+	backing_check(fs_get());
+	if (path_readonly(rf) || path_readonly(rt))
+		return -EROFS;
+	if (rf->ops->rename_from && (r = rf->ops->rename_from(rf, rt, flags)) != PATH_PASS)
+		return r;
+	if (rt->ops->rename_to && (r = rt->ops->rename_to(rf, rt, flags)) != PATH_PASS)
+		return r;
+	return path_rename_by_class(rf, rf->ops->cls, rt, rt->ops->cls, flags);
+}
+
+int path_missing_rename_from(const struct route *rf, const struct route *rt, unsigned int flags)
+{
+	return rf->err == -ENOENT ? PATH_PASS : rf->err;
+}
+
+int path_missing_rename_to(const struct route *rf, const struct route *rt, unsigned int flags)
+{
+	int r;
+
+	if (view_class(rf->ops->cls))
+		return PATH_PASS;
+	r = path_client_folder(rt); /* the client's first entry of its own in workspaces/ */
+	return r < 0 ? r : PATH_PASS;
+}
+
+int path_top_rename_to(const struct route *rf, const struct route *rt, unsigned int flags)
+{
+	int r;
+
+	if (view_class(rf->ops->cls))
+		return PATH_PASS;
+	/* A client's entry renamed onto a view folder's name wins: the view's moves aside. */
+	if (flags & RENAME_NOREPLACE)
+		return -EEXIST;
+	r = path_client_folder(rt);
+	return r < 0 ? r : path_rename_by_class(rf, rf->ops->cls, rt, PATH_CLASS_PLAIN, flags);
+}
+
+int path_history_rename_to(const struct route *rf, const struct route *rt, unsigned int flags)
+{
+	if (!rf->ops->backing)
+		return PATH_PASS;
+	return rename_in(fs_get(), rf->rel, rt->rel, flags, rt->vp.unknown ? "" : rt->vp.key);
 }
 
 int op_link(const struct route *rf, const struct route *rt)
 {
 	struct fs *fs = fs_get();
-	const char *from = rf->rel, *to = rt->rel;
 	int r;
 
 	backing_check(fs);
-	if (in_readonly_view(fs, rf) || in_readonly_view(fs, rt))
+	if (path_readonly(rf) || path_readonly(rt))
 		return -EROFS;
-	if (rf->kind == ROUTE_DOC || rt->kind == ROUTE_DOC)
+	if (rf->ops->cls == PATH_CLASS_DOC || rt->ops->cls == PATH_CLASS_DOC)
 		return -EPERM; /* a doc has exactly one name */
-	r = view_refuses_create(fs, rt, "link");
+	r = path_made_in(rt, "link");
 	if (r == 0)
 		r = shares_space(fs->shares, fs_caller_uid, 0);
 	if (r < 0)
 		return r;
-	r = plain_link(fs, from, to);
-	return r < 0 ? plain_fail("link", from, -r) : 0;
+	r = plain_link(fs, rf->rel, rt->rel);
+	return r < 0 ? plain_fail("link", rf->rel, -r) : 0;
 }
 
 int op_symlink(const char *target, const struct route *rt)
@@ -245,29 +275,19 @@ int op_symlink(const char *target, const struct route *rt)
 	struct fs *fs = fs_get();
 
 	backing_check(fs);
-	if (in_readonly_view(fs, rt))
+	if (path_readonly(rt))
 		return -EROFS;
-	if (rt->store != STORE_PATH_PLAIN) {
-		/* tasks, sessions, state and their conversation folders are folders, never links */
-		log_warn("refusing to create the symlink '%s': that name holds conversations", rt->rel);
-		return -EPERM;
-	}
-	return plain_make(fs, rt, S_IFLNK, target);
+	return rt->ops->symlink ? rt->ops->symlink(rt, target) : plain_make(fs, rt, S_IFLNK, target);
 }
 
-int op_readlink(const struct route *rt, char *buf, size_t size)
+int path_plain_readlink(const struct route *rt, char *buf, size_t size)
 {
 	struct fs *fs = fs_get();
-	const struct view_path *vp = &rt->vp;
-	const char *r = rt->rel, *leaf;
+	const char *leaf;
 	ssize_t n;
 	int dfd;
 
-	if (rt->kind == ROUTE_DOC)
-		return -EINVAL;
-	if (rt->view_err == 0 && rt->kind == ROUTE_VIEW)
-		return vp->kind == VIEW_CKPT_FILES ? shadow_readlink(vp->git_dir, vp->hash, vp->sub, buf, size) : -EINVAL;
-	dfd = plain_open_parent(fs, r, &leaf);
+	dfd = plain_open_parent(fs, rt->rel, &leaf);
 	if (dfd < 0)
 		return dfd;
 	n = readlinkat(dfd, leaf, buf, size - 1);
@@ -278,16 +298,19 @@ int op_readlink(const struct route *rt, char *buf, size_t size)
 	return 0;
 }
 
+int op_readlink(const struct route *rt, char *buf, size_t size)
+{
+	return rt->ops->readlink ? rt->ops->readlink(rt, buf, size) : -EINVAL;
+}
+
 int op_mknod(const struct route *rt, mode_t mode, dev_t rdev)
 {
 	struct fs *fs = fs_get();
 
 	backing_check(fs);
-	if (in_readonly_view(fs, rt))
+	if (path_readonly(rt))
 		return -EROFS;
-	if (rt->kind == ROUTE_DOC)
-		return -EPERM;
 	if (!S_ISREG(mode) && !S_ISFIFO(mode) && !S_ISSOCK(mode))
 		return -EPERM; /* no device nodes in a history folder */
-	return plain_make(fs, rt, mode, NULL);
+	return rt->ops->mknod ? rt->ops->mknod(rt, mode) : plain_make(fs, rt, mode, NULL);
 }

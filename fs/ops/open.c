@@ -17,8 +17,6 @@
 #include <unistd.h>
 
 #include "fs/ops/ops_internal.h"
-#include "fs/view/shadow.h"
-#include "fs/view/view_version.h"
 #include "store/store_view.h"
 #include "store/util.h"
 
@@ -125,14 +123,16 @@ static void record_read_base(struct fs *fs, struct fs_file *f, const char *doc, 
 		bases_put(fs->bases, &proc, doc, base);
 }
 
-static int jsonl_open(struct fs *fs, const struct view_path *vp, struct fuse_file_info *fi)
+int path_open_lines(const struct route *rt, struct fuse_file_info *fi)
 {
+	struct fs *fs = fs_get();
+	const struct view_path *vp = &rt->vp;
 	struct fs_file *f = file_new(FILE_JSONL, -1, vp->doc);
 	int r;
 
 	if (!f)
 		return -ENOMEM;
-	f->require = vp->kind == VIEW_MESSAGES ? "role" : NULL;
+	f->require = vp->require;
 	r = store_snap_open_jsonl(fs->store, vp->doc, &f->snap);
 	if (r < 0) {
 		file_free(f);
@@ -140,7 +140,6 @@ static int jsonl_open(struct fs *fs, const struct view_path *vp, struct fuse_fil
 	}
 	f->append = fi->flags & O_APPEND;
 	record_read_base(fs, f, vp->doc, !(fi->flags & O_TRUNC));
-	fi->direct_io = 1;
 	if ((fi->flags & O_ACCMODE) != O_RDONLY && (fi->flags & O_TRUNC)) {
 		r = stage_begin(fs, f, true);
 		if (r < 0) {
@@ -153,8 +152,15 @@ static int jsonl_open(struct fs *fs, const struct view_path *vp, struct fuse_fil
 	return 0;
 }
 
-static int text_open(struct fs *fs, const char *r, const struct view_path *vp, struct fuse_file_info *fi)
+int path_open_view_doc(const struct route *rt, struct fuse_file_info *fi)
 {
+	return doc_open(fs_get(), rt->vp.doc, fi, false, 0);
+}
+
+int path_open_text(const struct route *rt, struct fuse_file_info *fi, path_render_fn render, bool history)
+{
+	struct fs *fs = fs_get();
+	const struct view_path *vp = &rt->vp;
 	bool writable = (fi->flags & O_ACCMODE) != O_RDONLY;
 	struct fs_file *f;
 	char *buf = NULL;
@@ -162,22 +168,22 @@ static int text_open(struct fs *fs, const char *r, const struct view_path *vp, s
 	int64_t mtime, rev = 0;
 	int res;
 
-	if (writable && vp->kind != VIEW_WS_HISTORY) {
-		log_warn("refusing to open '%s' for writing: the view makes it from the store", r);
+	if (writable && !history) {
+		log_warn("refusing to open '%s' for writing: the view makes it from the store", rt->rel);
 		return -EACCES;
 	}
-	f = file_new(FILE_TEXT, -1, r);
+	f = file_new(FILE_TEXT, -1, rt->rel);
 	if (!f)
 		return -ENOMEM;
-	res = view_getattr(fs, r, vp, &f->text_st);
+	res = rt->ops->getattr(rt, &f->text_st);
 	if (res == 0)
-		res = view_render(fs, vp, &buf, &len, &mtime, &rev);
+		res = render(rt, &buf, &len, &mtime, &rev);
 	/* The rendered bytes themselves, not a copy: changes.diff may be megabytes. */
 	if (res == 0 && (res = sb_attach(&f->text, buf, len)) == 0)
 		buf = NULL;
 	f->text_st.st_size = (off_t)len;
 	free(buf);
-	if (res == 0 && vp->kind == VIEW_WS_HISTORY) {
+	if (res == 0 && history) {
 		/* What this process sees of the workspace's items: the base of its rewrite. */
 		struct store_base *base;
 		struct store_who who;
@@ -189,7 +195,7 @@ static int text_open(struct fs *fs, const char *r, const struct view_path *vp, s
 		f->opener = proc;
 		if (res == 0 && rev && !(fi->flags & O_TRUNC) &&
 		    store_base_at(fs->store, "state/taskHistory.json", rev, &base) == 0)
-			bases_put(fs->bases, &proc, r, base);
+			bases_put(fs->bases, &proc, rt->rel, base);
 		if (res == 0 && writable) {
 			fi->direct_io = 1;
 			res = stage_begin(fs, f, true);
@@ -206,112 +212,45 @@ static int text_open(struct fs *fs, const char *r, const struct view_path *vp, s
 	return 0;
 }
 
-/* A file of a checkpoint: read-only, a fixed version. */
-/* A handle that reads snap (taken, freed on failure) and nothing else: never refreshed, never written. */
-static int fixed_open(enum file_kind kind, const char *doc, struct store_snap *snap, struct fuse_file_info *fi)
+int path_open_fixed(const struct route *rt, struct fuse_file_info *fi, struct store_snap *snap)
 {
-	struct fs_file *f = file_new(kind, -1, doc);
+	struct fs_file *f = file_new(rt->vp.lines ? FILE_JSONL : FILE_DOC, -1, rt->vp.doc);
 
 	if (!f) {
 		store_snap_free(snap);
 		return -ENOMEM;
 	}
 	f->fixed = true;
+	f->row = rt->ops;
 	f->snap = snap;
-	fi->direct_io = 1;
 	fi->fh = (uintptr_t)f;
 	return 0;
 }
 
-static int ckpt_open(struct fs *fs, const char *r, const struct view_path *vp, struct fuse_file_info *fi)
+int path_open_ckpt_file(const struct route *rt, struct fuse_file_info *fi)
 {
-	struct store_snap *snap = NULL;
 	struct fs_file *f;
 	struct stat st;
 	int res;
 
-	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC))
-		return -EROFS;
-	if (vp->kind == VIEW_CKPT_COMMIT || vp->kind == VIEW_CKPT_DIFF)
-		return text_open(fs, r, vp, fi);
-	if (vp->kind == VIEW_CKPT_FILES) {
-		res = view_getattr(fs, r, vp, &st);
-		if (res < 0)
-			return res;
-		if (!S_ISREG(st.st_mode))
-			return -EISDIR;
-		f = file_new(FILE_CKPT, -1, NULL);
-		if (!f || !(f->vp = malloc(sizeof(*vp)))) {
-			file_free(f);
-			return -ENOMEM;
-		}
-		*f->vp = *vp;
-		fi->keep_cache = 1; /* a commit never changes */
-		fi->fh = (uintptr_t)f;
-		return 0;
-	}
-	res = view_ckpt_snap(fs, vp, &snap);
+	res = rt->ops->getattr(rt, &st);
 	if (res < 0)
 		return res;
-	return fixed_open(FILE_JSONL, vp->doc, snap, fi);
-}
-
-/* A file of a trashed task: the last version of its doc, read-only. */
-static int trash_open(struct fs *fs, const struct view_path *vp, struct fuse_file_info *fi)
-{
-	bool jsonl = vp->kind != VIEW_METADATA;
-	struct store_snap *snap = NULL;
-	int res;
-
-	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC))
-		return -EROFS;
-	res = store_snap_open_removed(fs->store, vp->doc, jsonl, &snap);
-	if (res < 0)
-		return res;
-	return fixed_open(jsonl ? FILE_JSONL : FILE_DOC, vp->doc, snap, fi);
-}
-
-/* A file of a saved version: pinned at its revision, read-only, never changing. */
-static int version_open(struct fs *fs, const struct view_path *vp, struct fuse_file_info *fi)
-{
-	struct store_snap *snap = NULL;
-	int res;
-
-	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC))
-		return -EROFS;
-	res = view_version_snap(fs, vp, &snap);
-	if (res < 0)
-		return res;
-	return fixed_open(vp->kind == VIEW_VERSION_METADATA ? FILE_DOC : FILE_JSONL, vp->doc, snap, fi);
-}
-
-static int view_open(struct fs *fs, const char *r, const struct view_path *vp, struct fuse_file_info *fi)
-{
-	if (vp->trash && vp->kind != VIEW_TASK && vp->kind != VIEW_TRASH)
-		return trash_open(fs, vp, fi);
-	switch (vp->kind) {
-	case VIEW_MESSAGES:
-	case VIEW_UI:
-		return jsonl_open(fs, vp, fi);
-	case VIEW_METADATA:
-		return doc_open(fs, vp->doc, fi, false, 0);
-	case VIEW_WS_JSON:
-	case VIEW_WS_HISTORY:
-	case VIEW_TASK_JSON:
-		return text_open(fs, r, vp, fi);
-	case VIEW_CKPT_MESSAGES:
-	case VIEW_CKPT_UI:
-	case VIEW_CKPT_COMMIT:
-	case VIEW_CKPT_DIFF:
-	case VIEW_CKPT_FILES:
-		return ckpt_open(fs, r, vp, fi);
-	case VIEW_VERSION_MESSAGES:
-	case VIEW_VERSION_UI:
-	case VIEW_VERSION_METADATA:
-		return version_open(fs, vp, fi);
-	default:
+	if (!S_ISREG(st.st_mode))
 		return -EISDIR;
+	f = file_new(FILE_CKPT, -1, NULL);
+	if (!f || !(f->vp = malloc(sizeof(*f->vp)))) {
+		file_free(f);
+		return -ENOMEM;
 	}
+	*f->vp = rt->vp;
+	fi->fh = (uintptr_t)f;
+	return 0;
+}
+
+bool path_open_writes(const struct fuse_file_info *fi)
+{
+	return (fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC);
 }
 
 /* ---- files ---------------------------------------------------------------------- */
@@ -330,7 +269,7 @@ static struct fs_file *plain_handle(int fd, const char *r, struct fd_charge *cha
 	return f;
 }
 
-int op_open(const struct route *rt, struct fuse_file_info *fi)
+int path_plain_open(const struct route *rt, struct fuse_file_info *fi)
 {
 	_cleanup_(shares_fd_putp) struct fd_charge charge = { 0 };
 	struct fs *fs = fs_get();
@@ -338,12 +277,6 @@ int op_open(const struct route *rt, struct fuse_file_info *fi)
 	struct fs_file *f;
 	int fd;
 
-	if (rt->kind == ROUTE_DOC)
-		return doc_open(fs, r, fi, false, 0);
-	if (rt->view_err < 0)
-		return rt->view_err;
-	if (rt->kind == ROUTE_VIEW)
-		return view_open(fs, r, &rt->vp, fi);
 	/* The handle keeps the backing file open: one of the caller's share. */
 	fd = shares_fd_take(fs->shares, fs_caller_uid, &charge);
 	if (fd < 0)
@@ -357,14 +290,37 @@ int op_open(const struct route *rt, struct fuse_file_info *fi)
 	f = plain_handle(fd, r, &charge);
 	if (!f)
 		return -ENOMEM;
-	fi->keep_cache = 1;
 	fi->fh = (uintptr_t)f;
 	return 0;
 }
 
+int path_doc_open(const struct route *rt, struct fuse_file_info *fi)
+{
+	return doc_open(fs_get(), rt->rel, fi, false, 0);
+}
+
+/* Opens rt as its row says, and lets the kernel keep its pages as the row says (kinds.h). */
+static int open_by_row(const struct route *rt, struct fuse_file_info *fi)
+{
+	int r = rt->ops->open ? rt->ops->open(rt, fi) : path_default(rt, -EISDIR);
+
+	if (r < 0)
+		return r;
+	if (rt->ops->cache.pages == PAGES_KEEP)
+		fi->keep_cache = 1;
+	else if (rt->ops->cache.pages == PAGES_DIRECT)
+		fi->direct_io = 1;
+	return 0;
+}
+
+int op_open(const struct route *rt, struct fuse_file_info *fi)
+{
+	return open_by_row(rt, fi);
+}
+
 int op_open_version(const struct route *rt, int64_t ver, struct fuse_file_info *fi)
 {
-	if (rt->kind != ROUTE_DOC || (fi->flags & O_ACCMODE) != O_RDONLY)
+	if (!rt->ops->versioned || (fi->flags & O_ACCMODE) != O_RDONLY)
 		return -ESTALE;
 	return doc_open(fs_get(), rt->rel, fi, false, ver);
 }
@@ -390,45 +346,46 @@ int op_open_version_snap(const struct route *rt, struct store_snap *snap, struct
 	return doc_open_snap(fs_get(), rt->rel, fi, false, snap, true);
 }
 
-int op_create(const struct route *rt, mode_t mode, struct fuse_file_info *fi)
+int path_doc_create(const struct route *rt, mode_t mode, struct fuse_file_info *fi)
+{
+	struct fs *fs = fs_get();
+	int res = doc_create_by_caller(fs, rt->rel);
+
+	if (res == -EEXIST && !(fi->flags & O_EXCL))
+		return doc_open(fs, rt->rel, fi, false, 0);
+	if (res < 0)
+		return res;
+	return doc_open(fs, rt->rel, fi, true, 0);
+}
+
+int path_create_doc_file(const struct route *rt, mode_t mode, struct fuse_file_info *fi)
+{
+	struct fs *fs = fs_get();
+	const struct view_path *vp = &rt->vp;
+	int res;
+
+	/* A file of the view that exists only once its doc does. */
+	if (!*vp->doc)
+		return -EACCES;
+	res = doc_create_by_caller(fs, vp->doc);
+	if (res < 0 && res != -EEXIST)
+		return res;
+	if (res == -EEXIST && (fi->flags & O_EXCL))
+		return -EEXIST;
+	if (res == 0)
+		fs_invalidate(fs, vp->doc); /* its compat folder lists it now */
+	return open_by_row(rt, fi);
+}
+
+int path_plain_create(const struct route *rt, mode_t mode, struct fuse_file_info *fi)
 {
 	_cleanup_(shares_fd_putp) struct fd_charge charge = { 0 };
 	struct fs *fs = fs_get();
-	const struct view_path *vp = &rt->vp;
 	const char *r = rt->rel;
 	struct fs_file *f;
 	int fd, res;
 
-	backing_check(fs);
-	if (in_readonly_view(fs, rt))
-		return -EROFS;
-	res = shares_space(fs->shares, fs_caller_uid, 0);
-	if (res < 0)
-		return res;
-	if (rt->kind == ROUTE_DOC) {
-		res = doc_create_by_caller(fs, r);
-		if (res == -EEXIST && !(fi->flags & O_EXCL))
-			return doc_open(fs, r, fi, false, 0);
-		if (res < 0)
-			return res;
-		return doc_open(fs, r, fi, true, 0);
-	}
-	if (rt->view_err == 0 && rt->kind == ROUTE_VIEW) {
-		/* A file of the view that exists only once its doc does. */
-		if ((vp->kind != VIEW_MESSAGES && vp->kind != VIEW_UI && vp->kind != VIEW_METADATA) || !*vp->doc)
-			return -EACCES;
-		res = doc_create_by_caller(fs, vp->doc);
-		if (res < 0 && res != -EEXIST)
-			return res;
-		if (res == -EEXIST && (fi->flags & O_EXCL))
-			return -EEXIST;
-		if (res == 0)
-			fs_invalidate(fs, vp->doc); /* its compat folder lists it now */
-		return view_open(fs, r, vp, fi);
-	}
-	if (rt->view_err < 0 && rt->kind == ROUTE_VIEW)
-		return vp->kind == VIEW_TASK ? -ENOENT : -EACCES;
-	res = view_refuses_create(fs, rt, "file");
+	res = path_made_in(rt, "file");
 	if (res < 0)
 		return res;
 	/* Counted before anything is made: a refused create leaves no file behind. */
@@ -463,4 +420,18 @@ int op_create(const struct route *rt, mode_t mode, struct fuse_file_info *fi)
 		return -ENOMEM;
 	fi->fh = (uintptr_t)f;
 	return 0;
+}
+
+int op_create(const struct route *rt, mode_t mode, struct fuse_file_info *fi)
+{
+	struct fs *fs = fs_get();
+	int res;
+
+	backing_check(fs);
+	if (path_readonly(rt))
+		return -EROFS;
+	res = shares_space(fs->shares, fs_caller_uid, 0);
+	if (res < 0)
+		return res;
+	return rt->ops->create ? rt->ops->create(rt, mode, fi) : -EACCES;
 }

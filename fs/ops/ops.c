@@ -3,23 +3,25 @@
  * ops.c: the filesystem's operations, by route (lowlevel.c turns node ids into
  * paths, and paths into routes, route.h, and calls these).
  *
- * Each request comes with its route: a managed file ("doc") goes to the
- * store, a path of the workspaces view to the view, anything else to the
- * backing tree through plain.c. This file only
- * translates: paths to store calls or *at() calls, results to 0 / -errno, with
- * a log line for every failure that is not the caller's ordinary business
- * (ENOENT on lookup is not logged).
+ * Each request comes with its route, and the route with the row of its
+ * path's kind (kinds.h): the op_*() functions here and in open.c, names.c
+ * and control.c do what every kind shares (a handle's own calls, the
+ * backing folder looked at before anything is made, -EROFS where a kind is
+ * read-only) and call through the row, or give the member's written
+ * default. What each kind does is in its row: compat.c for the compat
+ * tree's, fs/view/ for the view's. This file also holds what the rows
+ * share: translating store calls and *at() calls to 0 / -errno, with a
+ * log line for every failure that is not the caller's ordinary business
+ * (ENOENT on lookup is not logged), and keeping the backing tree whole.
  *
- * The operations are in four files: this one (attributes, folders, truncate
- * by path, and keeping the backing tree whole), open.c (open and create),
- * names.c (unlink, rename, links) and file.c (what an open file does, one
- * table of operations per kind). Writes to a doc never touch the store until
- * the writer is done: the staged bytes are committed as one transaction when
- * the file is closed, and a rename of a plain temp file over a doc commits
- * the temp file's bytes: Cline's three write patterns (in place, temp +
- * rename, Roo's safeWriteJson) all become single atomic commits, merged with
- * what other writers committed since (docs/MERGE.md). A refused commit (not
- * valid JSON) fails the close or the rename with EINVAL.
+ * Writes to a doc never touch the store until the writer is done: the
+ * staged bytes are committed as one transaction when the file is closed,
+ * and a rename of a plain temp file over a doc commits the temp file's
+ * bytes: Cline's three write patterns (in place, temp + rename, Roo's
+ * safeWriteJson) all become single atomic commits, merged with what other
+ * writers committed since (docs/MERGE.md). A refused commit (not valid
+ * JSON) fails the close or the rename with EINVAL. What an open file does
+ * is file.c's: one table of operations per kind of handle.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -174,53 +176,6 @@ int backing_mkdirs(struct fs *fs, const char *dir, size_t len)
 	return 0;
 }
 
-/* store_doc_list: counts docs. */
-static int count_doc(void *ctx, const char *name, const struct store_stat *s)
-{
-	(*(int *)ctx)++;
-	return 0;
-}
-
-/* store_doc_foreach: makes the folders of one doc again. */
-static int heal_doc(void *ctx, const char *path, const struct store_stat *stat)
-{
-	struct fs *fs = ctx;
-	const char *slash = strrchr(path, '/');
-	int r;
-
-	(void)stat;
-	if (!slash)
-		return 0;
-	r = backing_mkdirs(fs, path, (size_t)(slash - path));
-	if (r < 0)
-		log_err("cannot make the folder of '%s' again in the backing tree: %s", path, strerror(-r));
-	return 0;
-}
-
-/*
- * A folder of the compat tree (tasks/, tasks/<id>/, state/) lives in the
- * backing tree; its conversations live in the store. If the folder was
- * removed behind the daemon's back, its conversations would be out of reach:
- * make the folders of every doc again. Returns 0 if it tried.
- */
-
-static int backing_heal(struct fs *fs, const char *r)
-{
-	enum store_path_kind kind = store_path_kind(r);
-	int n = 0, res;
-
-	backing_check(fs); /* the backing folder itself first */
-
-	if (kind == STORE_PATH_DOC_DIR) {
-		res = store_doc_list(fs->store, r, count_doc, &n);
-		if (res < 0 || n == 0)
-			return -ENOENT;
-	} else if (kind != STORE_PATH_TASKS_DIR) {
-		return -ENOENT;
-	}
-	return store_doc_foreach(fs->store, heal_doc, fs);
-}
-
 /*
  * The backing folder itself removed under the daemon (rm -rf <store>.files):
  * every create in it, and every staged write, would fail with ENOENT. Before
@@ -262,53 +217,37 @@ void backing_check(struct fs *fs)
 		log_warn("the backing folder '%s' was removed under the daemon: made it again; the plain files that were in it are gone",
 			 fs->backing_path);
 	close(fd);
-	if (store_doc_foreach(fs->store, heal_doc, fs) < 0)
+	if (heal_all_docs(fs) < 0)
 		log_err("cannot make the folders of the conversations again in '%s'", fs->backing_path);
 out:
 	pthread_mutex_unlock(&lock);
 }
 
-/*
- * Creating rt (what: "file", "folder", ...) in a folder of the workspaces
- * view, which holds only its own files: -EPERM, or -EINVAL for a folder in a
- * workspace's tasks/ whose name is not a task id; 0 if rt is outside the view
- * (the client's own workspaces/<hash>/ included). workspaces/ itself takes
- * any name the view is not showing (the kernel has answered EEXIST for those
- * already): the client's own entry, made in the backing tree.
- */
-int view_refuses_create(struct fs *fs, const struct route *rt, const char *what)
+int path_made_in_refused(const struct route *rt, const char *what)
 {
-	struct route parent;
-	char buf[4096];
-
-	if (strncmp(rt->rel, "workspaces/", 11) != 0)
-		return 0;
-	route_parent(fs, rt, &parent, buf, sizeof(buf));
-	if (parent.view_err < 0 || parent.vp.kind == VIEW_NONE)
-		return 0;
-	if (parent.vp.kind == VIEW_ROOT)
-		return backing_mkdirs(fs, "workspaces", 10);
-	if (parent.vp.kind == VIEW_TASKS && strcmp(what, "folder") == 0) {
-		log_warn("refusing to make the task '%s': '%s' is not a task id (digits)", rt->rel,
-			 strrchr(rt->rel, '/') + 1);
-		return -EINVAL;
-	}
 	log_warn("refusing to create the %s '%s': the workspaces view holds only its own files", what, rt->rel);
 	return -EPERM;
 }
 
-/* True if rt is in a read-only part of the view (a checkpoint), or would be created in one. */
-bool in_readonly_view(struct fs *fs, const struct route *rt)
+int path_made_in(const struct route *rt, const char *what)
 {
-	struct route parent;
-	char buf[4096];
+	if (!rt->in)
+		return 0; /* not in a folder of the view: the backing tree's */
+	return rt->in->made_in ? rt->in->made_in(rt, what) : path_made_in_refused(rt, what);
+}
 
-	if (strncmp(rt->rel, "workspaces/", 11) != 0 || (!strstr(rt->rel, "/checkpoints") && !strstr(rt->rel, "/versions")))
-		return false;
-	if (rt->view_err == 0 && view_readonly(&rt->vp))
-		return true;
-	route_parent(fs, rt, &parent, buf, sizeof(buf));
-	return parent.view_err == 0 && view_readonly(&parent.vp);
+int path_client_folder(const struct route *rt)
+{
+	const char *slash = strrchr(rt->rel, '/');
+
+	if (!rt->in || !rt->in->client_names || !slash)
+		return 0;
+	return backing_mkdirs(rt->fs, rt->rel, (size_t)(slash - rt->rel));
+}
+
+bool path_readonly(const struct route *rt)
+{
+	return rt->ops->readonly || (rt->in && rt->in->readonly);
 }
 
 /*
@@ -324,7 +263,7 @@ int plain_make(struct fs *fs, const struct route *rt, mode_t mode, const char *t
 	mode_t perm = private_mode(fs, mode & 07777);
 	int dfd, res;
 
-	res = view_refuses_create(fs, rt, S_ISDIR(mode) ? "folder" : S_ISLNK(mode) ? "symlink" : "special file");
+	res = path_made_in(rt, S_ISDIR(mode) ? "folder" : S_ISLNK(mode) ? "symlink" : "special file");
 	if (res == 0)
 		res = shares_space(fs->shares, fs_caller_uid, S_ISLNK(mode) ? strlen(target) : 0);
 	if (res < 0)
@@ -359,55 +298,26 @@ int op_getattr_doc(const struct route *rt, struct stat *st, int64_t *ret_rev)
 	return 0;
 }
 
+/* What a NULL member answers for a kind that names nothing (rt->err), or dflt (kinds.h). */
+int path_default(const struct route *rt, int dflt)
+{
+	return rt->err ? rt->err : dflt;
+}
+
 int op_getattr(const struct route *rt, struct stat *st, struct fuse_file_info *fi)
 {
-	struct fs *fs = fs_get();
 	struct fs_file *f = fi ? (struct fs_file *)(uintptr_t)fi->fh : NULL;
-	const char *path = rt->rel, *leaf;
-	int dfd, r;
 
 	/*
-	 * A fixed version (a checkpoint's, a saved version's) has the attributes
-	 * stat() gives its path, not those of the doc it was cut from.
+	 * A fixed version (a checkpoint's, a saved version's, the trash's)
+	 * has the attributes stat() gives its path, not those of the doc it
+	 * was cut from, while its path is still of the kind it was opened as.
 	 */
-	if (f && f->fixed && rt->kind == ROUTE_VIEW && rt->view_err == 0 && view_getattr(fs, path, &rt->vp, st) == 0)
+	if (f && f->fixed && f->row == rt->ops && rt->ops->getattr && rt->ops->getattr(rt, st) == 0)
 		return 0;
 	if (f)
-		return file_getattr(fs, f, st);
-	if (rt->kind == ROUTE_DOC)
-		return op_getattr_doc(rt, st, &(int64_t){ 0 });
-	if (!*path)
-		return plain_root_stat(fs, st);
-	if (rt->view_err < 0)
-		return rt->view_err;
-	if (rt->vp.kind == VIEW_ROOT) {
-		/* The client's own workspaces/ folder, if it has one, lends its attributes. */
-		dfd = plain_open_parent(fs, path, &leaf);
-		if (dfd >= 0 && fstatat(dfd, leaf, st, AT_SYMLINK_NOFOLLOW) == 0) {
-			close(dfd);
-			return 0;
-		}
-		if (dfd >= 0)
-			close(dfd);
-	}
-	if (rt->kind == ROUTE_VIEW)
-		return view_getattr(fs, path, &rt->vp, st);
-	dfd = plain_open_parent(fs, path, &leaf);
-	if (dfd < 0)
-		return dfd;
-	r = fstatat(dfd, leaf, st, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
-	close(dfd);
-	if (r == -ENOENT && backing_heal(fs, path) == 0) {
-		dfd = plain_open_parent(fs, path, &leaf);
-		if (dfd < 0)
-			return dfd;
-		r = fstatat(dfd, leaf, st, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
-		close(dfd);
-		if (r == 0)
-			log_warn("the folder '%s' was missing from the backing tree: made it again for its conversations",
-				 path);
-	}
-	return r;
+		return file_getattr(fs_get(), f, st);
+	return rt->ops->getattr ? rt->ops->getattr(rt, st) : path_default(rt, -ENOENT);
 }
 
 /* Group and other bits go unless the mount is shared (-o allow_other). */
@@ -459,30 +369,6 @@ int give_to_caller(const struct fs *fs, const char *r, int dfd, const char *leaf
 	return res;
 }
 
-/*
- * Whose attributes chmod, chown and utimens change. Docs and the view take
- * none (0: a doc is always 0600, and its mtime is the time its content last
- * changed); checkpoint snapshots refuse them (-EROFS); 1: a plain
- * file, which the caller changes.
- */
-static int attr_target(const struct route *rt, const struct fs_file *f)
-{
-	if (f)
-		return file_attr_target(f);
-	if (rt->view_err == 0 && rt->kind == ROUTE_VIEW && rt->vp.kind != VIEW_ROOT)
-		return view_readonly(&rt->vp) ? -EROFS : 0;
-	return rt->kind == ROUTE_DOC ? 0 : 1;
-}
-
-/* One of chmod, chown and utimens, with what it sets. */
-struct attr_change {
-	enum { ATTR_MODE, ATTR_OWNER, ATTR_TIMES } what;
-	mode_t mode;
-	uid_t uid;
-	gid_t gid;
-	const struct timespec *tv;
-};
-
 /* The change on an open plain file. */
 static int change_fd(int fd, const struct attr_change *c)
 {
@@ -496,65 +382,23 @@ static int change_fd(int fd, const struct attr_change *c)
 	}
 }
 
-/* chmod of leaf in dfd: fchmodat cannot refuse to follow a link; open the leaf itself. */
-static int chmod_leaf(int dfd, const char *leaf, mode_t mode)
-{
-	int fd = openat(dfd, leaf, O_PATH | O_NOFOLLOW | O_CLOEXEC), r;
-	char proc[64];
-	struct stat st;
-
-	r = fd < 0 ? -errno : 0;
-	if (!r && fstat(fd, &st) == 0 && S_ISLNK(st.st_mode))
-		r = -EOPNOTSUPP;
-	if (!r) {
-		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-		r = chmod(proc, mode) < 0 ? -errno : 0;
-	}
-	if (fd >= 0)
-		close(fd);
-	return r;
-}
-
 /*
- * The change on the plain file at path, by name in its parent folder and
- * never through a link; path "" is the backing folder itself.
+ * chmod, chown or utimens of rt, or of the open file fi. Through a handle,
+ * the handle says whose attributes change (file_attr_target()); by path,
+ * the row (NULL: nothing changes, kinds.h).
  */
-static int change_named(struct fs *fs, const char *path, const struct attr_change *c)
-{
-	const char *leaf;
-	int dfd, r;
-
-	if (!*path && c->what == ATTR_MODE)
-		return plain_root_chmod(fs, c->mode); /* never the backing root's: it stays 0700 */
-	if (!*path && c->what == ATTR_TIMES)
-		return utimensat(AT_FDCWD, fs->backing_path, c->tv, 0) < 0 ? -errno : 0;
-	dfd = plain_open_parent(fs, path, &leaf);
-	if (dfd < 0)
-		return dfd;
-	switch (c->what) {
-	case ATTR_MODE:
-		r = chmod_leaf(dfd, leaf, c->mode);
-		break;
-	case ATTR_OWNER:
-		r = fchownat(dfd, *path ? leaf : "", c->uid, c->gid,
-			     AT_SYMLINK_NOFOLLOW | (*path ? 0 : AT_EMPTY_PATH)) < 0 ? -errno : 0;
-		break;
-	default:
-		r = utimensat(dfd, leaf, c->tv, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
-	}
-	close(dfd);
-	return r;
-}
-
-/* chmod, chown or utimens of rt, or of the open file fi: what attr_target() allows. */
 static int change_attr(const struct route *rt, struct fuse_file_info *fi, const struct attr_change *c)
 {
 	struct fs_file *f = fi ? (struct fs_file *)(uintptr_t)fi->fh : NULL;
-	int r = attr_target(rt, f);
+	int r;
 
-	if (r <= 0)
-		return r;
-	return f ? change_fd(f->fd, c) : change_named(fs_get(), rt->rel, c);
+	if (f) {
+		r = file_attr_target(f);
+		return r <= 0 ? r : change_fd(f->fd, c);
+	}
+	if (rt->ops->readonly)
+		return -EROFS;
+	return rt->ops->setattr ? rt->ops->setattr(rt, c) : 0;
 }
 
 int op_chmod(const struct route *rt, mode_t mode, struct fuse_file_info *fi)
@@ -574,154 +418,44 @@ int op_utimens(const struct route *rt, const struct timespec tv[2], struct fuse_
 
 /* ---- directories ------------------------------------------------------------ */
 
-struct doc_list_ctx {
-	op_list_fn fn;
-	void *ctx;
-};
-
-static int list_doc(void *ctx, const char *name, const struct store_stat *s)
-{
-	struct doc_list_ctx *c = ctx;
-
-	return c->fn(c->ctx, name, S_IFREG, s->ino);
-}
-
-/* The root's entries this mount keeps in its own folder (plain_per_mount()), listed with the root's. */
-static int list_per_mount(struct fs *fs, op_list_fn fn, void *ctx)
-{
-	struct dirent *de;
-	int fd, res = 0;
-	DIR *d;
-
-	if (!fs->per_mount)
-		return 0;
-	fd = plain_open(fs, fs->per_mount, O_RDONLY | O_DIRECTORY, 0);
-	if (fd < 0)
-		return fd == -ENOENT ? 0 : fd;
-	d = fdopendir(fd);
-	if (!d) {
-		res = -errno;
-		close(fd);
-		return res;
-	}
-	while (res == 0 && (errno = 0, de = readdir(d)))
-		if (store_path_per_mount(de->d_name))
-			res = fn(ctx, de->d_name, (mode_t)DTTOIF(de->d_type), de->d_ino);
-	if (res == 0 && errno)
-		res = -errno;
-	closedir(d);
-	return res;
-}
-
 int op_list_dir(const struct route *rt, op_list_fn fn, void *ctx)
 {
-	struct fs *fs = fs_get();
-	const char *r = rt->rel;
-	struct dirent *de;
-	DIR *d;
-	int fd, res = 0;
+	return rt->ops->list ? rt->ops->list(rt, fn, ctx) : path_default(rt, -ENOTDIR);
+}
 
-	if (rt->view_err < 0)
-		return rt->view_err;
-	if (rt->kind == ROUTE_VIEW && rt->vp.kind != VIEW_ROOT)
-		return view_list(fs, &rt->vp, fn, ctx);
-	fd = plain_open(fs, r, O_RDONLY | O_DIRECTORY, 0);
-	if (fd == -ENOENT && rt->kind == ROUTE_PLAIN && backing_heal(fs, r) == 0) {
-		/* The kernel holds the folder's entry: listing it heals it, as a lookup does (op_getattr()). */
-		fd = plain_open(fs, r, O_RDONLY | O_DIRECTORY, 0);
-		if (fd >= 0)
-			log_warn("the folder '%s' was missing from the backing tree: made it again for its conversations", r);
-	}
-	if (fd == -ENOENT && rt->vp.kind == VIEW_ROOT) {
-		/* No workspaces/ of the client's: only the view's entries. */
-		if ((res = fn(ctx, ".", S_IFDIR, 0)) < 0 || (res = fn(ctx, "..", S_IFDIR, 0)) < 0)
-			return res;
-		return view_list(fs, &rt->vp, fn, ctx);
-	}
-	if (fd < 0)
-		return fd;
-	d = fdopendir(fd);
-	if (!d) {
-		res = -errno;
-		close(fd);
-		return res;
-	}
-	while (res == 0 && (errno = 0, de = readdir(d))) {
-		if (!*r && strncmp(de->d_name, ".convfs-", 8) == 0)
-			continue; /* convfs's own (the trash's folders, each mount's own) */
-		if (!*r && fs->per_mount && store_path_per_mount(de->d_name))
-			continue; /* this mount has its own (list_per_mount()) */
-		res = fn(ctx, de->d_name, (mode_t)DTTOIF(de->d_type), de->d_ino);
-	}
-	if (res == 0 && errno)
-		res = -errno;
-	closedir(d);
-	if (res == 0 && !*r)
-		res = list_per_mount(fs, fn, ctx);
-	if (res == 0 && !*r) {
-		/* The view's workspaces/, when the client has none of its own. */
-		const char *leaf;
-		struct stat st;
-		int dfd = plain_open_parent(fs, "workspaces", &leaf);
-
-		if (dfd >= 0 && fstatat(dfd, leaf, &st, AT_SYMLINK_NOFOLLOW) < 0)
-			res = fn(ctx, "workspaces", S_IFDIR, 0);
-		if (dfd >= 0)
-			close(dfd);
-	}
-	if (res == 0 && rt->vp.kind == VIEW_ROOT)
-		res = view_list(fs, &rt->vp, fn, ctx);
-	if (res == 0 && rt->store == STORE_PATH_DOC_DIR) {
-		struct doc_list_ctx c = { fn, ctx };
-
-		res = store_doc_list(fs->store, r, list_doc, &c);
-	}
-	return res;
+int op_mkdir(const struct route *rt, mode_t mode)
+{
+	backing_check(fs_get());
+	if (path_readonly(rt))
+		return -EROFS;
+	return rt->ops->mkdir ? rt->ops->mkdir(rt, mode) : -EEXIST;
 }
 
 /* The backing folder of a trashed task lives here, out of the tree. */
 #define TRASH_DIR ".convfs-trash"
 
-int op_mkdir(const struct route *rt, mode_t mode)
+int task_make(struct fs *fs, const char *id, const char *ws_key)
 {
-	struct fs *fs = fs_get();
-	const struct view_path *vp = &rt->vp;
-	int res;
+	struct store_who who;
+	struct fs_proc proc;
+	char tdir[96];
+	int r;
 
-	backing_check(fs);
-	if (in_readonly_view(fs, rt))
-		return -EROFS;
-	if (rt->kind == ROUTE_DOC)
-		return -EEXIST;
-	res = rt->view_err;
-	if (res == 0 && vp->kind != VIEW_NONE)
-		return -EEXIST;
-	if (vp->kind == VIEW_TASK && !vp->trash && res == -ENOENT) {
-		/* mkdir workspaces/<ws>/tasks/<id>: a new task, with empty conversations. */
-		struct store_who who;
-		struct fs_proc proc;
-
-		fs_caller(&proc, &who);
-		res = store_task_create(fs->store, vp->task, vp->unknown ? NULL : vp->key, &who);
-		if (res == 0) {
-			char tdir[64];
-
-			snprintf(tdir, sizeof(tdir), "tasks/%s", vp->task);
-			res = plain_mkdirs(fs, tdir);
-			fs_invalidate(fs, tdir); /* tasks/ lists it now */
-		}
-		return res;
+	fs_caller(&proc, &who);
+	r = store_task_create(fs->store, id, ws_key, &who);
+	if (r == 0) {
+		snprintf(tdir, sizeof(tdir), "tasks/%s", id);
+		r = plain_mkdirs(fs, tdir);
+		fs_invalidate(fs, tdir); /* tasks/ lists it now */
 	}
-	if (res < 0 && vp->kind != VIEW_NONE)
-		return vp->kind == VIEW_TASK ? -EEXIST : -EPERM; /* only tasks are made in the view */
-	return plain_make(fs, rt, S_IFDIR | (mode & 07777), NULL);
+	return r;
 }
 
 /*
  * Moves task id to the trash: the store's part, and its backing folder (with
  * any plain files in it) to TRASH_DIR.
  */
-static int task_trash(struct fs *fs, const char *id)
+int task_trash(struct fs *fs, const char *id)
 {
 	struct store_who who;
 	struct fs_proc proc;
@@ -770,99 +504,24 @@ int task_restore(struct fs *fs, const char *id)
 	return 0;
 }
 
-/* True if r is the folder of one conversation: tasks/<id>, sessions/<id>. */
-static bool is_conversation_dir(const char *r)
-{
-	const char *slash = strchr(r, '/');
-	char dir[96];
-
-	return slash && store_conversation_dir(slash + 1, dir, sizeof(dir)) == 0 && strcmp(dir, r) == 0;
-}
-
 int op_rmdir(const struct route *rt)
 {
-	struct fs *fs = fs_get();
-	const char *r = rt->rel, *leaf;
-	int dfd, res;
-
-	if (in_readonly_view(fs, rt))
+	if (path_readonly(rt))
 		return -EROFS;
-	if (rt->view_err < 0)
-		return rt->view_err;
-	if (rt->vp.kind == VIEW_TASK && !rt->vp.trash)
-		return task_trash(fs, rt->vp.task); /* rm -r of a task in the view */
-	if (rt->kind == ROUTE_VIEW)
-		return -EPERM;
-	if (rt->store == STORE_PATH_DOC_DIR) {
-		int n = 0;
-
-		res = store_doc_list(fs->store, r, count_doc, &n);
-		if (res < 0)
-			return res;
-		if (n > 0)
-			return -ENOTEMPTY;
-	}
-	dfd = plain_open_parent(fs, r, &leaf);
-	if (dfd < 0)
-		return dfd;
-	res = unlinkat(dfd, leaf, AT_REMOVEDIR) < 0 ? plain_fail("remove directory", r, errno) : 0;
-	close(dfd);
-	/* rm -r tasks/<id> (sessions/<id>): its docs are gone one by one; the task goes to the trash. */
-	if (res == 0 && rt->store == STORE_PATH_DOC_DIR && is_conversation_dir(r)) {
-		int t = task_trash(fs, strchr(r, '/') + 1);
-
-		if (t < 0 && t != -ENOENT)
-			log_warn("removed '%s' but cannot put the task in the trash: %s", r, strerror(-t));
-	}
-	return res;
+	return rt->ops->rmdir ? rt->ops->rmdir(rt) : path_default(rt, -EPERM);
 }
 
 /* ---- files ---------------------------------------------------------------------- */
 
 int op_truncate(const struct route *rt, off_t size, struct fuse_file_info *fi)
 {
-	struct fs *fs = fs_get();
 	struct fs_file *f = fi ? (struct fs_file *)(uintptr_t)fi->fh : NULL;
-	const char *r = rt->rel;
-	int res, fd;
 
 	if (f)
-		return file_truncate(fs, f, size);
-	if (rt->view_err < 0)
-		return rt->view_err;
-	if (rt->vp.kind == VIEW_METADATA)
-		r = rt->vp.doc; /* a doc of the compat tree */
-	else if (view_readonly(&rt->vp))
+		return file_truncate(fs_get(), f, size);
+	if (rt->ops->readonly)
 		return -EROFS;
-	else if (rt->kind == ROUTE_VIEW)
-		return -EPERM; /* JSON Lines are rewritten by opening them with O_TRUNC */
-	if (rt->kind == ROUTE_DOC || rt->vp.kind == VIEW_METADATA) {
-		/* truncate(2) by path: one commit of the truncated content. */
-		struct fs_file *t;
-
-		if ((size_t)size > COMMIT_MAX)
-			return -EFBIG;
-		t = file_new(FILE_DOC, -1, r);
-		if (!t)
-			return -ENOMEM;
-		res = store_snap_open(fs->store, r, &t->snap);
-		if (res == 0)
-			res = stage_begin(fs, t, size == 0);
-		if (res == 0)
-			res = ftruncate(t->fd, size) < 0 ? -errno : 0;
-		if (res == 0)
-			res = stage_commit(fs, t, "truncate");
-		file_free(t);
-		if (res == 0)
-			fs_invalidate(fs, r);
-		return res;
-	}
-	fd = plain_open_regular(fs, r, O_WRONLY, 0, NULL);
-	if (fd < 0)
-		return plain_fail("truncate", r, -fd);
-	res = ftruncate(fd, size) < 0 ? plain_fail("truncate", r, errno) : 0;
-	close(fd);
-	return res;
+	return rt->ops->truncate ? rt->ops->truncate(rt, size) : path_default(rt, -EPERM);
 }
 
 int op_statfs(struct statvfs *sv)

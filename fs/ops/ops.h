@@ -3,10 +3,11 @@
 #define CONVFS_OPS_H
 
 /*
- * The filesystem's operations (ops.c, open.c, names.c, file.c), as
- * lowlevel.c calls them once it has turned a node id into a path and the
- * path into a route (route.h). Those on an open file take its handle only.
- * Each returns 0 (or a byte count) or -errno, like libfuse's high-level API.
+ * The filesystem's operations (ops.c, open.c, names.c, control.c, file.c),
+ * as lowlevel.c calls them once it has turned a node id into a path and the
+ * path into a route (route.h): each calls through the row of the route's
+ * kind (kinds.h). Those on an open file take its handle only. Each returns
+ * 0 (or a byte count) or -errno, like libfuse's high-level API.
  */
 
 #include <fuse_lowlevel.h>

@@ -4,11 +4,12 @@
 
 /*
  * What the files behind ops.h share: ops.c (attributes, folders, the
- * backing tree), open.c (open and create), names.c (unlink, rename, links)
- * and file.c (open files). Each kind of open file has one table of
- * operations in file.c, and the calls on an open file (read, write, flush,
- * release, fsync, truncate, fallocate, fstat) go to its table, as a
- * driver's file_operations do in the kernel.
+ * backing tree), compat.c (the compat tree's kinds of path), open.c (open
+ * and create), names.c (unlink, rename, links), control.c (restore) and
+ * file.c (open files). Each kind of path has one row (kinds.h), each kind
+ * of open file one table of operations in file.c: the calls on an open
+ * file (read, write, flush, release, fsync, truncate, fallocate, fstat) go
+ * to its table, as a driver's file_operations do in the kernel.
  */
 
 #include <pthread.h>
@@ -17,6 +18,7 @@
 #include <sys/types.h>
 
 #include "fs/fs.h"
+#include "fs/ops/kinds.h"
 #include "fs/ops/ops.h"
 #include "fs/ops/shares.h"
 #include "fs/view/view.h"
@@ -48,6 +50,7 @@ struct fs_file {
 	struct stat text_st;    /* text: its attributes */
 	char *ws_key;           /* text of a workspace's taskHistory.json: its workspace ("" unknown) */
 	bool fixed;             /* a checkpoint or trash file: never refreshed, never written */
+	const struct path_ops *row; /* fixed: the kind it was opened as (its fstat() is its path's stat()) */
 	struct view_path *vp;   /* snap: the checkpoint file */
 	pthread_mutex_t lock;
 };
@@ -105,17 +108,14 @@ void backing_check(struct fs *fs);
  * one component at a time and never through a symlink.
  */
 int backing_mkdirs(struct fs *fs, const char *dir, size_t len);
-/*
- * Creating r (what: "file", "folder", ...) in a folder of the workspaces view,
- * which holds only its own files: -EPERM, or -EINVAL for a folder in a
- * workspace's tasks/ whose name is not a task id; 0 if r is outside the view
- * (the client's own workspaces/<hash>/ included). workspaces/ itself takes
- * any name the view is not showing (the kernel has answered EEXIST for those
- * already): the client's own entry, made in the backing tree.
- */
-int view_refuses_create(struct fs *fs, const struct route *rt, const char *what);
-/* True if rel is in a read-only part of the view (a checkpoint), or would be created in one. */
-bool in_readonly_view(struct fs *fs, const struct route *rt);
+/* What a NULL member answers for a kind that names nothing (rt->err), or dflt (kinds.h). */
+int path_default(const struct route *rt, int dflt);
+/* Whether the folder of the view rt is in lets the name be made (made_in; 0 outside the view). */
+int path_made_in(const struct route *rt, const char *what);
+/* True if rt is read-only, or would be made in a read-only folder: -EROFS for what writes there. */
+bool path_readonly(const struct route *rt);
+/* Makes the folders of every doc again in the backing tree (compat.c). */
+int heal_all_docs(struct fs *fs);
 /* Group and other bits go unless the mount is shared (-o allow_other). */
 mode_t private_mode(const struct fs *fs, mode_t mode);
 /*
@@ -136,6 +136,5 @@ int give_to_caller(const struct fs *fs, const char *r, int dfd, const char *leaf
  * removed again if it cannot be.
  */
 int plain_make(struct fs *fs, const struct route *rt, mode_t mode, const char *target);
-int task_restore(struct fs *fs, const char *id);
 
 #endif

@@ -8,6 +8,11 @@
  * workspace's shadow git repo (shadow.c). The last task's checkpoints and
  * the last checkpoint folder resolved are remembered until the next commit
  * (store_generation()), since `ls -l` resolves a folder once a file.
+ *
+ * Its kinds, one row each (fs/ops/kinds.h): checkpoints/ (found by its name,
+ * not listed in the task's folder), a checkpoint's folder, its
+ * messages.jsonl and ui_messages.jsonl, commit.json, changes.diff, and
+ * files/ with all below it. Every one is read-only.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -17,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fs/ops/route.h"
 #include "fs/view/shadow.h"
 #include "fs/view/view_ckpt.h"
 #include "store/store_view.h"
@@ -35,7 +41,7 @@ void ckpt_name(int index, const char *hash, char *buf, size_t n)
 	snprintf(buf, n, "%03d-%.7s", index, hash);
 }
 
-static int ckpt_match(void *ctx, const struct store_checkpoint *c)
+static int ckpt_find_one(void *ctx, const struct store_checkpoint *c)
 {
 	struct ckpt_find *f = ctx;
 	char name[32];
@@ -222,13 +228,12 @@ int ckpt_each(struct fs *fs, const char *task, store_checkpoint_fn fn, void *ctx
 static int ckpt_parse(struct fs *fs, struct view_path *vp, const char *name)
 {
 	struct ckpt_find f = { .vp = vp, .name = name };
-	int r = ckpt_each(fs, vp->task, ckpt_match, &f);
+	int r = ckpt_each(fs, vp->task, ckpt_find_one, &f);
 
 	if (r < 0)
 		return r;
 	if (!f.found)
 		return -ENOENT;
-	vp->kind = VIEW_CKPT;
 	ckpt_git_dir(fs, vp);
 	return 0;
 }
@@ -242,28 +247,28 @@ static struct view_path ckpt_cache;
 static char ckpt_cache_prefix[1024];
 static uint64_t ckpt_cache_gen;
 
-int ckpt_parse_cached(struct fs *fs, struct view_path *vp, const char *rel, const char *name)
+/* A checkpoint's folder, <NNN>-<short hash>: resolved, or as the last one resolved was. */
+static int ckpt_match(struct fs *fs, const struct view_shape *sh, struct view_path *vp, const struct view_step *at)
 {
-	const char *at = strstr(rel, name);
-	size_t plen = at ? (size_t)(at - rel) + strlen(name) : 0;
 	uint64_t gen = store_generation(fs->store);
+	size_t plen = at->end;
 	bool hit;
 	int r;
 
-	if (!at || plen >= sizeof(ckpt_cache_prefix))
-		return ckpt_parse(fs, vp, name);
+	if (plen >= sizeof(ckpt_cache_prefix))
+		return ckpt_parse(fs, vp, at->name);
 	pthread_mutex_lock(&ckpt_cache_lock);
-	hit = ckpt_cache_gen == gen && strlen(ckpt_cache_prefix) == plen && strncmp(ckpt_cache_prefix, rel, plen) == 0;
+	hit = ckpt_cache_gen == gen && strlen(ckpt_cache_prefix) == plen && strncmp(ckpt_cache_prefix, at->rel, plen) == 0;
 	if (hit)
 		*vp = ckpt_cache;
 	pthread_mutex_unlock(&ckpt_cache_lock);
 	if (hit)
 		return 0;
-	r = ckpt_parse(fs, vp, name);
+	r = ckpt_parse(fs, vp, at->name);
 	if (r == 0) {
 		pthread_mutex_lock(&ckpt_cache_lock);
 		ckpt_cache = *vp;
-		memcpy(ckpt_cache_prefix, rel, plen);
+		memcpy(ckpt_cache_prefix, at->rel, plen);
 		ckpt_cache_prefix[plen] = '\0';
 		ckpt_cache_gen = gen;
 		pthread_mutex_unlock(&ckpt_cache_lock);
@@ -271,33 +276,37 @@ int ckpt_parse_cached(struct fs *fs, struct view_path *vp, const char *rel, cons
 	return r;
 }
 
-/* A file of a checkpoint folder: name, and below files/ the path rest. */
-int ckpt_file_parse(struct view_path *vp, const char *name, const char *rest)
-{
-	static const struct {
-		const char *name;
-		enum view_kind kind;
-	} files[] = {
-		{ "messages.jsonl", VIEW_CKPT_MESSAGES }, { "ui_messages.jsonl", VIEW_CKPT_UI },
-		{ "commit.json", VIEW_CKPT_COMMIT }, { "changes.diff", VIEW_CKPT_DIFF },
-		{ "files", VIEW_CKPT_FILES },
-	};
-	size_t i;
+/* What a checkpoint's conversation file shows: its doc in tasks/<id>/, cut at the checkpoint. */
+struct ckpt_doc {
+	const char *doc;
+	bool ui; /* the ui stream, up to the message that carries the hash; else the api stream, to its index */
+};
 
-	for (i = 0; i < ARRAY_SIZE(files) && strcmp(name, files[i].name) != 0; i++)
-		;
-	if (i == ARRAY_SIZE(files) || (*rest && files[i].kind != VIEW_CKPT_FILES))
+static const struct ckpt_doc ckpt_messages_doc = { "api_conversation_history.json", false };
+static const struct ckpt_doc ckpt_ui_doc = { "ui_messages.json", true };
+
+static int ckpt_lines_match(struct fs *fs, const struct view_shape *sh, struct view_path *vp,
+			    const struct view_step *at)
+{
+	const struct ckpt_doc *d = sh->arg;
+
+	snprintf(vp->doc, sizeof(vp->doc), "tasks/%s/%s", vp->task, d->doc);
+	vp->lines = true;
+	vp->limit = d->ui ? vp->ckpt_seq + 1 : vp->ckpt_api + 1;
+	return 0;
+}
+
+/* commit.json, changes.diff and files/: only where the repo has the commit (shadow.c logs why not). */
+static int ckpt_commit_match(struct fs *fs, const struct view_shape *sh, struct view_path *vp,
+			     const struct view_step *at)
+{
+	if (!*vp->git_dir || shadow_has_commit(vp->git_dir, vp->hash) < 0)
 		return -ENOENT;
-	vp->kind = files[i].kind;
-	if (vp->kind == VIEW_CKPT_MESSAGES || vp->kind == VIEW_CKPT_UI)
-		snprintf(vp->doc, sizeof(vp->doc), "tasks/%s/%s", vp->task,
-			 vp->kind == VIEW_CKPT_UI ? "ui_messages.json" : "api_conversation_history.json");
-	if (vp->kind == VIEW_CKPT_FILES)
-		memcpy(vp->sub, rest, strlen(rest) + 1);
-	/* no repo, or not this commit: no files/, commit.json, changes.diff */
-	if ((vp->kind == VIEW_CKPT_FILES || vp->kind == VIEW_CKPT_COMMIT || vp->kind == VIEW_CKPT_DIFF) &&
-	    (!*vp->git_dir || shadow_has_commit(vp->git_dir, vp->hash) < 0))
-		return -ENOENT;
+	if (sh->rest) {
+		if (strlen(at->rest) >= sizeof(vp->sub))
+			return -ENAMETOOLONG;
+		memcpy(vp->sub, at->rest, strlen(at->rest) + 1);
+	}
 	return 0;
 }
 
@@ -322,18 +331,17 @@ bool ckpt_cache_hit(struct fs *fs, const char *rel, struct view_path *vp, const 
 /*
  * The conversation at a checkpoint as JSON Lines: the ui stream up to and
  * including the message that carries the hash, the api stream cut at that
- * message's conversationHistoryIndex (elements 0..index).
+ * message's conversationHistoryIndex (elements 0..index): vp->limit rows.
  */
-int view_ckpt_snap(struct fs *fs, const struct view_path *vp, struct store_snap **ret)
+static int ckpt_snap(struct fs *fs, const struct view_path *vp, struct store_snap **ret)
 {
 	struct store_snap *snap;
-	int64_t n = vp->kind == VIEW_CKPT_UI ? vp->ckpt_seq + 1 : vp->ckpt_api + 1;
 	int r;
 
 	r = store_snap_open_jsonl(fs->store, vp->doc, &snap);
 	if (r < 0)
 		return r;
-	r = store_snap_limit(fs->store, snap, n);
+	r = store_snap_limit(fs->store, snap, vp->limit);
 	if (r < 0) {
 		store_snap_free(snap);
 		return r;
@@ -341,3 +349,271 @@ int view_ckpt_snap(struct fs *fs, const struct view_path *vp, struct store_snap 
 	*ret = snap;
 	return 0;
 }
+
+/* ---- the rows' members ------------------------------------------------------------ */
+
+/* The time of a task's last checkpoint: its checkpoints/ folder's. */
+static int last_ckpt(void *ctx, const struct store_checkpoint *c)
+{
+	int64_t ns = c->ts * 1000000;
+
+	if (ns > *(int64_t *)ctx)
+		*(int64_t *)ctx = ns;
+	return 0;
+}
+
+static int ckpts_getattr(const struct route *rt, struct stat *st)
+{
+	int64_t last = 0;
+	int r = ckpt_each(rt->fs, rt->vp.task, last_ckpt, &last);
+
+	if (r < 0)
+		return r;
+	if (!last) /* none yet: the task's own */
+		last = view_task_time(rt->fs, rt->vp.task);
+	view_stat_init(rt->fs, rt->rel, st);
+	view_stat_dir(rt->fs, st, 0500, last);
+	return 0;
+}
+
+struct ckpt_lister {
+	op_list_fn fn;
+	void *ctx;
+	int at;
+};
+
+static int list_ckpt(void *ctx, const struct store_checkpoint *c)
+{
+	struct ckpt_lister *cl = ctx;
+	char name[32];
+
+	ckpt_name(++cl->at, c->hash, name, sizeof(name));
+	return cl->fn(cl->ctx, name, S_IFDIR, 0);
+}
+
+static int ckpts_list(const struct route *rt, op_list_fn fn, void *ctx)
+{
+	struct ckpt_lister cl = { fn, ctx, 0 };
+	int r = view_list_dots(fn, ctx);
+
+	return r < 0 ? r : ckpt_each(rt->fs, rt->vp.task, list_ckpt, &cl);
+}
+
+/* A checkpoint's folder and files never change: they have the time of the message that carries it. */
+static int ckpt_getattr(const struct route *rt, struct stat *st)
+{
+	view_stat_init(rt->fs, rt->rel, st);
+	view_stat_dir(rt->fs, st, 0500, rt->vp.ckpt_ts * 1000000);
+	return 0;
+}
+
+static int ckpt_folder_list(const struct route *rt, op_list_fn fn, void *ctx)
+{
+	int r = view_list_dots(fn, ctx);
+
+	return r < 0 ? r : view_list_named(rt->fs, rt, fn, ctx);
+}
+
+static int ckpt_lines_getattr(const struct route *rt, struct stat *st)
+{
+	struct store_snap *snap;
+	int r = ckpt_snap(rt->fs, &rt->vp, &snap);
+
+	if (r < 0)
+		return r;
+	view_stat_init(rt->fs, rt->rel, st);
+	view_stat_file(st, 0400, store_snap_size(snap), rt->vp.ckpt_ts * 1000000);
+	store_snap_free(snap);
+	return 0;
+}
+
+static int ckpt_lines_open(const struct route *rt, struct fuse_file_info *fi)
+{
+	struct store_snap *snap = NULL;
+	int r;
+
+	if (path_open_writes(fi))
+		return -EROFS;
+	r = ckpt_snap(rt->fs, &rt->vp, &snap);
+	return r < 0 ? r : path_open_fixed(rt, fi, snap);
+}
+
+static int commit_render(const struct route *rt, char **ret, size_t *ret_len, int64_t *ret_mtime_ns, int64_t *ret_rev)
+{
+	int64_t t;
+
+	*ret_mtime_ns = rt->vp.ckpt_ts * 1000000;
+	return shadow_commit_json(rt->vp.git_dir, rt->vp.hash, ret, ret_len, &t);
+}
+
+static int diff_render(const struct route *rt, char **ret, size_t *ret_len, int64_t *ret_mtime_ns, int64_t *ret_rev)
+{
+	*ret_mtime_ns = rt->vp.ckpt_ts * 1000000;
+	return shadow_diff(rt->vp.git_dir, *rt->vp.prev ? rt->vp.prev : NULL, rt->vp.hash, ret, ret_len);
+}
+
+static int commit_getattr(const struct route *rt, struct stat *st)
+{
+	return view_text_stat(rt, st, commit_render, 0400);
+}
+
+static int diff_getattr(const struct route *rt, struct stat *st)
+{
+	return view_text_stat(rt, st, diff_render, 0400);
+}
+
+static int commit_open(const struct route *rt, struct fuse_file_info *fi)
+{
+	return path_open_writes(fi) ? -EROFS : path_open_text(rt, fi, commit_render, false);
+}
+
+static int diff_open(const struct route *rt, struct fuse_file_info *fi)
+{
+	return path_open_writes(fi) ? -EROFS : path_open_text(rt, fi, diff_render, false);
+}
+
+int view_ckpt_file_stat(struct fs *fs, const struct view_path *vp, struct stat *st)
+{
+	uint64_t ino;
+	int r = shadow_stat(vp->git_dir, vp->hash, vp->sub, st);
+
+	if (r < 0)
+		return r;
+	ino = st->st_ino;
+	st->st_uid = fs->uid;
+	st->st_gid = fs->gid;
+	st->st_mtim.tv_sec = vp->ckpt_ts / 1000;
+	st->st_mtim.tv_nsec = (vp->ckpt_ts % 1000) * 1000000;
+	st->st_ctim = st->st_atim = st->st_mtim;
+	st->st_ino = ino;
+	return 0;
+}
+
+static int files_getattr(const struct route *rt, struct stat *st)
+{
+	return view_ckpt_file_stat(rt->fs, &rt->vp, st);
+}
+
+static int files_list(const struct route *rt, op_list_fn fn, void *ctx)
+{
+	return shadow_list(rt->vp.git_dir, rt->vp.hash, rt->vp.sub, fn, ctx);
+}
+
+static int files_open(const struct route *rt, struct fuse_file_info *fi)
+{
+	return path_open_writes(fi) ? -EROFS : path_open_ckpt_file(rt, fi);
+}
+
+static int files_readlink(const struct route *rt, char *buf, size_t size)
+{
+	return shadow_readlink(rt->vp.git_dir, rt->vp.hash, rt->vp.sub, buf, size);
+}
+
+/* ---- the rows ------------------------------------------------------------------------ */
+
+/*
+ * Every write-like call under checkpoints/ gets EROFS (readonly). A
+ * checkpoint never changes once it is there: its files keep their
+ * attributes a second and their pages across opens (a commit's tree); the
+ * folders a second, as every folder of the view.
+ */
+#define CKPT_CACHE(keep_pages) { .entry = KEEP_BRIEF, .attr = KEEP_BRIEF, .handle = true, .pages = keep_pages }
+
+static const struct view_shape ckpts_shape = { .in = VIEW_TASK, .name = "checkpoints", .type = S_IFDIR };
+
+const struct path_ops view_ckpts = {
+	.name = "view-checkpoints",
+	.getattr = ckpts_getattr,
+	.list = ckpts_list,
+	.cls = PATH_CLASS_VIEW,
+	.readonly = true,
+	.whole_store = true,
+	.cache = { .entry = KEEP_BRIEF, .attr = KEEP_BRIEF, .pages = PAGES_OPEN },
+	.shape = &ckpts_shape,
+};
+
+static const struct view_shape ckpt_shape = { .in = VIEW_CKPTS, .match = ckpt_match, .type = S_IFDIR };
+
+const struct path_ops view_ckpt = {
+	.name = "view-checkpoint",
+	.getattr = ckpt_getattr,
+	.list = ckpt_folder_list,
+	.cls = PATH_CLASS_VIEW,
+	.readonly = true,
+	.whole_store = true,
+	.cache = CKPT_CACHE(PAGES_OPEN),
+	.shape = &ckpt_shape,
+};
+
+#define CKPT_LINES_MEMBERS                                                                                  	.getattr = ckpt_lines_getattr, .open = ckpt_lines_open, .cls = PATH_CLASS_VIEW, .readonly = true,     	.whole_store = true, .cache = CKPT_CACHE(PAGES_DIRECT)
+
+static const struct view_shape ckpt_messages_shape = {
+	.in = VIEW_CKPT, .name = "messages.jsonl", .match = ckpt_lines_match, .arg = &ckpt_messages_doc,
+	.listed = VIEW_LISTED, .type = S_IFREG,
+};
+
+const struct path_ops view_ckpt_messages = {
+	.name = "view-checkpoint-messages",
+	CKPT_LINES_MEMBERS,
+	.shape = &ckpt_messages_shape,
+};
+
+static const struct view_shape ckpt_ui_shape = {
+	.in = VIEW_CKPT, .name = "ui_messages.jsonl", .match = ckpt_lines_match, .arg = &ckpt_ui_doc,
+	.listed = VIEW_LISTED, .type = S_IFREG,
+};
+
+const struct path_ops view_ckpt_ui = {
+	.name = "view-checkpoint-ui-messages",
+	CKPT_LINES_MEMBERS,
+	.shape = &ckpt_ui_shape,
+};
+
+static const struct view_shape commit_shape = {
+	.in = VIEW_CKPT, .name = "commit.json", .match = ckpt_commit_match, .listed = VIEW_LISTED, .type = S_IFREG,
+};
+
+const struct path_ops view_ckpt_commit = {
+	.name = "view-checkpoint-commit",
+	.getattr = commit_getattr,
+	.open = commit_open,
+	.cls = PATH_CLASS_VIEW,
+	.readonly = true,
+	.whole_store = true,
+	.cache = CKPT_CACHE(PAGES_OPEN),
+	.shape = &commit_shape,
+};
+
+static const struct view_shape diff_shape = {
+	.in = VIEW_CKPT, .name = "changes.diff", .match = ckpt_commit_match, .listed = VIEW_LISTED, .type = S_IFREG,
+};
+
+const struct path_ops view_ckpt_diff = {
+	.name = "view-checkpoint-diff",
+	.getattr = diff_getattr,
+	.open = diff_open,
+	.cls = PATH_CLASS_VIEW,
+	.readonly = true,
+	.whole_store = true,
+	.cache = CKPT_CACHE(PAGES_OPEN),
+	.shape = &diff_shape,
+};
+
+static const struct view_shape files_shape = {
+	.in = VIEW_CKPT, .name = "files", .match = ckpt_commit_match, .listed = VIEW_LISTED, .type = S_IFDIR,
+	.rest = true,
+};
+
+/* files/ and everything below it: the commit's tree, read lazily with libgit2 (shadow.c). */
+const struct path_ops view_ckpt_files = {
+	.name = "view-checkpoint-files",
+	.getattr = files_getattr,
+	.list = files_list,
+	.open = files_open,
+	.readlink = files_readlink,
+	.cls = PATH_CLASS_VIEW,
+	.readonly = true,
+	.whole_store = true,
+	.cache = CKPT_CACHE(PAGES_KEEP),
+	.shape = &files_shape,
+};

@@ -18,6 +18,9 @@
  * the next commit (store_generation()), so that resolving each of 10,000
  * folders, or each file in them, is a lookup in memory.
  *
+ * Its kinds, one row each (fs/ops/kinds.h): versions/ (found by its name,
+ * not listed in the task's folder), a version's folder, and its files.
+ *
  * That numbering is also the one `convfs log` and `convfs restore` give a
  * file of the task (messages.jsonl or the compat file behind it, ...): the
  * docs that share it are said here once, version_docs_of(), so that the
@@ -31,28 +34,23 @@
 #include <string.h>
 #include <time.h>
 
+#include "fs/ops/route.h"
 #include "fs/view/view_version.h"
 #include "store/store_view.h"
 #include "store/util.h"
 
-static const struct {
-	const char *name;
-	enum view_kind kind;     /* in a version folder */
-	enum view_kind task_kind; /* the live file of the task that it is a version of */
-} version_files[] = {
-	{ "messages.jsonl", VIEW_VERSION_MESSAGES, VIEW_MESSAGES },
-	{ "ui_messages.jsonl", VIEW_VERSION_UI, VIEW_UI },
-	{ "metadata.json", VIEW_VERSION_METADATA, VIEW_METADATA },
-};
-
-/* The docs behind the task's files of version_files[], into *ret. */
+/* The docs behind the files of a version folder (the args of their shapes), into *ret. */
 static int task_version_docs(const char *task, struct version_docs *ret)
 {
 	int r;
 
 	ret->n = 0;
-	for (size_t i = 0; i < ARRAY_SIZE(version_files); i++) {
-		r = view_task_doc(task, version_files[i].task_kind, ret->doc[ret->n], sizeof(ret->doc[0]));
+	for (int k = 1; k < VIEW_KIND_COUNT; k++) {
+		const struct view_shape *sh = view_rows[k]->shape;
+
+		if (!sh || sh->in != VIEW_VERSION || !sh->arg)
+			continue;
+		r = view_doc_file_path(sh->arg, task, ret->doc[ret->n], sizeof(ret->doc[0]));
 		if (r == -ENOENT)
 			continue; /* that kind of conversation has no such file */
 		if (r < 0)
@@ -214,7 +212,8 @@ static int versions_of(struct fs *fs, const char *task, struct store_task_versio
 	return r;
 }
 
-int version_parse(struct fs *fs, struct view_path *vp, const char *name)
+/* A version's folder, <NNNNNN>-<time>: the task after save NNNNNN. */
+static int version_match(struct fs *fs, const struct view_shape *sh, struct view_path *vp, const struct view_step *at)
 {
 	struct store_task_version v = { 0 };
 	char want[64];
@@ -223,75 +222,68 @@ int version_parse(struct fs *fs, struct view_path *vp, const char *name)
 	int r;
 
 	errno = 0;
-	k = strtoll(name, &end, 10);
+	k = strtoll(at->name, &end, 10);
 	if (errno || k < 1 || *end != '-')
 		return -ENOENT;
 	r = version_at(fs, vp->task, (size_t)k, &v);
 	if (r < 0)
 		return r;
 	version_name(k, v.time_ns, want, sizeof(want));
-	if (strcmp(want, name) != 0)
+	if (strcmp(want, at->name) != 0)
 		return -ENOENT;
-	vp->kind = VIEW_VERSION;
 	vp->ver_n = k;
 	vp->ver_rev = v.rev;
 	vp->ver_time_ns = v.time_ns;
 	return 0;
 }
 
-int version_last(struct fs *fs, const struct view_path *vp, int64_t *ret_time_ns)
+/* The content of a version's file, pinned at its revision (free with store_snap_free()). */
+static int version_snap(struct fs *fs, const struct view_path *vp, struct store_snap **ret)
 {
-	struct store_task_version v = { 0 };
-	int r = version_at(fs, vp->task, 0, &v);
-
-	if (r < 0 && r != -ENOENT)
-		return r;
-	*ret_time_ns = r == 0 ? v.time_ns : 0;
-	return 0;
+	return store_snap_open_at(fs->store, vp->doc, vp->ver_rev, vp->lines, ret);
 }
 
-int view_version_snap(struct fs *fs, const struct view_path *vp, struct store_snap **ret)
+/* A file of a version folder: there only if its doc had a version then (a damaged one, kept as found, has no lines). */
+static int version_file_match(struct fs *fs, const struct view_shape *sh, struct view_path *vp,
+			      const struct view_step *at)
 {
-	return store_snap_open_at(fs->store, vp->doc, vp->ver_rev, vp->kind != VIEW_VERSION_METADATA, ret);
-}
-
-int version_file_parse(struct fs *fs, struct view_path *vp, const char *name)
-{
+	const struct view_doc_file *f = sh->arg;
 	struct store_snap *snap = NULL;
-	size_t i;
 	int r;
 
-	for (i = 0; i < ARRAY_SIZE(version_files) && strcmp(name, version_files[i].name) != 0; i++)
-		;
-	if (i == ARRAY_SIZE(version_files) ||
-	    view_task_doc(vp->task, version_files[i].task_kind, vp->doc, sizeof(vp->doc)) < 0)
+	if (view_doc_file_path(f, vp->task, vp->doc, sizeof(vp->doc)) < 0)
 		return -ENOENT;
-	vp->kind = version_files[i].kind;
-	/* there only if the doc had a version then (a damaged one, kept as found, has no lines) */
-	r = view_version_snap(fs, vp, &snap);
+	vp->lines = f->lines;
+	r = version_snap(fs, vp, &snap);
 	store_snap_free(snap);
 	return r == -EINVAL ? -ENOENT : r;
 }
 
-int version_list(struct fs *fs, const struct view_path *vp, op_list_fn fn, void *ctx)
+/* ---- the rows' members ------------------------------------------------------------ */
+
+/* versions/: the time of the last save (it changes with each). */
+static int versions_getattr(const struct route *rt, struct stat *st)
+{
+	struct store_task_version v = { 0 };
+	int r = version_at(rt->fs, rt->vp.task, 0, &v);
+
+	if (r < 0 && r != -ENOENT)
+		return r;
+	view_stat_init(rt->fs, rt->rel, st);
+	view_stat_dir(rt->fs, st, 0500, r == 0 ? v.time_ns : 0);
+	return 0;
+}
+
+/* One folder a version, oldest first. */
+static int versions_list(const struct route *rt, op_list_fn fn, void *ctx)
 {
 	struct store_task_version *v = NULL;
 	size_t n = 0;
 	int r;
 
-	if ((r = fn(ctx, ".", S_IFDIR, 0)) < 0 || (r = fn(ctx, "..", S_IFDIR, 0)) < 0)
+	if ((r = view_list_dots(fn, ctx)) < 0)
 		return r;
-	if (vp->kind == VIEW_VERSION) {
-		for (size_t i = 0; i < ARRAY_SIZE(version_files); i++) {
-			struct view_path f = *vp;
-
-			if (version_file_parse(fs, &f, version_files[i].name) == 0 &&
-			    (r = fn(ctx, version_files[i].name, S_IFREG, 0)) < 0)
-				return r;
-		}
-		return 0;
-	}
-	r = versions_of(fs, vp->task, &v, &n);
+	r = versions_of(rt->fs, rt->vp.task, &v, &n);
 	for (size_t i = 0; r == 0 && i < n; i++) {
 		char name[64];
 
@@ -301,3 +293,112 @@ int version_list(struct fs *fs, const struct view_path *vp, op_list_fn fn, void 
 	free(v);
 	return r;
 }
+
+/* A version never changes: its folder and files have the save's time. */
+static int version_getattr(const struct route *rt, struct stat *st)
+{
+	view_stat_init(rt->fs, rt->rel, st);
+	view_stat_dir(rt->fs, st, 0500, rt->vp.ver_time_ns);
+	return 0;
+}
+
+static int version_list(const struct route *rt, op_list_fn fn, void *ctx)
+{
+	int r = view_list_dots(fn, ctx);
+
+	return r < 0 ? r : view_list_named(rt->fs, rt, fn, ctx);
+}
+
+static int version_file_getattr(const struct route *rt, struct stat *st)
+{
+	struct store_snap *snap;
+	int r = version_snap(rt->fs, &rt->vp, &snap);
+
+	if (r < 0)
+		return r;
+	view_stat_init(rt->fs, rt->rel, st);
+	view_stat_file(st, 0400, store_snap_size(snap), rt->vp.ver_time_ns);
+	store_snap_free(snap);
+	return 0;
+}
+
+/* A file of a saved version: pinned at its revision, read-only, never changing. */
+static int version_file_open(const struct route *rt, struct fuse_file_info *fi)
+{
+	struct store_snap *snap = NULL;
+	int r;
+
+	if (path_open_writes(fi))
+		return -EROFS;
+	r = version_snap(rt->fs, &rt->vp, &snap);
+	return r < 0 ? r : path_open_fixed(rt, fi, snap);
+}
+
+/* ---- the rows ------------------------------------------------------------------------ */
+
+/*
+ * Every write-like call under versions/ gets EROFS (readonly). Nothing of a
+ * version ever changes: names, inode numbers, sizes and times are the same
+ * at every look, kept as long as the view's (a second). versions/ itself
+ * changes with each save (told: view_invalidate_conversation()).
+ */
+static const struct view_shape versions_shape = { .in = VIEW_TASK, .name = "versions", .type = S_IFDIR };
+
+const struct path_ops view_versions = {
+	.name = "view-versions",
+	.getattr = versions_getattr,
+	.list = versions_list,
+	.cls = PATH_CLASS_VIEW,
+	.readonly = true,
+	.whole_store = true,
+	.cache = { .entry = KEEP_BRIEF, .attr = KEEP_BRIEF, .handle = true, .pages = PAGES_OPEN },
+	.shape = &versions_shape,
+};
+
+static const struct view_shape version_shape = { .in = VIEW_VERSIONS, .match = version_match, .type = S_IFDIR };
+
+const struct path_ops view_version = {
+	.name = "view-version",
+	.getattr = version_getattr,
+	.list = version_list,
+	.cls = PATH_CLASS_VIEW,
+	.readonly = true,
+	.whole_store = true,
+	.cache = { .entry = KEEP_BRIEF, .attr = KEEP_BRIEF, .handle = true, .pages = PAGES_OPEN },
+	.shape = &version_shape,
+};
+
+#define VERSION_FILE_MEMBERS                                                                                   	.getattr = version_file_getattr, .open = version_file_open, .cls = PATH_CLASS_VIEW, .readonly = true,    	.whole_store = true, .cache = { .entry = KEEP_BRIEF, .attr = KEEP_BRIEF, .handle = true, .pages = PAGES_DIRECT }
+
+static const struct view_shape version_messages_shape = {
+	.in = VIEW_VERSION, .name = "messages.jsonl", .match = version_file_match, .arg = &view_messages_file,
+	.listed = VIEW_LISTED, .type = S_IFREG,
+};
+
+const struct path_ops view_version_messages = {
+	.name = "view-version-messages",
+	VERSION_FILE_MEMBERS,
+	.shape = &version_messages_shape,
+};
+
+static const struct view_shape version_ui_shape = {
+	.in = VIEW_VERSION, .name = "ui_messages.jsonl", .match = version_file_match, .arg = &view_ui_file,
+	.listed = VIEW_LISTED, .type = S_IFREG,
+};
+
+const struct path_ops view_version_ui = {
+	.name = "view-version-ui-messages",
+	VERSION_FILE_MEMBERS,
+	.shape = &version_ui_shape,
+};
+
+static const struct view_shape version_metadata_shape = {
+	.in = VIEW_VERSION, .name = "metadata.json", .match = version_file_match, .arg = &view_metadata_file,
+	.listed = VIEW_LISTED, .type = S_IFREG,
+};
+
+const struct path_ops view_version_metadata = {
+	.name = "view-version-metadata",
+	VERSION_FILE_MEMBERS,
+	.shape = &version_metadata_shape,
+};
