@@ -1,0 +1,305 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * test_kinds.c: every kind of path has a row, and the rows keep what they
+ * promise each other (fs/ops/kinds.h, fs/view/view.h).
+ *
+ * That a kind has a row at all is the linker's to say: COMPAT_KINDS and
+ * VIEW_KINDS make both the enum and the table of rows, and a kind without
+ * its row is an undefined reference. This test walks every kind of both
+ * lists and checks what no compiler sees: each row is named, names
+ * something or says why not, is found where its shape says (in a folder,
+ * by one name or one match, reachable by the walk the kernel's cache uses),
+ * keeps its attributes only where a commit tells the kernel, is read-only
+ * where its folder is; and the compat tree's kinds are told apart as
+ * route_resolve() must (no store: only paths outside workspaces/).
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "fs/ops/route.h"
+#include "fs/view/view.h"
+
+static const char *const compat_names[] = {
+#define COMPAT_NAME(kind, row) #kind,
+	COMPAT_KINDS(COMPAT_NAME)
+#undef COMPAT_NAME
+};
+
+static const char *const view_names[] = {
+	"VIEW_NONE",
+#define VIEW_NAME(kind, row) #kind,
+	VIEW_KINDS(VIEW_NAME)
+#undef VIEW_NAME
+};
+
+/* True for a kind a walk reaches by its shape (all but the root, and those a match or a failed walk make). */
+static bool has_shape(enum view_kind k)
+{
+	return view_rows[k]->shape != NULL;
+}
+
+static bool valid_keep(enum path_keep k)
+{
+	return k == KEEP_NEVER || k == KEEP_BRIEF || k == KEEP_LONG || k == KEEP_NAMED;
+}
+
+/* Every row of both lists: named, named once, with its data in range. */
+static void test_every_kind_has_a_row(void **state)
+{
+	for (int k = 0; k < PATH_KIND_COUNT; k++) {
+		const struct path_ops *row = path_rows[k];
+
+		print_message("compat %-20s %s\n", compat_names[k], row ? row->name : "(none)");
+		assert_non_null(row);
+		assert_non_null(row->name);
+		assert_non_null(row->getattr); /* every compat kind names something */
+		assert_null(row->shape);
+		assert_true(valid_keep(row->cache.entry) && valid_keep(row->cache.attr));
+		assert_true(row->cache.attr != KEEP_NAMED && row->cache.entry != KEEP_NAMED); /* the view's */
+		assert_false(row->whole_store);
+		/* a doc's nodes stand for versions, and only a doc's; no name of the store is the backing tree's */
+		assert_int_equal(row->versioned, row->cls == PATH_CLASS_DOC);
+		assert_int_equal(row->backing, !row->versioned);
+	}
+	assert_null(view_rows[VIEW_NONE]);
+	for (int k = 1; k < VIEW_KIND_COUNT; k++) {
+		const struct path_ops *row = view_rows[k];
+
+		print_message("view   %-22s %s\n", view_names[k], row ? row->name : "(none)");
+		assert_non_null(row);
+		assert_non_null(row->name);
+		for (int j = 1; j < k; j++)
+			assert_string_not_equal(row->name, view_rows[j]->name);
+		for (int j = 0; j < PATH_KIND_COUNT; j++)
+			assert_string_not_equal(row->name, path_rows[j]->name);
+		assert_true(valid_keep(row->cache.entry) && valid_keep(row->cache.attr));
+		assert_false(row->versioned);
+		/* the view's names are made from the store, but for a name it does not have: the client's */
+		assert_int_equal(row->whole_store, !row->backing);
+	}
+}
+
+/*
+ * A kind that names nothing (no getattr: the route's error answers) is made
+ * by a match or by the walk, never found by a shape of its own; every other
+ * kind but the root is found by its shape.
+ */
+static void test_what_names_nothing(void **state)
+{
+	for (int k = 1; k < VIEW_KIND_COUNT; k++) {
+		const struct path_ops *row = view_rows[k];
+
+		if (k == VIEW_ROOT) {
+			assert_false(has_shape(k));
+			assert_non_null(row->getattr);
+			continue;
+		}
+		assert_int_equal(has_shape(k), row->getattr != NULL);
+		/* what a walk stops at without finding a name is no folder: nothing is in it */
+		if (!row->getattr)
+			assert_null(row->list);
+	}
+}
+
+/*
+ * Each shape is in a folder (a kind that lists), and a folder's shapes do
+ * not take each other's names: at most one match alone, fixed names once.
+ * A kind that takes the rest of the path holds nothing of its own.
+ */
+static void test_shapes_are_a_tree(void **state)
+{
+	for (int k = 1; k < VIEW_KIND_COUNT; k++) {
+		const struct view_shape *sh = view_rows[k]->shape;
+		int matches = 0;
+
+		if (sh) {
+			assert_true(sh->in > VIEW_NONE && sh->in < VIEW_KIND_COUNT);
+			assert_non_null(view_rows[sh->in]->list);
+			assert_true(sh->name || sh->match);
+			assert_true(sh->type == S_IFDIR || sh->type == S_IFREG);
+			assert_int_equal(sh->type == S_IFDIR, view_rows[k]->list != NULL);
+			/* a listed name is a fixed one; a match's names are listed by the folder's own list */
+			if (sh->listed != VIEW_UNLISTED)
+				assert_non_null(sh->name);
+		}
+		for (int j = 1; j < VIEW_KIND_COUNT; j++) {
+			const struct view_shape *c = view_rows[j]->shape;
+
+			if (!c || (int)c->in != k)
+				continue;
+			assert_false(sh && sh->rest);
+			matches += !c->name;
+			for (int i = 1; i < j && c->name; i++) {
+				const struct view_shape *o = view_rows[i]->shape;
+
+				if (o && (int)o->in == k && o->name)
+					assert_string_not_equal(o->name, c->name);
+			}
+		}
+		assert_true(matches <= 1);
+	}
+}
+
+/* Every kind found by its shape is where view_shape_kind() finds it, by names alone. */
+static void test_shape_walk_finds_every_kind(void **state)
+{
+	for (int k = 1; k < VIEW_KIND_COUNT; k++) {
+		const char *up[16];
+		size_t n = 0;
+
+		if (!has_shape(k))
+			continue;
+		/* its names from the leaf up: fixed ones as they are, a match's as a name no fixed one has */
+		for (enum view_kind at = k; at != VIEW_ROOT; at = view_rows[at]->shape->in) {
+			assert_true(n < ARRAY_SIZE(up) - 1);
+			up[n++] = view_rows[at]->shape->name ? view_rows[at]->shape->name : "x-1";
+		}
+		up[n++] = "workspaces";
+		print_message("%-22s found at depth %zu\n", view_names[k], n);
+		assert_int_equal(view_shape_kind(up, n), k);
+		/* below a kind that takes the rest of the path, anything is that kind */
+		if (view_rows[k]->shape->rest) {
+			memmove(up + 1, up, n * sizeof(up[0]));
+			up[0] = "any";
+			assert_int_equal(view_shape_kind(up, n + 1), k);
+		}
+	}
+}
+
+/*
+ * Attributes kept under the view's own names (KEEP_NAMED) on a file are
+ * kept because each commit tells the kernel at that name: the file is
+ * named in a task's folder (view_invalidate_conversation() names those),
+ * and told; a told kind keeps them so. The folders kept by name are the
+ * top ones a client's entry may push aside.
+ */
+static void test_kept_where_told(void **state)
+{
+	for (int k = 1; k < VIEW_KIND_COUNT; k++) {
+		const struct path_ops *row = view_rows[k];
+		const struct view_shape *sh = row->shape;
+
+		if (row->cache.told) {
+			assert_int_equal(row->cache.attr, KEEP_NAMED);
+			assert_non_null(sh);
+			assert_int_equal(sh->in, VIEW_TASK);
+			assert_non_null(sh->name);
+			assert_false(row->cache.handle); /* a writer's handle shows its own bytes */
+		}
+		if (row->cache.attr == KEEP_NAMED && !row->cache.told) {
+			assert_non_null(row->list);
+			assert_int_equal(sh->in, VIEW_ROOT);
+		}
+		if (row->cache.entry == KEEP_NAMED)
+			assert_int_equal(sh->in, VIEW_ROOT);
+		/* the listings that follow where tasks are: the folders down to a task's */
+		if (row->cache.volatile_list)
+			assert_non_null(row->list);
+	}
+}
+
+/* Below a read-only folder everything is read-only, and nothing read-only takes a write. */
+static void test_readonly_below_readonly(void **state)
+{
+	for (int k = 1; k < VIEW_KIND_COUNT; k++) {
+		const struct path_ops *row = view_rows[k];
+
+		if (row->shape && view_rows[row->shape->in]->readonly)
+			assert_true(row->readonly);
+		if (!row->readonly)
+			continue;
+		assert_null(row->create);
+		assert_null(row->mkdir);
+		assert_null(row->unlink);
+		assert_null(row->rmdir);
+		assert_null(row->setxattr);
+		assert_null(row->made_in);
+		assert_false(row->cache.told);
+	}
+}
+
+struct compat_case {
+	const char *rel;
+	const struct path_ops *row;
+};
+
+/* The compat tree's kinds, as route_resolve() tells them apart (no store is asked). */
+static void test_compat_routes(void **state)
+{
+	static const struct compat_case cases[] = {
+		{ "", &path_root },
+		{ "globalState.json", &path_plain },
+		{ "checkpoints/12345/.git/HEAD", &path_plain },
+		{ "db/sessions.db", &path_plain },
+		{ "tasks", &path_tasks },
+		{ "sessions", &path_tasks },
+		{ "state", &path_doc_folder },
+		{ "state/taskHistory.json", &path_doc_array },
+		{ "state/taskHistory.json.tmp-1-2", &path_beside_docs },
+		{ "tasks/1700000000000", &path_conversation },
+		{ "tasks/1700000000000/ui_messages.json", &path_doc_array },
+		{ "tasks/1700000000000/task_metadata.json", &path_doc_whole },
+		{ "tasks/1700000000000/ui_messages.json.tmp.3", &path_beside_docs },
+		{ "tasks/1700000000000/sub", &path_beside_docs },
+		{ "tasks/1700000000000/sub/x", &path_plain },
+		{ "tasks/notanid", &path_plain },
+		{ "sessions/1700000000000_ab", &path_conversation },
+		{ "sessions/1700000000000_ab/1700000000000_ab.json", &path_doc_whole },
+		{ "sessions/1700000000000_ab/1700000000000_ab.messages.json", &path_doc_array },
+		{ "sessions/1700000000000_ab/1700000000000_ab.compaction.json", &path_beside_docs },
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct route rt;
+
+		route_resolve(NULL, cases[i].rel, &rt);
+		print_message("'%s': %s\n", cases[i].rel, rt.ops->name);
+		assert_ptr_equal(rt.ops, cases[i].row);
+		assert_int_equal(rt.err, 0);
+		assert_null(rt.in);
+	}
+}
+
+/* The commands' walk (view_doc_of()): the doc behind a view file, by shape, with no mount. */
+static void test_doc_of(void **state)
+{
+	char buf[256];
+
+	assert_int_equal(view_doc_of("workspaces/a-1/tasks/17/messages.jsonl", buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "tasks/17/api_conversation_history.json");
+	assert_int_equal(view_doc_of("workspaces/.trash/17/metadata.json", buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "tasks/17/task_metadata.json");
+	assert_int_equal(view_doc_of("workspaces/a-1/tasks/17_s/sub.messages.jsonl", buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "sessions/17_s/sub.messages.json");
+	assert_int_equal(view_doc_of("workspaces/a-1/tasks/17_s/task.json", buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "sessions/17_s/17_s.json");
+	assert_int_equal(view_doc_of("tasks/17/ui_messages.json", buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "tasks/17/ui_messages.json");
+	assert_int_equal(view_doc_of("workspaces/a-1/tasks/17/task.json", buf, sizeof(buf)), -ENOENT);
+	assert_int_equal(view_doc_of("workspaces/.trash/17/task.json", buf, sizeof(buf)), -ENOENT);
+	assert_int_equal(view_doc_of("workspaces/a-1/tasks/17_s/ui_messages.jsonl", buf, sizeof(buf)), -ENOENT);
+	assert_int_equal(view_doc_of("workspaces/a-1/tasks/17/checkpoints", buf, sizeof(buf)), -ENOENT);
+	assert_int_equal(view_doc_of("workspaces/a-1/workspace.json", buf, sizeof(buf)), -ENOENT);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_every_kind_has_a_row),
+		cmocka_unit_test(test_what_names_nothing),
+		cmocka_unit_test(test_shapes_are_a_tree),
+		cmocka_unit_test(test_shape_walk_finds_every_kind),
+		cmocka_unit_test(test_kept_where_told),
+		cmocka_unit_test(test_readonly_below_readonly),
+		cmocka_unit_test(test_compat_routes),
+		cmocka_unit_test(test_doc_of),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
