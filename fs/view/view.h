@@ -10,6 +10,7 @@
  *   workspaces/<name>-<key>/tasks/<id>/{messages.jsonl,ui_messages.jsonl,task.json,metadata.json}
  *   workspaces/unknown/tasks/<id>/...      tasks with no known workspace
  *   workspaces/.trash/<id>/                tasks removed with rm -r
+ *   workspaces/README.md                   what this is
  *   .../tasks/<id>/checkpoints/<NNN>-<short>/{messages.jsonl,ui_messages.jsonl,
  *                                            commit.json,changes.diff,files/}
  *   .../tasks/<id>/versions/<NNNNNN>-<time>/{messages.jsonl,ui_messages.jsonl,metadata.json}
@@ -24,7 +25,7 @@
  * fs/ops/kinds.h), defined beside its code: view_ws.c (workspaces/, a
  * workspace's folder and files, tasks/, the trash, a name the view does not
  * have), view_task.c (a task's folder and its files, live and in the trash),
- * view_ckpt.c, view_version.c. A row's shape (struct view_shape) says where
+ * view_ckpt.c, view_version.c, view_readme.c. A row's shape (struct view_shape) says where
  * its kind is found: view_parse() is a walk of those shapes, one component
  * at a time, so a kind and its parse rule are one place.
  */
@@ -54,6 +55,7 @@
 	X(VIEW_TASK_SLOT, view_task_slot)         /* .../tasks/<id> with no task there: mkdir, mv back */       \
 	X(VIEW_TRASH, view_trash)                 /* workspaces/.trash/ */                                       \
 	X(VIEW_TRASH_TASK, view_trash_task)       /* workspaces/.trash/<id>/ */                                  \
+	X(VIEW_README, view_readme)               /* workspaces/README.md: what the view is (view_readme.c) */  \
 	X(VIEW_MESSAGES, view_messages)           /* messages.jsonl: the api conversation as lines */            \
 	X(VIEW_UI, view_ui)                       /* ui_messages.jsonl: the ui messages as lines */              \
 	X(VIEW_TASK_JSON, view_task_json)         /* task.json: the task's history item (a session's manifest) */ \

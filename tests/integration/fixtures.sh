@@ -27,14 +27,14 @@ TORN=tasks/1795306269021/ui_messages.json
 UNLISTED=tasks/1795306284156
 
 # The documented addition: the workspaces view (docs/ARCHITECTURE.md). Its
-# entries in workspaces/ are workspaces/<name>-<key>, unknown and .trash
-# (and workspaces/ itself where the client has none); everything else must
+# entries in workspaces/ are workspaces/<name>-<key>, unknown, .trash and
+# README.md (and workspaces/ itself where the client has none); everything else must
 # be as it was, the client's own workspaces/<hash>/ folders included.
 # view_diff PRISTINE MOUNT: diff -r, less the view's own entries.
 view_diff()
 {
 	diff -r "$1" "$2" >"$T/rawdiff" 2>&1 || true
-	grep -Ev "^Only in $2/workspaces: (\.trash|unknown|[A-Za-z0-9._-]+-[0-9]+)\$|^Only in $2: workspaces\$" "$T/rawdiff" || true
+	grep -Ev "^Only in $2/workspaces: (\.trash|unknown|README\.md|[A-Za-z0-9._-]+-[0-9]+)\$|^Only in $2: workspaces\$" "$T/rawdiff" || true
 }
 
 for fx in 2.18.0 1.0.10 damaged; do
