@@ -41,7 +41,6 @@
 #include "store/store_changes.h"
 #include "store/util.h"
 
-struct fs *fs_current;
 
 /* ---- entries ------------------------------------------------------------------ */
 
@@ -475,11 +474,11 @@ static void ll_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, of
 
 static void ll_statfs(fuse_req_t req, fuse_ino_t ino)
 {
+	struct fs *fs = begin(req);
 	struct statvfs sv;
 	int r;
 
-	begin(req);
-	r = op_statfs(&sv);
+	r = op_statfs(fs, &sv);
 	if (r < 0)
 		fuse_reply_err(req, -r);
 	else
@@ -656,8 +655,6 @@ struct fuse_session *ll_session_new(struct fuse_args *args, struct fs *fs)
 	struct fuse_session *se;
 	int r;
 
-	/* The operations reach the mount through fs_current until they are handed it with each request. */
-	fs_current = fs;
 	r = nodes_new(&fs->nodes);
 	if (r == 0)
 		r = dirs_new(fs->nodes, &fs->dirs);

@@ -217,7 +217,7 @@ int path_doc_truncate_at(struct fs *fs, const char *doc, off_t size)
 	/* truncate(2) by path: one commit of the truncated content. */
 	if ((size_t)size > COMMIT_MAX)
 		return -EFBIG;
-	t = file_new(FILE_DOC, -1, doc);
+	t = file_new(fs, FILE_DOC, -1, doc);
 	if (!t)
 		return -ENOMEM;
 	res = store_snap_open(fs->store, doc, &t->snap);

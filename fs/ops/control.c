@@ -30,9 +30,8 @@
 #include "store/util.h"
 
 /* Makes version value (size bytes: the digits of its number) of doc the live one. */
-static int restore(const char *doc, const char *value, size_t size)
+static int restore(struct fs *fs, const char *doc, const char *value, size_t size)
 {
-	struct fs *fs = fs_get();
 	struct fs_proc proc;
 	struct version_docs docs;
 	struct store_who who;
@@ -67,12 +66,12 @@ static int restore(const char *doc, const char *value, size_t size)
 
 int path_restore_setxattr(const struct route *rt, const char *name, const char *value, size_t size)
 {
-	return restore(rt->rel, value, size);
+	return restore(rt->fs, rt->rel, value, size);
 }
 
 int path_restore_view_setxattr(const struct route *rt, const char *name, const char *value, size_t size)
 {
-	return restore(rt->vp.doc, value, size);
+	return restore(rt->fs, rt->vp.doc, value, size);
 }
 
 int op_setxattr(const struct route *rt, const char *name, const char *value, size_t size)

@@ -61,12 +61,13 @@ void file_free(struct fs_file *f)
 		malloc_trim(0);
 }
 
-struct fs_file *file_new(enum file_kind kind, int fd, const char *path)
+struct fs_file *file_new(struct fs *fs, enum file_kind kind, int fd, const char *path)
 {
 	struct fs_file *f = calloc(1, sizeof(*f));
 
 	if (!f)
 		return NULL;
+	f->fs = fs;
 	f->kind = kind;
 	f->fd = fd;
 	if (path && !(f->path = strdup(path))) {
@@ -515,7 +516,7 @@ int op_getattr_if_owner(uint64_t fh, pid_t tgid, struct stat *st)
 
 	if (f->kind != FILE_DOC || f->opener.tgid != tgid)
 		return -ENOENT;
-	return file_getattr(fs_get(), f, st);
+	return file_getattr(f->fs, f, st);
 }
 
 bool op_handle_shows_other(uint64_t fh, const int64_t *rev)
@@ -535,7 +536,7 @@ int op_read(char *buf, size_t size, off_t off, struct fuse_file_info *fi)
 {
 	struct fs_file *f = file_of(fi);
 
-	return (int)file_ops[f->kind]->read(fs_get(), f, buf, size, off);
+	return (int)file_ops[f->kind]->read(f->fs, f, buf, size, off);
 }
 
 /* A write of buf, its room already granted (shares_space()). */
@@ -543,12 +544,12 @@ static int write_mem(const char *buf, size_t size, off_t off, struct fuse_file_i
 {
 	struct fs_file *f = file_of(fi);
 
-	return (int)file_ops[f->kind]->write(fs_get(), f, buf, size, off, fi->flags);
+	return (int)file_ops[f->kind]->write(f->fs, f, buf, size, off, fi->flags);
 }
 
 int op_write(const char *buf, size_t size, off_t off, struct fuse_file_info *fi)
 {
-	int r = shares_space(fs_get()->shares, fs_caller_uid, size);
+	int r = shares_space(file_of(fi)->fs->shares, fs_caller_uid, size);
 
 	return r < 0 ? r : write_mem(buf, size, off, fi);
 }
@@ -562,7 +563,7 @@ int op_write_buf(struct fuse_bufvec *bufv, off_t off, struct fuse_file_info *fi)
 	ssize_t n;
 
 	/* Whatever kind of file: another user's bytes stop where root's reserve begins. */
-	n = shares_space(fs_get()->shares, fs_caller_uid, size);
+	n = shares_space(f->fs->shares, fs_caller_uid, size);
 	if (n < 0)
 		return (int)n;
 	if (bufv->count == 1 && bufv->idx == 0 && bufv->off == 0 && !(bufv->buf[0].flags & FUSE_BUF_IS_FD))
@@ -575,7 +576,7 @@ int op_write_buf(struct fuse_bufvec *bufv, off_t off, struct fuse_file_info *fi)
 		return n < 0 ? plain_fail("write", f->path, (int)-n) : (int)n;
 	}
 	if (f->kind == FILE_DOC)
-		return (int)staged_write_from(fs_get(), f, NULL, bufv, size, off);
+		return (int)staged_write_from(f->fs, f, NULL, bufv, size, off);
 	mem = malloc(size ? size : 1);
 	if (!mem)
 		return -ENOMEM;
@@ -596,7 +597,7 @@ int op_flush(struct fuse_file_info *fi)
 {
 	struct fs_file *f = file_of(fi);
 
-	return file_ops[f->kind]->flush(fs_get(), f);
+	return file_ops[f->kind]->flush(f->fs, f);
 }
 
 int op_release(struct fuse_file_info *fi)
@@ -604,7 +605,7 @@ int op_release(struct fuse_file_info *fi)
 	struct fs_file *f = file_of(fi);
 
 	if (file_ops[f->kind]->release)
-		file_ops[f->kind]->release(fs_get(), f);
+		file_ops[f->kind]->release(f->fs, f);
 	file_free(f);
 	return 0;
 }
@@ -614,7 +615,7 @@ int op_fsync(int datasync, struct fuse_file_info *fi)
 	struct fs_file *f = file_of(fi);
 
 	/* A doc is durable once committed, at close; there is nothing to sync before. */
-	return file_ops[f->kind]->fsync(fs_get(), f, datasync);
+	return file_ops[f->kind]->fsync(f->fs, f, datasync);
 }
 
 int op_fallocate(int mode, off_t off, off_t len, struct fuse_file_info *fi)
@@ -624,6 +625,6 @@ int op_fallocate(int mode, off_t off, off_t len, struct fuse_file_info *fi)
 
 	/* Only an allocation takes room; punching or zeroing a range does not. */
 	if (!(mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_COLLAPSE_RANGE)))
-		r = shares_space(fs_get()->shares, fs_caller_uid, (uint64_t)len);
-	return r < 0 ? r : file_ops[f->kind]->fallocate(fs_get(), f, mode, off, len);
+		r = shares_space(f->fs->shares, fs_caller_uid, (uint64_t)len);
+	return r < 0 ? r : file_ops[f->kind]->fallocate(f->fs, f, mode, off, len);
 }

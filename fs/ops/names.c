@@ -24,7 +24,7 @@
 
 int path_plain_unlink(const struct route *rt)
 {
-	struct fs *fs = fs_get();
+	struct fs *fs = rt->fs;
 	const char *leaf;
 	int dfd = plain_open_parent(fs, rt->rel, &leaf), res;
 
@@ -37,7 +37,7 @@ int path_plain_unlink(const struct route *rt)
 
 int path_doc_unlink(const struct route *rt)
 {
-	return doc_remove_by_caller(fs_get(), rt->rel, "unlink");
+	return doc_remove_by_caller(rt->fs, rt->rel, "unlink");
 }
 
 int op_unlink(const struct route *rt)
@@ -179,7 +179,7 @@ static bool view_class(enum path_class c)
 int path_rename_by_class(const struct route *rf, enum path_class from, const struct route *rt, enum path_class to,
 			 unsigned int flags)
 {
-	struct fs *fs = fs_get();
+	struct fs *fs = rt->fs;
 	int r;
 
 	if (from == PATH_CLASS_VIEW_TASK || to == PATH_CLASS_VIEW_TASK)
@@ -206,7 +206,7 @@ int op_rename(const struct route *rf, const struct route *rt, unsigned int flags
 {
 	int r;
 
-	backing_check(fs_get());
+	backing_check(rt->fs);
 	if (path_readonly(rf) || path_readonly(rt))
 		return -EROFS;
 	if (rf->ops->rename_from && (r = rf->ops->rename_from(rf, rt, flags)) != PATH_PASS)
@@ -248,12 +248,12 @@ int path_history_rename_to(const struct route *rf, const struct route *rt, unsig
 {
 	if (!rf->ops->backing)
 		return PATH_PASS;
-	return rename_in(fs_get(), rf->rel, rt->rel, flags, rt->vp.unknown ? "" : rt->vp.key);
+	return rename_in(rt->fs, rf->rel, rt->rel, flags, rt->vp.unknown ? "" : rt->vp.key);
 }
 
 int op_link(const struct route *rf, const struct route *rt)
 {
-	struct fs *fs = fs_get();
+	struct fs *fs = rt->fs;
 	int r;
 
 	backing_check(fs);
@@ -272,7 +272,7 @@ int op_link(const struct route *rf, const struct route *rt)
 
 int op_symlink(const char *target, const struct route *rt)
 {
-	struct fs *fs = fs_get();
+	struct fs *fs = rt->fs;
 
 	backing_check(fs);
 	if (path_readonly(rt))
@@ -282,7 +282,7 @@ int op_symlink(const char *target, const struct route *rt)
 
 int path_plain_readlink(const struct route *rt, char *buf, size_t size)
 {
-	struct fs *fs = fs_get();
+	struct fs *fs = rt->fs;
 	const char *leaf;
 	ssize_t n;
 	int dfd;
@@ -305,7 +305,7 @@ int op_readlink(const struct route *rt, char *buf, size_t size)
 
 int op_mknod(const struct route *rt, mode_t mode, dev_t rdev)
 {
-	struct fs *fs = fs_get();
+	struct fs *fs = rt->fs;
 
 	backing_check(fs);
 	if (path_readonly(rt))

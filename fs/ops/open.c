@@ -41,7 +41,7 @@ static int doc_open_snap(struct fs *fs, const char *r, struct fuse_file_info *fi
 	struct fs_file *f;
 	int res;
 
-	f = file_new(FILE_DOC, -1, r);
+	f = file_new(fs, FILE_DOC, -1, r);
 	if (!f) {
 		store_snap_free(snap);
 		return -ENOMEM;
@@ -125,9 +125,9 @@ static void record_read_base(struct fs *fs, struct fs_file *f, const char *doc, 
 
 int path_open_lines(const struct route *rt, struct fuse_file_info *fi)
 {
-	struct fs *fs = fs_get();
+	struct fs *fs = rt->fs;
 	const struct view_path *vp = &rt->vp;
-	struct fs_file *f = file_new(FILE_JSONL, -1, vp->doc);
+	struct fs_file *f = file_new(rt->fs, FILE_JSONL, -1, vp->doc);
 	int r;
 
 	if (!f)
@@ -154,12 +154,12 @@ int path_open_lines(const struct route *rt, struct fuse_file_info *fi)
 
 int path_open_view_doc(const struct route *rt, struct fuse_file_info *fi)
 {
-	return doc_open(fs_get(), rt->vp.doc, fi, false, 0);
+	return doc_open(rt->fs, rt->vp.doc, fi, false, 0);
 }
 
 int path_open_text(const struct route *rt, struct fuse_file_info *fi, path_render_fn render, bool history)
 {
-	struct fs *fs = fs_get();
+	struct fs *fs = rt->fs;
 	const struct view_path *vp = &rt->vp;
 	bool writable = (fi->flags & O_ACCMODE) != O_RDONLY;
 	struct fs_file *f;
@@ -172,7 +172,7 @@ int path_open_text(const struct route *rt, struct fuse_file_info *fi, path_rende
 		log_warn("refusing to open '%s' for writing: the view makes it from the store", rt->rel);
 		return -EACCES;
 	}
-	f = file_new(FILE_TEXT, -1, rt->rel);
+	f = file_new(rt->fs, FILE_TEXT, -1, rt->rel);
 	if (!f)
 		return -ENOMEM;
 	res = rt->ops->getattr(rt, &f->text_st);
@@ -214,7 +214,7 @@ int path_open_text(const struct route *rt, struct fuse_file_info *fi, path_rende
 
 int path_open_fixed(const struct route *rt, struct fuse_file_info *fi, struct store_snap *snap)
 {
-	struct fs_file *f = file_new(rt->vp.lines ? FILE_JSONL : FILE_DOC, -1, rt->vp.doc);
+	struct fs_file *f = file_new(rt->fs, rt->vp.lines ? FILE_JSONL : FILE_DOC, -1, rt->vp.doc);
 
 	if (!f) {
 		store_snap_free(snap);
@@ -238,7 +238,7 @@ int path_open_ckpt_file(const struct route *rt, struct fuse_file_info *fi)
 		return res;
 	if (!S_ISREG(st.st_mode))
 		return -EISDIR;
-	f = file_new(FILE_CKPT, -1, NULL);
+	f = file_new(rt->fs, FILE_CKPT, -1, NULL);
 	if (!f || !(f->vp = malloc(sizeof(*f->vp)))) {
 		file_free(f);
 		return -ENOMEM;
@@ -256,9 +256,9 @@ bool path_open_writes(const struct fuse_file_info *fi)
 /* ---- files ---------------------------------------------------------------------- */
 
 /* A handle of the plain file fd at r, which charge counts (taken over in every case). NULL without memory. */
-static struct fs_file *plain_handle(int fd, const char *r, struct fd_charge *charge)
+static struct fs_file *plain_handle(struct fs *fs, int fd, const char *r, struct fd_charge *charge)
 {
-	struct fs_file *f = file_new(FILE_PLAIN, fd, r);
+	struct fs_file *f = file_new(fs, FILE_PLAIN, fd, r);
 
 	if (!f) {
 		close(fd);
@@ -272,7 +272,7 @@ static struct fs_file *plain_handle(int fd, const char *r, struct fd_charge *cha
 int path_plain_open(const struct route *rt, struct fuse_file_info *fi)
 {
 	_cleanup_(shares_fd_putp) struct fd_charge charge = { 0 };
-	struct fs *fs = fs_get();
+	struct fs *fs = rt->fs;
 	const char *r = rt->rel;
 	struct fs_file *f;
 	int fd;
@@ -287,7 +287,7 @@ int path_plain_open(const struct route *rt, struct fuse_file_info *fi)
 		return -ESTALE;
 	if (fd < 0)
 		return plain_fail("open", r, -fd);
-	f = plain_handle(fd, r, &charge);
+	f = plain_handle(rt->fs, fd, r, &charge);
 	if (!f)
 		return -ENOMEM;
 	fi->fh = (uintptr_t)f;
@@ -296,7 +296,7 @@ int path_plain_open(const struct route *rt, struct fuse_file_info *fi)
 
 int path_doc_open(const struct route *rt, struct fuse_file_info *fi)
 {
-	return doc_open(fs_get(), rt->rel, fi, false, 0);
+	return doc_open(rt->fs, rt->rel, fi, false, 0);
 }
 
 /* Opens rt as its row says, and lets the kernel keep its pages as the row says (kinds.h). */
@@ -322,7 +322,7 @@ int op_open_version(const struct route *rt, int64_t ver, struct fuse_file_info *
 {
 	if (!rt->ops->versioned || (fi->flags & O_ACCMODE) != O_RDONLY)
 		return -ESTALE;
-	return doc_open(fs_get(), rt->rel, fi, false, ver);
+	return doc_open(rt->fs, rt->rel, fi, false, ver);
 }
 
 bool op_version_snap(uint64_t fh, void *arg)
@@ -343,12 +343,12 @@ bool op_version_snap(uint64_t fh, void *arg)
 
 int op_open_version_snap(const struct route *rt, struct store_snap *snap, struct fuse_file_info *fi)
 {
-	return doc_open_snap(fs_get(), rt->rel, fi, false, snap, true);
+	return doc_open_snap(rt->fs, rt->rel, fi, false, snap, true);
 }
 
 int path_doc_create(const struct route *rt, mode_t mode, struct fuse_file_info *fi)
 {
-	struct fs *fs = fs_get();
+	struct fs *fs = rt->fs;
 	int res = doc_create_by_caller(fs, rt->rel);
 
 	if (res == -EEXIST && !(fi->flags & O_EXCL))
@@ -360,7 +360,7 @@ int path_doc_create(const struct route *rt, mode_t mode, struct fuse_file_info *
 
 int path_create_doc_file(const struct route *rt, mode_t mode, struct fuse_file_info *fi)
 {
-	struct fs *fs = fs_get();
+	struct fs *fs = rt->fs;
 	const struct view_path *vp = &rt->vp;
 	int res;
 
@@ -380,7 +380,7 @@ int path_create_doc_file(const struct route *rt, mode_t mode, struct fuse_file_i
 int path_plain_create(const struct route *rt, mode_t mode, struct fuse_file_info *fi)
 {
 	_cleanup_(shares_fd_putp) struct fd_charge charge = { 0 };
-	struct fs *fs = fs_get();
+	struct fs *fs = rt->fs;
 	const char *r = rt->rel;
 	struct fs_file *f;
 	int fd, res;
@@ -415,7 +415,7 @@ int path_plain_create(const struct route *rt, mode_t mode, struct fuse_file_info
 	}
 	if (fd < 0)
 		return plain_fail("create", r, -fd);
-	f = plain_handle(fd, r, &charge);
+	f = plain_handle(rt->fs, fd, r, &charge);
 	if (!f)
 		return -ENOMEM;
 	fi->fh = (uintptr_t)f;
@@ -424,7 +424,7 @@ int path_plain_create(const struct route *rt, mode_t mode, struct fuse_file_info
 
 int op_create(const struct route *rt, mode_t mode, struct fuse_file_info *fi)
 {
-	struct fs *fs = fs_get();
+	struct fs *fs = rt->fs;
 	int res;
 
 	backing_check(fs);

@@ -287,7 +287,7 @@ int plain_make(struct fs *fs, const struct route *rt, mode_t mode, const char *t
 
 int op_getattr_doc(const struct route *rt, struct stat *st, int64_t *ret_rev)
 {
-	struct fs *fs = fs_get();
+	struct fs *fs = rt->fs;
 	struct store_stat ss;
 	int r = store_doc_stat(fs->store, rt->rel, &ss);
 
@@ -316,7 +316,7 @@ int op_getattr(const struct route *rt, struct stat *st, struct fuse_file_info *f
 	if (f && f->fixed && f->row == rt->ops && rt->ops->getattr && rt->ops->getattr(rt, st) == 0)
 		return 0;
 	if (f)
-		return file_getattr(fs_get(), f, st);
+		return file_getattr(rt->fs, f, st);
 	return rt->ops->getattr ? rt->ops->getattr(rt, st) : path_default(rt, -ENOENT);
 }
 
@@ -403,7 +403,7 @@ static int change_attr(const struct route *rt, struct fuse_file_info *fi, const 
 
 int op_chmod(const struct route *rt, mode_t mode, struct fuse_file_info *fi)
 {
-	return change_attr(rt, fi, &(struct attr_change){ .what = ATTR_MODE, .mode = private_mode(fs_get(), mode) });
+	return change_attr(rt, fi, &(struct attr_change){ .what = ATTR_MODE, .mode = private_mode(rt->fs, mode) });
 }
 
 int op_chown(const struct route *rt, uid_t uid, gid_t gid, struct fuse_file_info *fi)
@@ -425,7 +425,7 @@ int op_list_dir(const struct route *rt, op_list_fn fn, void *ctx)
 
 int op_mkdir(const struct route *rt, mode_t mode)
 {
-	backing_check(fs_get());
+	backing_check(rt->fs);
 	if (path_readonly(rt))
 		return -EROFS;
 	return rt->ops->mkdir ? rt->ops->mkdir(rt, mode) : -EEXIST;
@@ -518,14 +518,14 @@ int op_truncate(const struct route *rt, off_t size, struct fuse_file_info *fi)
 	struct fs_file *f = fi ? (struct fs_file *)(uintptr_t)fi->fh : NULL;
 
 	if (f)
-		return file_truncate(fs_get(), f, size);
+		return file_truncate(rt->fs, f, size);
 	if (rt->ops->readonly)
 		return -EROFS;
 	return rt->ops->truncate ? rt->ops->truncate(rt, size) : path_default(rt, -EPERM);
 }
 
-int op_statfs(struct statvfs *sv)
+int op_statfs(struct fs *fs, struct statvfs *sv)
 {
-	return fstatvfs(fs_get()->root_fd, sv) < 0 ? -errno : 0;
+	return fstatvfs(fs->root_fd, sv) < 0 ? -errno : 0;
 }
 

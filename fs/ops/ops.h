@@ -17,8 +17,7 @@
 #include "fs/fs.h"
 #include "fs/ops/route.h"
 
-/* The mounted filesystem, and the process (and its user) of the request this thread serves. */
-extern struct fs *fs_current;
+/* The process (and its user) of the request this thread serves. */
 extern __thread pid_t fs_caller_pid;
 extern __thread uid_t fs_caller_uid;
 extern __thread gid_t fs_caller_gid;
@@ -76,7 +75,7 @@ int op_write_buf(struct fuse_bufvec *bufv, off_t off, struct fuse_file_info *fi)
 int op_flush(struct fuse_file_info *fi);
 int op_release(struct fuse_file_info *fi);
 int op_fsync(int datasync, struct fuse_file_info *fi);
-int op_statfs(struct statvfs *sv);
+int op_statfs(struct fs *fs, struct statvfs *sv);
 int op_fallocate(int mode, off_t off, off_t len, struct fuse_file_info *fi);
 /* setxattr: FS_XATTR_RESTORE on a conversation file restores a version (control.c); others EOPNOTSUPP. */
 int op_setxattr(const struct route *rt, const char *name, const char *value, size_t size);

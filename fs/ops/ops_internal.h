@@ -33,6 +33,7 @@ enum file_kind {
 };
 
 struct fs_file {
+	struct fs *fs;           /* the mount it was opened on */
 	enum file_kind kind;
 	int fd;                 /* plain: the file; doc, jsonl, text: the staging file or -1 */
 	struct fd_charge charge; /* fd, counted against its opener's share (shares.h) */
@@ -55,7 +56,7 @@ struct fs_file {
 	pthread_mutex_t lock;
 };
 
-struct fs_file *file_new(enum file_kind kind, int fd, const char *path);
+struct fs_file *file_new(struct fs *fs, enum file_kind kind, int fd, const char *path);
 void file_free(struct fs_file *f);
 
 /*
@@ -82,11 +83,6 @@ int file_truncate(struct fs *fs, struct fs_file *f, off_t size);
 int file_attr_target(const struct fs_file *f);
 
 /* ---- ops.c --------------------------------------------------------------------- */
-
-static inline struct fs *fs_get(void)
-{
-	return fs_current;
-}
 
 /* The calling process: for the revision log and for its merge bases. */
 void fs_caller(struct fs_proc *proc, struct store_who *who);

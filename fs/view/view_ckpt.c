@@ -240,9 +240,12 @@ static int ckpt_parse(struct fs *fs, struct view_path *vp, const char *name)
 
 /*
  * The checkpoint folder last resolved, for as long as nothing is committed:
- * ls -l of a snapshot's files/ resolves the same folder once a file.
+ * ls -l of a snapshot's files/ resolves the same folder once a file. Of one
+ * store: the mount's (ckpt_cache_store), as two mounts may serve two stores
+ * in one process.
  */
 static pthread_mutex_t ckpt_cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static const struct store *ckpt_cache_store;
 static struct view_path ckpt_cache;
 static char ckpt_cache_prefix[1024];
 static uint64_t ckpt_cache_gen;
@@ -258,7 +261,7 @@ static int ckpt_match(struct fs *fs, const struct view_shape *sh, struct view_pa
 	if (plen >= sizeof(ckpt_cache_prefix))
 		return ckpt_parse(fs, vp, at->name);
 	pthread_mutex_lock(&ckpt_cache_lock);
-	hit = ckpt_cache_gen == gen && strlen(ckpt_cache_prefix) == plen && strncmp(ckpt_cache_prefix, at->rel, plen) == 0;
+	hit = ckpt_cache_store == fs->store && ckpt_cache_gen == gen && strlen(ckpt_cache_prefix) == plen && strncmp(ckpt_cache_prefix, at->rel, plen) == 0;
 	if (hit)
 		*vp = ckpt_cache;
 	pthread_mutex_unlock(&ckpt_cache_lock);
@@ -271,6 +274,7 @@ static int ckpt_match(struct fs *fs, const struct view_shape *sh, struct view_pa
 		memcpy(ckpt_cache_prefix, at->rel, plen);
 		ckpt_cache_prefix[plen] = '\0';
 		ckpt_cache_gen = gen;
+		ckpt_cache_store = fs->store;
 		pthread_mutex_unlock(&ckpt_cache_lock);
 	}
 	return r;

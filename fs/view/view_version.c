@@ -92,11 +92,13 @@ static void version_name(int64_t n, int64_t time_ns, char *buf, size_t size)
 }
 
 /*
- * The versions of the last task asked about, at one generation of the store.
- * A caller copies what it needs out under the lock; the query runs without it.
+ * The versions of the last task asked about, at one generation of one store
+ * (two mounts may serve two stores in one process). A caller copies what it
+ * needs out under the lock; the query runs without it.
  */
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct {
+	const struct store *store;
 	char task[40];
 	uint64_t gen;
 	struct store_task_version *v;
@@ -113,7 +115,7 @@ static int cache_load(struct fs *fs, const char *task, uint64_t gen)
 	int r;
 
 	pthread_mutex_lock(&cache_lock);
-	hit = cache.gen == gen && strcmp(cache.task, task) == 0 && cache.v;
+	hit = cache.store == fs->store && cache.gen == gen && strcmp(cache.task, task) == 0 && cache.v;
 	pthread_mutex_unlock(&cache_lock);
 	if (hit)
 		return 0;
@@ -129,6 +131,7 @@ static int cache_load(struct fs *fs, const char *task, uint64_t gen)
 	cache.v = v;
 	cache.n = n;
 	cache.gen = gen;
+	cache.store = fs->store;
 	snprintf(cache.task, sizeof(cache.task), "%s", task);
 	pthread_mutex_unlock(&cache_lock);
 	return 0;
@@ -149,7 +152,7 @@ static int with_versions(struct fs *fs, const char *task, int (*fn)(void *ctx, c
 		if (r < 0)
 			return r;
 		pthread_mutex_lock(&cache_lock);
-		if (cache.gen == gen && strcmp(cache.task, task) == 0 && cache.v) {
+		if (cache.store == fs->store && cache.gen == gen && strcmp(cache.task, task) == 0 && cache.v) {
 			r = fn(ctx, cache.v, cache.n);
 			pthread_mutex_unlock(&cache_lock);
 			return r;

@@ -42,7 +42,6 @@
 #include "tests/unit/faults.h"
 
 /* What fs/commit/commit.c takes from the rest of the daemon. */
-struct fs *fs_current;
 void backing_check(struct fs *fs)
 {
 	(void)fs;
