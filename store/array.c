@@ -194,7 +194,7 @@ int commit_array(struct store *st, const struct store_commit *c, const struct do
 		 struct store_base **ret_base, bool *ret_merged)
 {
 	struct array_commit a = { .c = c, .lay = lay, .base = c->base, .hb = SRC_WINDOW_INIT, .tb = SRC_WINDOW_INIT,
-				  .written_bytes = SB_INIT, .now = now_ns() };
+				  .written_bytes = SB_INIT, .now = c->time_ns ? c->time_ns : now_ns() };
 	int r;
 
 	src_of_commit(c, &a.src);

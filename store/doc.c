@@ -468,15 +468,20 @@ int doc_update(struct store *st, int64_t doc_id, int format, int64_t size, int64
 	sqlite3_bind_text(stmt, 8, head, (int)head_len, SQLITE_STATIC);
 	sqlite3_bind_text(stmt, 9, tail, (int)tail_len, SQLITE_STATIC);
 	rc = sqlite3_step(stmt);
-	return rc == SQLITE_DONE ? 0 : store_fail(st, rc, "cannot update a doc");
+	if (rc != SQLITE_DONE)
+		return store_fail(st, rc, "cannot update a doc");
+	return sync_touch(st, rev, doc_id, true, format == DOC_ARRAY ? nelems : -1);
 }
 
 /* Marks doc id present or not as of revision rev (its rows are the caller's business). */
 int doc_set_present(struct store *st, int64_t id, bool present, int64_t rev, int64_t now)
 {
+	int r;
+
 	placement_moved(st);
-	return store_run(st, "UPDATE docs SET present = ?4, rev = ?2, ctime_ns = ?3 WHERE id = ?1",
-			 STORE_INTS(id, rev, now, present), present ? "cannot bring a doc back" : "cannot remove a doc");
+	r = store_run(st, "UPDATE docs SET present = ?4, rev = ?2, ctime_ns = ?3 WHERE id = ?1",
+		      STORE_INTS(id, rev, now, present), present ? "cannot bring a doc back" : "cannot remove a doc");
+	return r < 0 ? r : sync_touch(st, rev, id, present, -1);
 }
 
 /* ---- whole docs ------------------------------------------------------- */
@@ -546,7 +551,7 @@ static int commit_blob(struct store *st, const struct store_commit *c, const str
 	struct doc_row d = { 0 };
 	struct src src;
 	const char *data;
-	int64_t now = now_ns(), rev = 0;
+	int64_t now = c->time_ns ? c->time_ns : now_ns(), rev = 0;
 	bool same = false, merged = false;
 	int r, rc;
 

@@ -254,6 +254,40 @@ static const char *const migrations[] = {
 	 * and inode).
 	 */
 	"ALTER TABLE folders ADD COLUMN born_ns INTEGER;",
+
+	/*
+	 * 13 -> 14: what one history shared across machines needs here
+	 * (store/sync_*.c, docs/SYNC.md): which docs each revision changed,
+	 * recorded once the store syncs (sync_touch, written by doc_update()
+	 * and doc_set_present()); the last log entry of each doc and the
+	 * local revision holding exactly its content (sync_docs); every log
+	 * entry this store has (sync_seen); the local revisions made by
+	 * applying an entry, which are never pushed (sync_applied). All empty
+	 * until a store first syncs. (A migration of its own: the next one
+	 * added elsewhere takes the number after it.)
+	 */
+	"CREATE TABLE sync_touch ("
+	"  rev INTEGER NOT NULL,"
+	"  doc_id INTEGER NOT NULL,"
+	"  present INTEGER NOT NULL,"
+	"  nelems INTEGER,"
+	"  PRIMARY KEY (rev, doc_id)"
+	") WITHOUT ROWID;"
+	"CREATE INDEX sync_touch_doc ON sync_touch(doc_id, rev);"
+	"CREATE TABLE sync_docs ("
+	"  doc_id INTEGER PRIMARY KEY,"
+	"  seq INTEGER NOT NULL,"
+	"  rev INTEGER NOT NULL"
+	");"
+	"CREATE TABLE sync_seen ("
+	"  seq INTEGER PRIMARY KEY,"
+	"  rev INTEGER NOT NULL,"
+	"  mine INTEGER NOT NULL"
+	");"
+	"CREATE TABLE sync_applied ("
+	"  rev INTEGER PRIMARY KEY,"
+	"  seq INTEGER NOT NULL"
+	");",
 };
 
 int store_schema_version(void)

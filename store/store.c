@@ -392,6 +392,8 @@ int store_open(const char *path, int flags, struct store **ret)
 			   "PRAGMA cache_size = -8192; PRAGMA temp_store = MEMORY");
 	if (r < 0)
 		goto fail;
+	if (!(flags & STORE_OPEN_AS_IS) && (r = sync_track_load(st)) < 0)
+		goto fail;
 	*ret = TAKE_PTR(st);
 	return 0;
 fail:

@@ -261,6 +261,8 @@ struct store_commit {
 	bool fd_shared;
 	int (*copy_rest)(void *ctx, int fd, size_t from, int *ret_fd, size_t *ret_len);
 	void *copy_ctx;
+	/* When it was made (the revision's time, the doc's mtime); 0: now. A commit pulled from another machine keeps its own. */
+	int64_t time_ns;
 };
 
 /*

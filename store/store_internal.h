@@ -48,6 +48,12 @@ struct store {
 	int64_t batch_ns;     /* when the batch open now began */
 	unsigned plain_n;     /* plain changes recorded since the last pruning */
 	/*
+	 * The store syncs (meta sync_machine, store/sync_local.c): every
+	 * change of a doc is recorded in sync_touch, in its own transaction,
+	 * so that the sync knows which docs each revision changed.
+	 */
+	bool sync_track;
+	/*
 	 * The last blob read, kept open: SQLite finds offset k of a blob by
 	 * walking its overflow pages from the start, unless one handle reads
 	 * on (it remembers the pages). Without it, reading a 100 MB message
@@ -234,6 +240,15 @@ int store_fail(struct store *st, int rc, const char *what);
  * than STORE_VERSION_DOCS_MAX of them.
  */
 int store_bind_version_docs(sqlite3_stmt *stmt, const char *const *paths, size_t npaths);
+
+/*
+ * Records that revision rev changed doc doc_id (present or removed; nelems
+ * its elements then, -1: not known), if the store syncs (st->sync_track).
+ * In the caller's transaction (sync_local.c).
+ */
+int sync_touch(struct store *st, int64_t rev, int64_t doc_id, bool present, int64_t nelems);
+/* Whether the store syncs: st->sync_track from meta, at open (sync_local.c). */
+int sync_track_load(struct store *st);
 
 /* Schema creation and migration (schema.c). */
 int store_migrate(struct store *st);

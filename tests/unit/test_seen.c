@@ -334,6 +334,7 @@ static void make_v4_store(const char *path, bool imported)
 	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
 	sql = sqlite3_mprintf("DROP TABLE underneath; DROP TABLE folders; DROP TABLE plain_changes; DROP INDEX revisions_doc; DROP INDEX elems_cur; DROP INDEX tasks_workspace;"
 			      "DROP INDEX docs_mtime;"
+			      "DROP TABLE sync_touch; DROP TABLE sync_docs; DROP TABLE sync_seen; DROP TABLE sync_applied;"
 			      "PRAGMA user_version = 4;"
 			      "INSERT INTO revisions(id, time_ns, path, kind) VALUES (1, 5000, %Q, 'import');"
 			      "INSERT INTO revisions(id, time_ns, path, kind) VALUES (2, 4000, 'state/x.json', 'import-damaged');"
@@ -479,6 +480,7 @@ static void test_migrate_folders(void **state)
 	store_free(st);
 	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
 	assert_int_equal(sqlite3_exec(db, "DROP TABLE underneath; DROP TABLE folders; DROP TABLE plain_changes;"
+					  "DROP TABLE sync_touch; DROP TABLE sync_docs; DROP TABLE sync_seen; DROP TABLE sync_applied;"
 					  "CREATE TABLE underneath (path TEXT PRIMARY KEY, type INTEGER NOT NULL, "
 					  "size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, ino INTEGER NOT NULL, "
 					  "rev INTEGER, gone INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;"

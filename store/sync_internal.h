@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#ifndef CONVFS_SYNC_INTERNAL_H
+#define CONVFS_SYNC_INTERNAL_H
+
+/*
+ * What the files of the sync share (docs/SYNC.md has the design):
+ *
+ *   sync_local.c   this store's side: which local revisions are still to
+ *                  push, each made an entry (sync_wire.h) against the log's
+ *                  last entry of each doc; what was pushed and pulled,
+ *                  recorded in the store;
+ *   sync_apply.c   a pulled entry applied to the store, as written, and a
+ *                  doc changed here meanwhile merged on top again;
+ *   sync_pg.c      the log in PostgreSQL (struct sync_log's functions);
+ *   sync_crypt.c   the key and what it seals;
+ *   sync.c         the rounds (pull, then push) and the thread that runs them.
+ *
+ * The log is reached only through struct sync_log, so that the unit tests
+ * run the whole sync against a log in memory.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store/store_internal.h"
+#include "store/sync.h"
+#include "store/sync_wire.h"
+
+/* ---- entries on their way ------------------------------------------------------ */
+
+/* One entry to push: a local revision (or a restatement of one) and its bytes. */
+struct sync_out {
+	int64_t rev;           /* its local revision; negative: the content of revision -rev restated */
+	char *task;            /* the task its revision names (the log's task column), or NULL */
+	struct sync_bytes payload;
+	int64_t *docs;         /* the docs it changes (their ids): they are at this entry once pushed */
+	size_t ndocs;
+};
+
+/* A round's entries to push: the local revisions up to `upto` are all in them (or need none). */
+struct sync_outbox {
+	struct sync_out *v;
+	size_t n, alloc;
+	int64_t upto;
+	size_t bytes;
+	bool complete; /* every revision waiting is in (upto is the last revision) */
+};
+void sync_outbox_release(struct sync_outbox *o);
+
+/* One entry pulled from the log. */
+struct sync_in {
+	int64_t seq;
+	char machine[40];
+	int64_t rev;
+	struct sync_bytes payload;
+};
+void sync_in_release(struct sync_in *in);
+
+/* ---- the log ---------------------------------------------------------------------- */
+
+/*
+ * The shared log: PostgreSQL (sync_pg.c), or a log in memory (the unit
+ * tests). Each function returns 0 or -errno; a failure of the connection
+ * is -ENOTCONN (the round ends and the connection is made again), one the
+ * log refuses for good is -EPROTO (logged).
+ */
+struct sync_log_ops {
+	/* Connects (or checks the connection): *ret_head, the last entry's sequence number. */
+	int (*connect)(void *log, int64_t *ret_head);
+	void (*disconnect)(void *log);
+	/*
+	 * Appends out's entries after head, numbered head + 1, head + 2, ...:
+	 * -EAGAIN, with nothing appended, if the log's last entry is not head
+	 * any more (another machine pushed: pull first).
+	 */
+	int (*push)(void *log, int64_t head, const struct sync_out *out, size_t n);
+	/*
+	 * Entries after `after`, in order: at most max of them, and fewer
+	 * once max_bytes are read (at least one). *ret_n 0: none.
+	 */
+	int (*fetch)(void *log, int64_t after, size_t max, size_t max_bytes, struct sync_in **ret, size_t *ret_n);
+	/* Waits up to ms for another machine's push (1), or returns 0; wake_fd readable also ends it (0). */
+	int (*wait)(void *log, int ms, int wake_fd);
+	/* This machine has every entry up to pulled (for the log's list of machines). */
+	int (*seen)(void *log, int64_t pulled);
+};
+
+/*
+ * One round on store st (a connection of the caller's) against log: pulls,
+ * then pushes unless !push_too (sync.c). For the unit tests, whose log is
+ * in memory. 0 or -errno.
+ */
+int sync_round_once(struct store *st, const char *dir, const struct sync_log_ops *ops, void *log, bool push_too,
+		    void (*changed)(void *ctx, const char *path), void *ctx);
+
+/* ---- this store's side (sync_local.c) ------------------------------------------------ */
+
+/* What this store knows of the log, from its meta table. */
+struct sync_local {
+	char machine[40]; /* this store's id in the log (a UUID) */
+	char *name;       /* the machine's name, for people */
+	int64_t pulled;   /* every entry up to this sequence number is here */
+	int64_t pushed;   /* every local revision up to this one was pushed, or needs no push */
+};
+int sync_local_load(struct store *st, struct sync_local *ret);
+void sync_local_release(struct sync_local *l);
+
+/*
+ * The entries for the local revisions waiting to be pushed, the log's last
+ * entry being head: at most max_entries, and no more once max_bytes are
+ * made (a revision's entry is never split). Read in one snapshot of st.
+ */
+int sync_outbox_make(struct store *st, const char *dir, int64_t head, size_t max_entries, size_t max_bytes,
+		     struct sync_outbox *ret);
+/* Records that o's entries are the log's head + 1 ... head + n. 0 or -errno. */
+int sync_outbox_done(struct store *st, const struct sync_outbox *o, int64_t head);
+/* How many local revisions wait to be pushed (for status). */
+int sync_waiting(struct store *st, int64_t *ret);
+/* Sets (value NULL: removes) a key of the sync's state in meta, in its own transaction. */
+int sync_state_set(struct store *st, const char *key, const char *value);
+
+/* ---- applying (sync_apply.c) --------------------------------------------------------- */
+
+/* What a batch of pulled entries changed, for the caller to tell (docs by path). */
+struct sync_changed {
+	char **paths;
+	size_t n, alloc;
+	bool forgot; /* a forget was applied: anything cached may hold what went */
+};
+void sync_changed_release(struct sync_changed *c);
+
+/*
+ * Applies entries in[0..n) (the log's, in order, following what this store
+ * has) in one transaction of st, with the bookkeeping: a commit is applied
+ * once. Entries of this machine are only recorded. What changed goes onto
+ * *changed. 0, -EPROTO if an entry does not follow what this store has
+ * (logged: the sync stops), or -errno.
+ */
+int sync_apply(struct store *st, const char *machine, const struct sync_in *in, size_t n,
+	       struct sync_changed *changed);
+
+/* ---- the key (sync_crypt.c) -------------------------------------------------------- */
+
+#define SYNC_KEY_SIZE 32
+
+/*
+ * Seals n bytes of p into out (n + SYNC_SEAL_EXTRA bytes), bound to ad
+ * (what names the bytes: machine, revision, part), with a fresh nonce.
+ */
+#define SYNC_SEAL_EXTRA (24 + 16)
+int sync_seal(const unsigned char *key, const void *p, size_t n, const void *ad, size_t ad_len, unsigned char *out);
+/* Opens what sync_seal() made (n bytes) into out (n - SYNC_SEAL_EXTRA): -EBADMSG if it does not open. */
+int sync_open(const unsigned char *key, const unsigned char *p, size_t n, const void *ad, size_t ad_len, void *out);
+/* A tag of text under key (hex, 32 characters) into out: the log's task column with a key. */
+void sync_tag(const unsigned char *key, const char *text, char out[33]);
+
+#endif
