@@ -27,6 +27,7 @@ struct take_in;
 struct shares;
 struct nodes;
 struct dirs;
+struct sync_glue;
 
 /* Called for each entry of a folder listing; a negative return stops it. */
 typedef int (*op_list_fn)(void *ctx, const char *name, mode_t type, uint64_t ino);
@@ -56,6 +57,7 @@ struct fs {
 	struct dirs *dirs;       /* listings kept for readdir (dirs.h) */
 	bool epochs;             /* the kernel takes NOTIFY_INC_EPOCH (atomic; kcache.c) */
 	uint64_t placement_told; /* the store's placement generation the kernel was told of (atomic; kcache.c) */
+	struct sync_glue *sync;  /* -o sync: the sync with other machines (fs/sync/sync_glue.c); NULL without */
 };
 
 /*

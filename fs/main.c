@@ -2,7 +2,7 @@
 /*
  * main.c: the convfs command line.
  *
- *   convfs [-f] [-d] [-o store=FILE] [-o allow_other] [-o salvage] [SOURCE] MOUNTPOINT
+ *   convfs [-f] [-d] [-o store=FILE] [-o allow_other] [-o salvage] [-o sync=CONNINFO] [SOURCE] MOUNTPOINT
  *   convfs export STORE DIR
  *   convfs status [--json] [MOUNTPOINT]                      (cmd_status.c)
  *   convfs log [--json] FILE                                 (cmd_log.c)
@@ -21,12 +21,14 @@
  *      here, unless -o salvage serves it read-only), and open a descriptor
  *      of the folder underneath; on the first mount only, take all of it in
  *      (long work, done before anything is mounted); close the store again;
+ *      with -o sync, a store that never synced takes in the shared history;
  *   2. unless -f, fork: the parent waits for the child's word and exits with it;
  *   3. the child opens the store, mounts, takes in what is new or changed in
  *      the folder underneath (through the descriptor of step 1: once mounted,
  *      no client writes there any more; the quick check alone when nothing
- *      changed), tells the parent, detaches and serves until unmounted, then
- *      closes the store cleanly. A take-in that fails unmounts.
+ *      changed), starts the sync's thread (-o sync), tells the parent, detaches
+ *      and serves until unmounted, then stops the sync and closes the store
+ *      cleanly. A take-in that fails unmounts.
  * The store is opened after the fork because SQLite's POSIX locks do not pass
  * from parent to child.
  */
@@ -54,6 +56,7 @@
 #include "fs/kernel/loop.h"
 #include "fs/ops/shares.h"
 #include "fs/kernel/watch.h"
+#include "fs/sync/sync_glue.h"
 #include "fs/view/shadow.h"
 #include "fs/cmd/warnings.h"
 #include "store/store_seen.h"
@@ -66,6 +69,8 @@ struct options {
 	int no_import;
 	unsigned max_threads;	/* requests served at once; -s: one */
 	int salvage;
+	char *sync;		/* -o sync=CONNINFO: the shared log in PostgreSQL */
+	char *sync_key;		/* -o sync_key=FILE: the key its entries are sealed with */
 	char *words[2];		/* [SOURCE] MOUNTPOINT, as given */
 	int n_words;
 };
@@ -76,6 +81,8 @@ static const struct fuse_opt option_spec[] = {
 	OPT("no_import", no_import),
 	OPT("max_threads=%u", max_threads),
 	OPT("salvage", salvage),
+	OPT("sync=%s", sync),
+	OPT("sync_key=%s", sync_key),
 	FUSE_OPT_END
 };
 
@@ -151,7 +158,7 @@ static int source_to_store(const char *source, struct options *opts)
 static void usage(FILE *out, const char *prog)
 {
 	fprintf(out,
-		"usage: %s [-f] [-d] [-o store=FILE] [-o allow_other] [-o salvage] [SOURCE] MOUNTPOINT\n"
+		"usage: %s [-f] [-d] [-o store=FILE] [-o allow_other] [-o salvage] [-o sync=CONNINFO] [SOURCE] MOUNTPOINT\n"
 		"       %s export STORE DIR\n"
 		"       %s status [--json] [MOUNTPOINT]\n"
 		"       %s log [--json] FILE\n"
@@ -177,6 +184,12 @@ static void usage(FILE *out, const char *prog)
 		"  -o no_import       do not take in what is new or changed in the folder\n"
 		"                     underneath at this mount\n"
 		"  -o max_threads=N   serve at most N requests at once (default 16, at most 64)\n"
+		"  -o sync=CONNINFO   one history across machines: push this mount's commits to the\n"
+		"                     PostgreSQL database CONNINFO names (what libpq takes: key=value\n"
+		"                     pairs, a postgresql:// URI, service=NAME; the password in\n"
+		"                     ~/.pgpass, never here) and take in the other machines'\n"
+		"  -o sync_key=FILE   seal what PostgreSQL holds with the key in FILE (32 bytes or\n"
+		"                     64 hex digits, owner-only); every machine gives the same\n"
 		"  -s                 serve one request at a time\n"
 		"  -o salvage         serve a damaged store (which is otherwise refused) read-only:\n"
 		"                     what cannot be read answers EIO, every write EROFS, nothing\n"
@@ -307,9 +320,10 @@ static int check_store(struct fs *fs, const char *store_path, const char *mountp
  * leaves the folder as it was. Every later mount takes it in once, after
  * mounting (step 3).
  */
-static int prepare_store(struct fs *fs, const char *store_path, const char *mountpoint, bool no_import,
+static int prepare_store(struct fs *fs, const char *store_path, const char *mountpoint, const struct options *opts,
 			 int *ret_under_fd)
 {
+	bool no_import = opts->no_import;
 	struct stat st;
 	int r, mfd;
 
@@ -355,6 +369,12 @@ static int prepare_store(struct fs *fs, const char *store_path, const char *moun
 		warnings_start(fs->registry.path);
 	if (fs->salvage)
 		(void)check_store(fs, store_path, mountpoint);
+	/* A store that syncs records what each commit changes from here on, the take-in's included. */
+	r = sync_glue_prepare(fs, opts->sync, opts->sync_key, &fs->sync);
+	if (r < 0) {
+		store_free(TAKE_PTR(fs->store));
+		return r;
+	}
 	/* Opened before mounting: the mount will hide it. */
 	mfd = open(mountpoint, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (mfd < 0) {
@@ -378,6 +398,8 @@ static int prepare_store(struct fs *fs, const char *store_path, const char *moun
 			close(mfd);
 		return r;
 	}
+	if (fs->sync)
+		sync_glue_catch_up(fs->sync, fs, store_path);
 	*ret_under_fd = mfd;
 	return 0;
 }
@@ -470,6 +492,9 @@ static int serve(struct fs *fs, struct fuse_args *args, const char *store_path, 
 		if (!fs->take_in)
 			close(under_fd);
 	}
+	/* The sync's thread: from now on, this mount's commits go out and the other machines' come in. */
+	if (fs->sync)
+		sync_glue_start(fs->sync, fs, store_path);
 	if (notify_fd >= 0) {
 		char ok = 0;
 		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -517,6 +542,7 @@ static int serve(struct fs *fs, struct fuse_args *args, const char *store_path, 
 	loop_signals_remove();
 	watch_stop(TAKE_PTR(watch));
 	fuse_session_unmount(se);
+	sync_glue_stop(fs->sync);
 	log_info("unmounted '%s'; the store is closed", mountpoint);
 out_session:
 	ll_session_free(fs);
@@ -771,7 +797,7 @@ int main(int argc, char **argv)
 	}
 	if (store_path_of(opts.store, cmd.mountpoint, &store_path) < 0)
 		goto out;
-	if (prepare_store(&fs, store_path, cmd.mountpoint, opts.no_import, &under_fd) < 0) {
+	if (prepare_store(&fs, store_path, cmd.mountpoint, &opts, &under_fd) < 0) {
 		fprintf(stderr, "convfs: cannot use the store '%s'; nothing was mounted\n", store_path);
 		goto out;
 	}
@@ -804,8 +830,11 @@ out:
 		registry_leave(&fs.registry);
 	free(fs.backing_path);
 	shares_free(fs.shares);
+	sync_glue_free(fs.sync);
 	free(cmd.mountpoint);
 	free(opts.store);
+	free(opts.sync);
+	free(opts.sync_key);
 	for (int i = 0; i < opts.n_words; i++)
 		free(opts.words[i]);
 	fuse_opt_free_args(&args);

@@ -24,6 +24,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <time.h>
@@ -117,12 +118,25 @@ static int apply_all(struct engine *e, struct sync_in *in, size_t n)
 	return 0;
 }
 
+/*
+ * CONVFS_SYNC_SLOW=ms (the tests): entries are fetched SLOW_FETCH at a time,
+ * ms apart, so that a pull spans what a test does to PostgreSQL meanwhile.
+ */
+#define SLOW_FETCH 20
+
+static int slow_ms(void)
+{
+	const char *v = getenv("CONVFS_SYNC_SLOW");
+
+	return v ? atoi(v) : 0;
+}
+
 /* Pulls until this store has every entry up to the log's head (as it was when asked). */
 static int pull(struct engine *e)
 {
 	int64_t start = e->local.pulled, total = e->head - start, last_said = secs_now();
 	bool big = total >= 1000;
-	int r = 0;
+	int slow = slow_ms(), r = 0;
 
 	if (big)
 		log_info("sync: pulling %" PRId64 " commits from the log", total);
@@ -130,7 +144,9 @@ static int pull(struct engine *e)
 		struct sync_in *in = NULL;
 		size_t n = 0;
 
-		r = e->ops->fetch(e->log, e->local.pulled, SYNC_FETCH_MAX, SYNC_FETCH_BYTES, &in, &n);
+		if (slow > 0)
+			usleep((useconds_t)slow * 1000);
+		r = e->ops->fetch(e->log, e->local.pulled, slow > 0 ? SLOW_FETCH : SYNC_FETCH_MAX, SYNC_FETCH_BYTES, &in, &n);
 		if (r == 0 && n == 0)
 			break; /* the head moved back? nothing more to take */
 		if (r == 0)
@@ -183,9 +199,9 @@ static int push(struct engine *e, bool *ret_more)
 /* Says when the sync falls behind (commits waiting on either side for a while) and when it has caught up. */
 static void say_behind(struct engine *e)
 {
-	int64_t waiting = 0, behind = e->head - e->local.pulled;
+	int64_t waiting = 0, oldest_ns = 0, behind = e->head - e->local.pulled, age;
 
-	if (sync_waiting(e->st, &waiting) < 0)
+	if (sync_waiting(e->st, &waiting, &oldest_ns) < 0)
 		return;
 	state_int(e, "sync_state_head", e->head);
 	if (waiting == 0 && behind <= 0) {
@@ -200,7 +216,11 @@ static void say_behind(struct engine *e)
 		e->behind_since = secs_now();
 		e->pushed_since = e->pulled_since = 0;
 	}
-	if (!e->behind_said && secs_now() - e->behind_since >= SYNC_BEHIND_S) {
+	/* Behind for as long as the oldest commit has waited, or since the commits to pull were first seen. */
+	age = secs_now() - e->behind_since;
+	if (oldest_ns && (now_ns() - oldest_ns) / 1000000000 > age)
+		age = (now_ns() - oldest_ns) / 1000000000;
+	if (!e->behind_said && age >= SYNC_BEHIND_S) {
 		log_info("sync: falling behind: %" PRId64 " commits wait to be pushed, %" PRId64 " to be pulled%s",
 			 waiting, behind > 0 ? behind : 0, e->connected ? "" : " (PostgreSQL cannot be reached)");
 		e->behind_said = true;
@@ -222,8 +242,7 @@ static void went_down(struct engine *e, int r, const char *why)
 	sync_state_set(e->st, "sync_state_error", why && *why ? why : strerror(-r));
 	if (!e->down_said) {
 		if (r == -EPROTO)
-			log_err("sync: stopped: the log in PostgreSQL and this store do not agree (see above); "
-				"trying again every %d s", SYNC_RETRY_S);
+			log_err("sync: stopped (see the line above); trying again every %d s", SYNC_RETRY_S);
 		else
 			log_warn("sync: cannot reach PostgreSQL (%s): commits are kept here and pushed once it is "
 				 "back; trying again every %d s", why && *why ? why : strerror(-r), SYNC_RETRY_S);
@@ -458,7 +477,7 @@ fail:
 int store_sync_catch_up(const struct store_sync_config *cfg, store_progress_fn progress, void *ctx)
 {
 	_cleanup_free_ char *dir = dir_of(cfg->store_path);
-	struct engine e = { .dir = dir, .progress = progress, .pctx = ctx };
+	struct engine e = { .dir = dir, .progress = progress, .pctx = ctx, .changed = cfg->changed, .ctx = cfg->ctx };
 	struct sync_pg *pg = NULL;
 	int r;
 

@@ -115,8 +115,8 @@ int sync_outbox_make(struct store *st, const char *dir, int64_t head, size_t max
 		     struct sync_outbox *ret);
 /* Records that o's entries are the log's head + 1 ... head + n. 0 or -errno. */
 int sync_outbox_done(struct store *st, const struct sync_outbox *o, int64_t head);
-/* How many local revisions wait to be pushed (for status). */
-int sync_waiting(struct store *st, int64_t *ret);
+/* How many local revisions wait to be pushed, and when the oldest was made (may be NULL; 0: none). */
+int sync_waiting(struct store *st, int64_t *ret, int64_t *ret_oldest_ns);
 /* Sets (value NULL: removes) a key of the sync's state in meta, in its own transaction. */
 int sync_state_set(struct store *st, const char *key, const char *value);
 

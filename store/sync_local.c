@@ -263,18 +263,26 @@ int sync_state_set(struct store *st, const char *key, const char *value)
 	"SELECT count(DISTINCT t.rev) FROM sync_touch t WHERE t.rev > ?1 "                                        \
 	"AND NOT EXISTS (SELECT 1 FROM sync_applied a WHERE a.rev = t.rev)"
 
-int sync_waiting(struct store *st, int64_t *ret)
+int sync_waiting(struct store *st, int64_t *ret, int64_t *ret_oldest_ns)
 {
 	STORE_LOCK(st);
-	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL, *oldest = NULL;
 	int64_t pushed;
 	int r = meta_int(st, "sync_pushed", &pushed);
 
 	if (r < 0)
 		return r;
 	r = store_row_args(st, WAITING_SQL, NULL, 0, STORE_INTS(pushed), "cannot count the commits to push", &stmt);
+	if (r < 0)
+		return r;
+	*ret = sqlite3_column_int64(stmt, 0);
+	if (!ret_oldest_ns)
+		return 0;
+	r = store_row_args(st, "SELECT coalesce(min(time_ns), 0) FROM revisions WHERE id = (SELECT min(t.rev) FROM "
+			       "sync_touch t WHERE t.rev > ?1 AND NOT EXISTS (SELECT 1 FROM sync_applied a WHERE a.rev = t.rev))",
+			   NULL, 0, STORE_INTS(pushed), "cannot count the commits to push", &oldest);
 	if (r == 0)
-		*ret = sqlite3_column_int64(stmt, 0);
+		*ret_oldest_ns = sqlite3_column_int64(oldest, 0);
 	return r;
 }
 
@@ -322,7 +330,7 @@ int sync_outbox_done(struct store *st, const struct sync_outbox *o, int64_t head
 		r = meta_set_int(st, "sync_pushed", o->upto);
 	if (r == 0)
 		r = meta_set_int(st, "sync_pulled", head + (int64_t)o->n);
-	if (r == 0)
+	if (r == 0 && o->n > 0)
 		r = meta_set_int(st, "sync_state_last_push_ns", now_ns());
 	if (r == 0 && (r = tx_commit(st)) == 0)
 		return 0;
@@ -362,7 +370,7 @@ int store_sync_status_get(struct store *st, struct store_sync_status *ret)
 	s.connected = connected != 0;
 	if (s.head < s.pulled)
 		s.head = s.pulled;
-	if ((r = sync_waiting(st, &s.waiting)) < 0)
+	if ((r = sync_waiting(st, &s.waiting, NULL)) < 0)
 		goto fail;
 	*ret = s;
 	return 0;

@@ -123,6 +123,8 @@ static int pg_fail(struct sync_pg *pg, const char *what, const char *msg, int er
 {
 	size_t n;
 
+	if ((!msg || !*msg) && pg->conn)
+		msg = PQerrorMessage(pg->conn);
 	snprintf(pg->error, sizeof(pg->error), "%s: %s", what, msg && *msg ? msg : "no reason given");
 	n = strcspn(pg->error, "\n");
 	pg->error[n] = '\0';
@@ -232,6 +234,14 @@ static int pg_key_check(struct sync_pg *pg)
 	return r;
 }
 
+/* PostgreSQL's notices (CREATE ... IF NOT EXISTS skipping what is there): for -d only. */
+static void notice(void *arg, const char *message)
+{
+	size_t n = strcspn(message, "\n");
+
+	log_debug("sync: PostgreSQL says: %.*s", (int)n, message);
+}
+
 /* Makes the connection and the log's tables, checks the key, registers the machine, listens. */
 static int pg_open(struct sync_pg *pg)
 {
@@ -247,6 +257,7 @@ static int pg_open(struct sync_pg *pg)
 		return pg_fail(pg, "cannot connect", "out of memory", -ENOMEM);
 	if (PQstatus(pg->conn) != CONNECTION_OK)
 		return pg_fail(pg, "cannot connect", PQerrorMessage(pg->conn), -ENOTCONN);
+	PQsetNoticeProcessor(pg->conn, notice, NULL);
 	if ((r = pg_exec(pg, "BEGIN", "cannot set up the log")) < 0)
 		return r;
 	if ((r = pg_exec(pg, schema_sql, "cannot set up the log")) < 0 || (r = pg_key_check(pg)) < 0) {

@@ -31,6 +31,7 @@
 #include "fs/cmd/registry.h"
 #include "fs/cmd/warnings.h"
 #include "store/store_history.h"
+#include "store/sync.h"
 #include "store/util.h"
 
 #define LAST_WARNINGS 5
@@ -50,6 +51,7 @@ struct status {
 	int64_t store_size, wal_size; /* -1: no such file */
 	int store_err;           /* 0, or why the store could not be read (errno) */
 	struct store_summary sum;
+	struct store_sync_status sync; /* enabled false: the store does not sync */
 	int warn_err;            /* 0, or why there are no warnings to show (errno) */
 	struct warnings warn;
 	struct sb warn_file;     /* where they are */
@@ -187,12 +189,65 @@ static void status_gather(struct status *s)
 	s->store_err = -store_open(s->mount.store, STORE_OPEN_READONLY, &st);
 	if (s->store_err == 0) {
 		s->store_err = -store_summary_get(st, &s->sum);
+		if (s->store_err == 0 && store_sync_status_get(st, &s->sync) < 0)
+			s->sync = (struct store_sync_status){ 0 };
 		store_free(st);
 	}
 	s->daemons_err = -registry_list(s->mount.store, keep_daemon, s);
 	s->warn_err = -warnings_file(s);
 	if (s->warn_err == 0)
 		s->warn_err = -warnings_read(s->warn_file.buf, LAST_WARNINGS, &s->warn);
+}
+
+/* A time for JSON: ISO 8601, or null for 0 (never). */
+static bool add_time(cJSON *o, const char *key, int64_t ns)
+{
+	char t[40];
+
+	return ns ? cJSON_AddStringToObject(o, key, iso_time(ns, t, sizeof(t))) != NULL
+		  : cJSON_AddNullToObject(o, key) != NULL;
+}
+
+/* "sync": what the store's sync last said, or null for a store that does not sync. 0 or -ENOMEM. */
+static int sync_json(cJSON *o, const struct store_sync_status *y)
+{
+	cJSON *c;
+	bool ok;
+
+	if (!y->enabled)
+		return cJSON_AddNullToObject(o, "sync") ? 0 : -ENOMEM;
+	ok = (c = cJSON_AddObjectToObject(o, "sync")) && cJSON_AddStringToObject(c, "machine", y->machine) &&
+	     cJSON_AddStringToObject(c, "name", y->name ? y->name : "") &&
+	     cJSON_AddBoolToObject(c, "connected", y->connected) && add_time(c, "since", y->since_ns) &&
+	     add_time(c, "last_push", y->last_push_ns) && add_time(c, "last_pull", y->last_pull_ns) &&
+	     cJSON_AddNumberToObject(c, "waiting", (double)y->waiting) &&
+	     cJSON_AddNumberToObject(c, "behind", (double)(y->head - y->pulled)) &&
+	     cJSON_AddNumberToObject(c, "pulled", (double)y->pulled);
+	if (ok)
+		ok = y->error ? cJSON_AddStringToObject(c, "error", y->error) != NULL
+			      : cJSON_AddNullToObject(c, "error") != NULL;
+	return ok ? 0 : -ENOMEM;
+}
+
+/* The sync's lines of the text output. */
+static void sync_text(const struct store_sync_status *y)
+{
+	char t[40], a[40], b[40];
+
+	if (!y->enabled)
+		return;
+	if (y->connected)
+		printf("sync:         connected to PostgreSQL since %s, as '%s'\n", iso_time(y->since_ns, t, sizeof(t)),
+		       y->name ? y->name : y->machine);
+	else if (y->since_ns)
+		printf("sync:         not connected since %s%s%s%s\n", iso_time(y->since_ns, t, sizeof(t)),
+		       y->error ? " (" : "", y->error ? y->error : "", y->error ? ")" : "");
+	else
+		printf("sync:         not connected yet\n");
+	printf("              last push %s, last pull %s; %" PRId64 " commits waiting to be pushed, %" PRId64
+	       " to be pulled\n",
+	       y->last_push_ns ? iso_time(y->last_push_ns, a, sizeof(a)) : "none",
+	       y->last_pull_ns ? iso_time(y->last_pull_ns, b, sizeof(b)) : "none", y->waiting, y->head - y->pulled);
 }
 
 static int print_json(const struct status *s)
@@ -236,6 +291,8 @@ static int print_json(const struct status *s)
 	} else if (ok && s->mount.mountpoint) {
 		ok = cJSON_AddStringToObject(o, "store_error", strerror(s->store_err)) != NULL;
 	}
+	if (ok && s->mount.mountpoint && s->store_err == 0)
+		ok = sync_json(o, &s->sync) == 0;
 	if (ok && s->mount.mountpoint && s->mount.store && s->daemons_err == 0) {
 		cJSON *a = cJSON_AddArrayToObject(o, "daemons");
 
@@ -308,6 +365,7 @@ static void print_text(const struct status *s)
 		else
 			printf("last commit:  %s %s '%s' by %s\n", iso_time(s->sum.last_time_ns, t, sizeof(t)),
 			       s->sum.last_kind, s->sum.last_path, cmd_who(s->sum.last_pid, s->sum.last_comm, a, sizeof(a)));
+		sync_text(&s->sync);
 	}
 	if (s->daemons_err) {
 		printf("served by:    not known (%s%s: %s)\n", s->mount.store, REGISTRY_SUFFIX, strerror(s->daemons_err));
@@ -373,6 +431,7 @@ int cmd_status(int argc, char **argv)
 	else
 		r = 1;
 	store_summary_release(&s.sum);
+	store_sync_status_release(&s.sync);
 	warnings_release(&s.warn);
 	sb_release(&s.warn_file);
 	daemons_release(&s);

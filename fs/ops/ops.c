@@ -452,22 +452,17 @@ int task_make(struct fs *fs, const char *id, const char *ws_key)
 }
 
 /*
- * Moves task id to the trash: the store's part, and its backing folder (with
- * any plain files in it) to TRASH_DIR.
+ * The backing folder of task id (with any plain files in it) goes to
+ * TRASH_DIR, once the store has it in the trash: by a request, or by a
+ * commit pulled from another machine (fs/sync/sync_glue.c).
  */
-int task_trash(struct fs *fs, const char *id)
+void task_folder_trash(struct fs *fs, const char *id)
 {
-	struct store_who who;
-	struct fs_proc proc;
 	char from[96], to[96];
 	int r;
 
-	fs_caller(&proc, &who);
-	r = store_task_trash(fs->store, id, &who);
-	if (r < 0)
-		return r;
 	if (store_conversation_dir(id, from, sizeof(from)) < 0)
-		return 0;
+		return;
 	snprintf(to, sizeof(to), TRASH_DIR "/%s", id);
 	if ((r = plain_mkdirs(fs, TRASH_DIR)) == 0)
 		r = plain_rename(fs, from, to, 0);
@@ -475,23 +470,32 @@ int task_trash(struct fs *fs, const char *id)
 		log_warn("cannot move the folder '%s' to the trash: %s; it stays where it is", from, strerror(-r));
 	/* The kernel may hold the folder, gone behind its back when the trash was asked through the view. */
 	fs_invalidate(fs, from);
-	return 0;
 }
 
-int task_restore(struct fs *fs, const char *id)
+/* Moves task id to the trash: the store's part, and its backing folder. */
+int task_trash(struct fs *fs, const char *id)
 {
 	struct store_who who;
 	struct fs_proc proc;
-	char from[96], to[96];
 	int r;
 
 	fs_caller(&proc, &who);
-	r = store_task_restore(fs->store, id, &who);
+	r = store_task_trash(fs->store, id, &who);
 	if (r < 0)
 		return r;
+	task_folder_trash(fs, id);
+	return 0;
+}
+
+/* The backing folder of task id, back from the trash once the store has the task back (or made anew). */
+void task_folder_restore(struct fs *fs, const char *id)
+{
+	char from[96], to[96];
+	int r;
+
 	snprintf(from, sizeof(from), TRASH_DIR "/%s", id);
 	if (store_conversation_dir(id, to, sizeof(to)) < 0)
-		return r;
+		return;
 	*strchr(to, '/') = '\0';
 	r = plain_mkdirs(fs, to); /* tasks/ or sessions/ */
 	to[strlen(to)] = '/';
@@ -501,6 +505,19 @@ int task_restore(struct fs *fs, const char *id)
 		log_warn("cannot make the folder '%s' of the restored task: %s; its conversation is back", to,
 			 strerror(-r));
 	fs_invalidate(fs, to); /* back behind the kernel's back, when asked through the view */
+}
+
+int task_restore(struct fs *fs, const char *id)
+{
+	struct store_who who;
+	struct fs_proc proc;
+	int r;
+
+	fs_caller(&proc, &who);
+	r = store_task_restore(fs->store, id, &who);
+	if (r < 0)
+		return r;
+	task_folder_restore(fs, id);
 	return 0;
 }
 

@@ -132,5 +132,11 @@ int give_to_caller(const struct fs *fs, const char *r, int dfd, const char *leaf
  * removed again if it cannot be.
  */
 int plain_make(struct fs *fs, const struct route *rt, mode_t mode, const char *target);
+/*
+ * The backing folder of task id (its plain files) to the trash, or back
+ * from it, once the store has moved the task; the kernel told.
+ */
+void task_folder_trash(struct fs *fs, const char *id);
+void task_folder_restore(struct fs *fs, const char *id);
 
 #endif

@@ -4,6 +4,10 @@
 // lose, or the test could not fail).
 //
 //   node run.js DIR N TASKS MESSAGES [--expect-loss]
+//
+// TORTURE_FIRST_WINDOW=K numbers the windows K..K+N-1 (default 1), so that
+// runs on several machines at once (sync.sh) make tasks and message ts of
+// their own (a window's number is in both), but for the shared task.
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -26,7 +30,8 @@ function runWindow(win) {
 async function main() {
 	fs.mkdirSync(path.join(dir, 'state'), { recursive: true });
 	fs.mkdirSync(path.join(dir, 'tasks', sharedId), { recursive: true });
-	const results = await Promise.all(Array.from({ length: Number(n) }, (_, i) => runWindow(i + 1)));
+	const first = Number(process.env.TORTURE_FIRST_WINDOW || 1);
+	const results = await Promise.all(Array.from({ length: Number(n) }, (_, i) => runWindow(first + i)));
 	const history = JSON.parse(fs.readFileSync(path.join(dir, 'state', 'taskHistory.json'), 'utf8'));
 	const ids = new Set(history.map((h) => h.id));
 	let lostTasks = 0, lostMessages = 0, disordered = 0, total = 0, totalMsgs = 0;

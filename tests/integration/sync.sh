@@ -1,0 +1,306 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# sync.sh: one history across machines (-o sync, docs/SYNC.md), against a
+# real PostgreSQL: a cluster of Debian's postgresql package that the test
+# makes and starts itself as an unprivileged user, on a private socket and
+# port in its temp dir. Each "machine" is a mount with a store of its own.
+#
+#   - latency: a conversation saved on A is read, byte for byte, on B within
+#     1 s (five times; the bound is not held under valgrind);
+#   - the window model (torture/run.js) on A and B at once, three windows
+#     each, one conversation shared by all six; PostgreSQL stopped during
+#     the run and started again: each daemon is connected again within 10 s,
+#     and once all is pushed and pulled every store holds the same bytes,
+#     and every task and message any window saved (a snapshot of each
+#     machine when its windows ended: sync/check.js);
+#   - the same conversation changed on A and on B while PostgreSQL is down:
+#     both machines keep every message, in the same bytes;
+#   - A's daemon killed (-9) the moment its push of 150 commits reaches
+#     PostgreSQL: mounted again, it pushes nothing twice (the log refuses a
+#     commit pushed twice, which the daemon would log) and B has them all;
+#   - C, a new machine with an empty store, takes in the whole history
+#     before it mounts, PostgreSQL restarted in the middle of that pull
+#     (CONVFS_SYNC_SLOW spreads it out): C mounts anyway, takes the rest in
+#     once PostgreSQL is back, and holds what A and B hold;
+#   - no commit applied twice: each store has each log entry once, and as
+#     many versions of A's 150 saves as A;
+#   - a log sealed with -o sync_key: what PostgreSQL holds has no byte of the
+#     conversations, a machine with the key reads them, one without is
+#     refused with a clear line, and convfs status says why;
+#   - convfs status --json shows the sync (connected, nothing waiting).
+# Outside CI, a machine without PostgreSQL's server skips (77); under
+# CI=true that fails. CONVFS_VALGRIND: fewer windows and commits.
+
+. "$(dirname "$0")/lib.sh"
+
+SYNCDIR=$TESTS_DIR/sync
+PGBIN=${PGBIN:-/usr/lib/postgresql/15/bin}
+
+skip()
+{
+	if [[ ${CI:-} == true ]]; then
+		fail "$* (CI=true: not skipped)"
+	fi
+	say "SKIP: $*"
+	exit 77
+}
+
+# ---- PostgreSQL ---------------------------------------------------------------------
+
+if [[ ! -x $PGBIN/initdb ]]; then
+	say "PostgreSQL's server is missing; installing Debian's postgresql"
+	sudo=
+	[[ $(id -u) == 0 ]] || sudo=sudo
+	{ DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends postgresql ||
+		{ $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq \
+			--no-install-recommends postgresql; }; } >/dev/null 2>&1 || true
+fi
+[[ -x $PGBIN/initdb ]] || skip "PostgreSQL's server ($PGBIN/initdb) is missing and could not be installed"
+command -v psql >/dev/null || skip "psql is missing"
+command -v jq >/dev/null || fail "jq is missing"
+
+# The cluster belongs to an unprivileged user: postgres when the test runs as root.
+as_pg=()
+if [[ $(id -u) == 0 ]]; then
+	id postgres >/dev/null 2>&1 || skip "no user postgres to run the cluster as"
+	as_pg=(runuser -u postgres --)
+	chmod 711 "$T" # the cluster's folder below it is postgres's own
+fi
+PGD=$T/pg
+mkdir -p "$PGD"
+[[ $(id -u) != 0 ]] || chown postgres "$PGD"
+for ((i = 0; i < 50; i++)); do
+	PORT=$((20000 + RANDOM % 30000))
+	[[ -z $(ss -Hltn "sport = :$PORT" 2>/dev/null) && ! -e $PGD/.s.PGSQL.$PORT ]] && break
+done
+"${as_pg[@]}" "$PGBIN/initdb" -D "$PGD/data" -A trust -U convfs --no-sync -E UTF8 >"$T/initdb.log" 2>&1 ||
+	fail "initdb failed:\n$(tail -n 20 "$T/initdb.log")"
+
+pg_start()
+{
+	"${as_pg[@]}" "$PGBIN/pg_ctl" -D "$PGD/data" -l "$PGD/log" -w -t 30 \
+		-o "-k $PGD -p $PORT -c listen_addresses= -c fsync=off" start >/dev/null ||
+		fail "PostgreSQL does not start:\n$(tail -n 20 "$PGD/log")"
+}
+pg_stop()
+{
+	"${as_pg[@]}" "$PGBIN/pg_ctl" -D "$PGD/data" -m fast -w -t 30 stop >/dev/null
+}
+q() { psql -h "$PGD" -p "$PORT" -U convfs -X -q -t -A "$@"; }
+
+# PostgreSQL goes with the test, whatever happens (then lib.sh's cleanup).
+status_is() { return "$1"; }
+trap 'st=$?; trap - ERR; set +e; pg_stop 2>/dev/null; status_is $st; cleanup' EXIT
+
+pg_start
+q -d postgres -c 'CREATE DATABASE hist' -c 'CREATE DATABASE sealed'
+DB=hist
+CONN="host=$PGD port=$PORT user=convfs dbname=$DB"
+
+# What the daemons may log: the cut and the restart of PostgreSQL.
+ALLOWED='sync: cannot reach PostgreSQL|sync: the shared history could not be taken in before mounting'
+N=3 TASKS=3 MSGS=5 MANY=150
+if [[ ${CONVFS_VALGRIND:-} == 1 ]]; then
+	N=2 TASKS=2 MSGS=3 MANY=30
+fi
+
+# mount_machine NAME [convfs options...]: mounts $T/NAME with store $T/NAME.db, syncing through hist.
+mount_machine()
+{
+	local name=$1
+	shift
+	mkdir -p "$T/$name"
+	mount_convfs "$T/$name" "$T/$name.db" -o "sync=$CONN" "$@"
+}
+
+# settled MOUNT...: waits until each mount is connected, has pushed everything
+# and has every entry of the log; fails after 60 s (times SLOW).
+settled()
+{
+	local m head i ok
+	for ((i = 0; i < 600 * SLOW; i++)); do
+		head=$(q -d "$DB" -c 'SELECT seq FROM convfs.head')
+		ok=1
+		for m in "$@"; do
+			"$CONVFS" status --json "$m" >"$T/status.json" 2>/dev/null || true
+			jq -e --argjson head "$head" '.sync.connected and .sync.waiting == 0 and .sync.pulled == $head' \
+				"$T/status.json" >/dev/null || { ok=0; break; }
+		done
+		((ok)) && return 0
+		sleep 0.1
+	done
+	fail "the machines did not settle in $((60 * SLOW)) s; log head $head; $m says:\n$(cat "$T/status.json")"
+}
+
+# snapshot MOUNT NAME: a copy of what a machine holds now, for check.js.
+snapshot()
+{
+	mkdir -p "$T/snap/$2"
+	cp -r "$1/state" "$1/tasks" "$T/snap/$2/" 2>/dev/null || true
+}
+
+now_ms() { local t=$EPOCHREALTIME; echo $((10#${t/./} / 1000)); }
+
+# ---- A and B ------------------------------------------------------------------------
+
+mount_machine a
+mount_machine b
+
+say "latency: a conversation saved on a, read on b"
+worst=0
+for ((k = 1; k <= 5; k++)); do
+	node "$CLIENTS/gen.js" ui $((10 * k)) $k >"$T/conv.json"
+	mkdir -p "$T/a/tasks/17000000000$k"
+	t0=$(now_ms)
+	node "$CLIENTS/write_atomic.js" "$T/a/tasks/17000000000$k/ui_messages.json" "$T/conv.json"
+	for ((i = 0; i < 500 * SLOW; i++)); do
+		cmp -s "$T/conv.json" "$T/b/tasks/17000000000$k/ui_messages.json" 2>/dev/null && break
+		sleep 0.005
+	done
+	ms=$(($(now_ms) - t0))
+	cmp -s "$T/conv.json" "$T/b/tasks/17000000000$k/ui_messages.json" || fail "conversation $k never reached b"
+	((ms > worst)) && worst=$ms
+done
+say "report: a save on a read on b within $worst ms (the worst of 5, the writer's own time included)"
+((${#VALGRIND[@]} > 0 || worst <= 1000)) || problem "a save on a took $worst ms to be read on b (more than 1 s)"
+
+say "window model on a and b at once, PostgreSQL stopped and started again meanwhile"
+TORTURE_FIRST_WINDOW=1 node "$TESTS_DIR/torture/run.js" "$T/a" "$N" "$TASKS" "$MSGS" >"$T/run-a.out" 2>&1 &
+run_a=$!
+TORTURE_FIRST_WINDOW=11 node "$TESTS_DIR/torture/run.js" "$T/b" "$N" "$TASKS" "$MSGS" >"$T/run-b.out" 2>&1 &
+run_b=$!
+sleep 1
+pg_stop
+sleep 2
+pg_start
+started=$(date +%s)
+wait "$run_a" || problem "the windows on a lost work:\n$(cat "$T/run-a.out")"
+snapshot "$T/a" a1
+wait "$run_b" || problem "the windows on b lost work:\n$(cat "$T/run-b.out")"
+snapshot "$T/b" b1
+settled "$T/a" "$T/b"
+for m in a b; do
+	"$CONVFS" status --json "$T/$m" >"$T/status.json"
+	since=$(date -d "$(jq -r .sync.since "$T/status.json")" +%s)
+	((since - started <= 10)) || problem "$m connected again $((since - started)) s after PostgreSQL came back"
+done
+node "$SYNCDIR/check.js" "$T/snap/a1" "$T/snap/b1" -- "$T/a" "$T/b" >"$T/check.out" 2>&1 ||
+	problem "after the window model:\n$(cat "$T/check.out")"
+say "$(head -n 1 "$T/check.out")"
+
+say "the same conversation changed on a and on b while PostgreSQL is down"
+node "$SYNCDIR/append.js" "$T/a" 1710000000000 base 2 100000
+settled "$T/a" "$T/b"
+pg_stop
+node "$SYNCDIR/append.js" "$T/a" 1710000000000 laptop 4 200000
+node "$SYNCDIR/append.js" "$T/b" 1710000000000 desktop 4 300000
+snapshot "$T/a" a2
+snapshot "$T/b" b2
+# Long enough down for the daemons to say they fall behind (5 s), and then that they caught up.
+sleep 8
+pg_start
+settled "$T/a" "$T/b"
+for m in a b; do
+	log_has "$T/$m.db.log" 'sync: falling behind: [0-9]+ commits wait to be pushed' "that $m fell behind"
+	log_has "$T/$m.db.log" 'sync: caught up: pushed [0-9]+ and pulled [0-9]+ commits' "that $m caught up"
+done
+node "$SYNCDIR/check.js" "$T/snap/a2" "$T/snap/b2" -- "$T/a" "$T/b" >"$T/check.out" 2>&1 ||
+	problem "the same conversation changed apart:\n$(cat "$T/check.out")"
+n=$(jq length "$T/a/tasks/1710000000000/ui_messages.json")
+((n == 10)) || problem "the conversation changed apart has $n messages on a, not 10"
+
+say "a's daemon killed as its push of $MANY commits reaches PostgreSQL"
+pg_stop
+node "$SYNCDIR/append.js" "$T/a" 1720000000000 many "$MANY" 400000
+snapshot "$T/a" a3
+pg_start
+head0=$(q -d hist -c 'SELECT seq FROM convfs.head')
+for ((i = 0; i < 3000; i++)); do
+	[[ $(q -d hist -c 'SELECT seq FROM convfs.head') != "$head0" ]] && break
+	sleep 0.002
+done
+kill_daemon "$T/a"
+say "report: a killed with the log's head at $(q -d hist -c 'SELECT seq FROM convfs.head') (it was $head0)"
+remove_dead_mount "$T/a"
+mount_machine a
+settled "$T/a" "$T/b"
+node "$SYNCDIR/check.js" "$T/snap/a3" -- "$T/a" "$T/b" >"$T/check.out" 2>&1 ||
+	problem "after the kill:\n$(cat "$T/check.out")"
+for m in a b; do
+	v=$(sqlite3 "$T/$m.db" "SELECT count(*) FROM revisions r JOIN docs d ON d.id = r.doc_id
+		WHERE d.path = 'tasks/1720000000000/ui_messages.json'")
+	((v == MANY)) || problem "$m holds $v versions of the $MANY saves made on a"
+done
+
+# ---- C: a new machine from the log, PostgreSQL restarted in the middle --------------------
+
+say "c, a new machine, takes in the history; PostgreSQL restarted in the middle of its pull"
+mkdir -p "$T/c"
+(
+	sleep 1
+	pg_stop
+	sleep 1
+	pg_start
+) &
+restarter=$!
+CONVFS_SYNC_SLOW=100 CONVFS_PROGRESS=never mount_machine c
+wait "$restarter"
+settled "$T/a" "$T/b" "$T/c"
+node "$SYNCDIR/check.js" "$T/snap/a1" "$T/snap/b1" "$T/snap/a3" -- "$T/a" "$T/b" "$T/c" >"$T/check.out" 2>&1 ||
+	problem "c after its pull:\n$(cat "$T/check.out")"
+say "$(head -n 1 "$T/check.out")"
+grep -q 'sync: cannot reach PostgreSQL' "$T/c.db.log" ||
+	problem "c's pull was not cut by the restart (nothing in its log says so):\n$(cat "$T/c.db.log")"
+head=$(q -d hist -c 'SELECT seq FROM convfs.head')
+for m in a b c; do
+	n=$(sqlite3 "$T/$m.db" 'SELECT count(*), count(DISTINCT seq), max(seq) FROM sync_seen')
+	[[ $n == "$head|$head|$head" ]] || problem "$m has the log's $head entries as $n (count, distinct, last)"
+done
+v=$(sqlite3 "$T/c.db" "SELECT count(*) FROM revisions r JOIN docs d ON d.id = r.doc_id
+	WHERE d.path = 'tasks/1720000000000/ui_messages.json'")
+((v == MANY)) || problem "c holds $v versions of the $MANY saves made on a"
+
+"$CONVFS" status "$T/c" >"$T/status.out"
+grep -q '^sync: *connected to PostgreSQL' "$T/status.out" || problem "convfs status shows no sync:\n$(cat "$T/status.out")"
+
+for m in a b c; do
+	unmount_convfs "$T/$m"
+	check_log "$T/$m.db.log" "$ALLOWED"
+done
+
+# ---- a sealed log ----------------------------------------------------------------------------
+
+say "a log sealed with -o sync_key"
+head -c 32 /dev/urandom >"$T/key"
+chmod 600 "$T/key"
+DB=sealed
+CONN="host=$PGD port=$PORT user=convfs dbname=$DB"
+mount_machine d -o "sync_key=$T/key"
+mount_machine e -o "sync_key=$T/key"
+echo '[{"ts":1,"type":"say","say":"text","text":"the password is hunter2-sealed"}]' >"$T/secret.json"
+mkdir -p "$T/d/tasks/1730000000000"
+node "$CLIENTS/write_atomic.js" "$T/d/tasks/1730000000000/ui_messages.json" "$T/secret.json"
+settled "$T/d" "$T/e"
+same "$T/secret.json" "$T/e/tasks/1730000000000/ui_messages.json" "the sealed conversation on e"
+n=$(q -d sealed -c "SELECT count(*) FROM convfs.log WHERE position(convert_to('hunter2', 'UTF8') in data) > 0
+	OR position(convert_to('1730000000000', 'UTF8') in data) > 0")
+((n == 0)) || problem "PostgreSQL holds the sealed conversation's text in $n entries"
+mkdir -p "$T/f"
+mount_convfs "$T/f" "$T/f.db" -o "sync=$CONN"
+for ((i = 0; i < 100 * SLOW; i++)); do
+	grep -q 'sealed with a key' "$T/f.db.log" && break
+	sleep 0.1
+done
+log_has "$T/f.db.log" 'the log in PostgreSQL is sealed with a key: give it with -o sync_key' "a machine without the key"
+"$CONVFS" status --json "$T/f" >"$T/status.json"
+jq -e '.sync.connected == false and (.sync.error | length > 0)' "$T/status.json" >/dev/null ||
+	problem "status of the machine without the key:\n$(cat "$T/status.json")"
+[[ ! -e $T/f/tasks/1730000000000 ]] || problem "a machine without the key took in the sealed conversation"
+for m in d e f; do
+	unmount_convfs "$T/$m"
+done
+check_log "$T/d.db.log" "$ALLOWED"
+check_log "$T/e.db.log" "$ALLOWED"
+check_log "$T/f.db.log" "$ALLOWED|sealed with a key|sync: stopped \\(see the line above\\)|not taken in before mounting \\(see above\\)"
+pass
