@@ -58,7 +58,9 @@ struct engine {
 	void *pctx;
 	/* for the log lines that say what the sync is doing */
 	int64_t down_since, behind_since, pushed_since, pulled_since;
-	bool down_said, behind_said;
+	bool down_said, behind_said, failed_said;
+	int64_t deadline; /* a round gives up then (secs_now()); 0: never (the last push before an unmount) */
+	int64_t retry_at; /* after a round that failed here (not the connection): the next one then */
 };
 
 static int64_t secs_now(void)
@@ -143,6 +145,9 @@ static int pull(struct engine *e)
 	while (e->local.pulled < e->head) {
 		struct sync_in *in = NULL;
 		size_t n = 0;
+
+		if (e->deadline && secs_now() >= e->deadline)
+			return -ETIMEDOUT;
 
 		if (slow > 0)
 			usleep((useconds_t)slow * 1000);
@@ -293,8 +298,18 @@ static int round_run(struct engine *e, const char *(*why)(void *), bool push_too
 		if (r < 0 || !more)
 			break;
 	}
-	if (r < 0 && r != -EAGAIN)
+	if (r == -ENOTCONN || r == -EPROTO) {
 		went_down(e, r, why ? why(e->log) : NULL);
+	} else if (r < 0 && r != -EAGAIN && r != -ETIMEDOUT) {
+		/* This store's side failed (busy for long, full, ...): said once, tried again in a while. */
+		if (!e->failed_said)
+			log_warn("sync: a round stopped: %s; trying again in %d s", strerror(-r), SYNC_RETRY_S);
+		e->failed_said = true;
+		e->retry_at = secs_now() + SYNC_RETRY_S;
+	} else if (r == 0) {
+		e->failed_said = false;
+		e->retry_at = 0;
+	}
 	say_behind(e);
 	return r;
 }
@@ -366,12 +381,16 @@ static void *sync_main(void *arg)
 		if (r != 0 || store_moved(e->st, &version) || secs_now() - checked >= SYNC_CHECK_S ||
 		    (e->behind_since && !e->behind_said))
 			due = true;
+		if (e->retry_at && secs_now() < e->retry_at)
+			due = false;
 	}
-	/* The last commits before an unmount: pushed if PostgreSQL answers at once. */
+	/* The last commits before an unmount: pushed if PostgreSQL answers at once, within SYNC_STOP_MS. */
 	if (e->connected) {
-		int64_t end = secs_now() + SYNC_STOP_MS / 1000;
+		int64_t waiting = 0;
 
-		while (round_run(e, pg_why, true) == -EAGAIN && secs_now() < end)
+		e->deadline = secs_now() + SYNC_STOP_MS / 1000;
+		while (sync_waiting(e->st, &waiting, NULL) == 0 && waiting > 0 &&
+		       round_run(e, pg_why, true) == -EAGAIN && secs_now() < e->deadline)
 			;
 	}
 	return NULL;
