@@ -73,6 +73,13 @@ int store_changed_elsewhere(struct store *st)
 	return was;
 }
 
+void store_read_anew(struct store *st)
+{
+	STORE_LOCK(st);
+
+	store_blob_drop(st);
+}
+
 /* One change read from the log, its path copied. */
 struct change {
 	enum store_change_kind kind;

@@ -181,13 +181,16 @@ static int doc_without(struct store *st, int64_t id, const struct store_forget *
 	return sb_adds(out, (const char *)sqlite3_column_text(doc, 1));
 }
 
-/* Overwrites every occurrence of text in buf with '*': same length, and a JSON string stays one. */
-static void mask(char *buf, size_t len, const char *text)
+bool forget_mask(char *buf, size_t len, const char *text)
 {
-	size_t tl = strlen(text);
+	size_t tl = text ? strlen(text) : 0;
+	bool any = false;
 
-	for (char *p = buf; tl && (p = memmem(p, len - (size_t)(p - buf), text, tl)); p += tl)
+	for (char *p = buf; tl && (p = memmem(p, len - (size_t)(p - buf), text, tl)); p += tl) {
 		memset(p, '*', tl);
+		any = true;
+	}
+	return any;
 }
 
 /* The current content of the doc at path, whole, into out. */
@@ -216,7 +219,7 @@ static int doc_read(struct store *st, const char *path, struct sb *out)
 static int commit_masked(struct store *st, const struct store_forget *f, const char *path, struct sb *data,
 			 const struct store_who *who)
 {
-	mask(data->buf, data->len, f->match);
+	forget_mask(data->buf, data->len, f->match);
 	return store_doc_commit(st, path, data->buf, data->len, who, "forget");
 }
 
@@ -275,16 +278,46 @@ static const char *const forget_sql[] = {
 	"  AND NOT EXISTS (SELECT 1 FROM blobs b WHERE b.doc_id = d.id)",
 	/* what was seen underneath keeps its row (an unchanged file is not taken in again), not a revision gone */
 	"UPDATE underneath SET rev = NULL WHERE rev IS NOT NULL AND NOT EXISTS (SELECT 1 FROM revisions r WHERE r.id = rev)",
+	/* what the sync knew of revisions and docs gone (store/sync_local.c) */
+	"DELETE FROM sync_touch WHERE NOT EXISTS (SELECT 1 FROM revisions r WHERE r.id = sync_touch.rev)",
+	"DELETE FROM sync_applied WHERE NOT EXISTS (SELECT 1 FROM revisions r WHERE r.id = sync_applied.rev)",
+	"DELETE FROM sync_docs WHERE NOT EXISTS (SELECT 1 FROM docs d WHERE d.id = sync_docs.doc_id)",
 };
+
+/*
+ * SQLite numbers a new row after the largest id there is: once the last
+ * revisions are deleted, their numbers would come again, and a store that
+ * syncs has pushed them already (meta sync_pushed). A row of kind "forget"
+ * keeps the last number taken (the revision log's own record that a forget
+ * was made there).
+ */
+static int keep_numbering(struct store *st, int64_t last)
+{
+	int r = store_run(st, "INSERT INTO revisions(id, time_ns, path, kind, doc_id) SELECT ?1, ?2, '', 'forget', 0 "
+			      "WHERE (SELECT coalesce(max(id), 0) FROM revisions) < ?1", STORE_INTS(last, now_ns()),
+			  "cannot keep the revision log's numbering");
+
+	return r;
+}
 
 static int forget_rows(struct store *st, const struct store_forget *f)
 {
 	STORE_LOCK(st);
+	_cleanup_stmt_ sqlite3_stmt *last = NULL;
+	int64_t last_rev;
 	int r, rc;
 
 	r = tx_begin(st);
 	if (r < 0)
 		return r;
+	r = store_row_args(st, "SELECT coalesce(max(id), 0) FROM revisions", NULL, 0, NULL, 0,
+			   "cannot read the revision log", &last);
+	if (r < 0) {
+		tx_rollback(st);
+		return r;
+	}
+	last_rev = sqlite3_column_int64(last, 0);
+	store_stmt_release(TAKE_PTR(last));
 	for (size_t i = 0; i < ARRAY_SIZE(forget_sql); i++) {
 		_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
 
@@ -300,6 +333,8 @@ static int forget_rows(struct store *st, const struct store_forget *f)
 		}
 	}
 	if (r == 0)
+		r = keep_numbering(st, last_rev);
+	if (r == 0)
 		placement_moved(st);
 	if (r == 0 && (r = tx_commit(st)) == 0)
 		return 0;
@@ -307,23 +342,45 @@ static int forget_rows(struct store *st, const struct store_forget *f)
 	return r;
 }
 
-/* Step 3: no free page, no WAL frame keeps the old bytes. */
-static int forget_bytes(struct store *st)
+/*
+ * Step 3: no free page, no WAL frame keeps the old bytes. served: other
+ * connections of the file are open (a mounted daemon's: a forget pulled
+ * from another machine), which may read on in the WAL for a while: the last
+ * checkpoint then may not empty it, which is said, and the next one does.
+ */
+static int forget_bytes(struct store *st, bool served)
 {
 	STORE_LOCK(st);
 	int r;
 
 	store_blob_drop(st);
-	r = store_exec(st, "PRAGMA wal_checkpoint(TRUNCATE)");
+	r = served ? 0 : store_exec(st, "PRAGMA wal_checkpoint(TRUNCATE)");
 	if (r == 0)
 		r = store_exec(st, "VACUUM");
-	if (r == 0)
+	if (r == 0 && served && sqlite3_exec(st->db, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL) != SQLITE_OK)
+		log_warn("forget: the store's write-ahead log keeps the forgotten bytes until its next checkpoint "
+			 "(readers of the mount were using it)");
+	else if (r == 0 && !served)
 		r = store_exec(st, "PRAGMA wal_checkpoint(TRUNCATE)");
 	return r;
 }
 
+static int forget_run(struct store *st, const struct store_forget *f, const struct store_who *who,
+		      store_progress_fn progress, void *ctx, bool served);
+
 int store_forget_run(struct store *st, const struct store_forget *f, const struct store_who *who,
 		     store_progress_fn progress, void *ctx)
+{
+	return forget_run(st, f, who, progress, ctx, false);
+}
+
+int store_forget_synced(struct store *st, const struct store_forget *f, const struct store_who *who)
+{
+	return forget_run(st, f, who, NULL, NULL, true);
+}
+
+static int forget_run(struct store *st, const struct store_forget *f, const struct store_who *who,
+		      store_progress_fn progress, void *ctx, bool served)
 {
 	struct plan_row *v = NULL;
 	size_t n = 0;
@@ -351,6 +408,6 @@ int store_forget_run(struct store *st, const struct store_forget *f, const struc
 	if (progress)
 		progress(ctx, (int64_t)n + 1, (int64_t)n + 2);
 	if (r == 0)
-		r = forget_bytes(st);
+		r = forget_bytes(st, served);
 	return r;
 }

@@ -36,6 +36,14 @@ int store_mark_end(struct store *st, struct store_mark *ret);
  */
 int store_changed_elsewhere(struct store *st);
 
+/*
+ * Lets go of what holds this connection's snapshot (the blob kept open for
+ * reads), without asking whether others committed: for a change the log
+ * does not show (a forget another connection applied), so that the next
+ * read sees it. store_changed_elsewhere() still says what it would have.
+ */
+void store_read_anew(struct store *st);
+
 enum store_change_kind {
 	STORE_CHANGE_DOC,   /* a doc committed: its path */
 	STORE_CHANGE_PLAIN, /* a plain file, folder or link of the backing tree changed: its path */

@@ -250,6 +250,12 @@ int sync_touch(struct store *st, int64_t rev, int64_t doc_id, bool present, int6
 /* Whether the store syncs: st->sync_track from meta, at open (sync_local.c). */
 int sync_track_load(struct store *st);
 
+/*
+ * Overwrites every occurrence of text (NULL: none) in buf[0, len) with '*':
+ * same length, and a JSON string stays one (forget.c). Whether any was.
+ */
+bool forget_mask(char *buf, size_t len, const char *text);
+
 /* Schema creation and migration (schema.c). */
 int store_migrate(struct store *st);
 

@@ -83,5 +83,12 @@ int store_forget_plan(struct store *st, const struct store_forget *f, store_forg
  */
 int store_forget_run(struct store *st, const struct store_forget *f, const struct store_who *who,
 		     store_progress_fn progress, void *ctx);
+/*
+ * The same forget on a store a daemon serves (a forget pulled from another
+ * machine, on the sync's own connection): the last step, which empties the
+ * write-ahead log, may find the daemon's readers in it, and then leaves
+ * that to the next checkpoint (said once).
+ */
+int store_forget_synced(struct store *st, const struct store_forget *f, const struct store_who *who);
 
 #endif

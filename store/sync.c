@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -43,6 +44,7 @@
 #define SYNC_FETCH_MAX 1000   /* entries fetched at a time */
 #define SYNC_FETCH_BYTES ((size_t)16 << 20)
 #define SYNC_STOP_MS 5000     /* what an unmount waits for the last push */
+#define SYNC_NICE 10          /* the sync thread's niceness */
 
 struct engine {
 	struct store *st; /* the sync's own connection */
@@ -53,6 +55,7 @@ struct engine {
 	bool connected;
 	int64_t head;     /* the log's last entry, as last seen */
 	void (*changed)(void *ctx, const char *path);
+	void (*prepare)(void *ctx, const char *path);
 	void *ctx;
 	store_progress_fn progress;
 	void *pctx;
@@ -61,6 +64,7 @@ struct engine {
 	bool down_said, behind_said, failed_said;
 	int64_t deadline; /* a round gives up then (secs_now()); 0: never (the last push before an unmount) */
 	int64_t retry_at; /* after a round that failed here (not the connection): the next one then */
+	int64_t head_said; /* the head last written for convfs status */
 };
 
 static int64_t secs_now(void)
@@ -106,7 +110,7 @@ static void tell(struct engine *e, const struct sync_changed *c)
 static int apply_all(struct engine *e, struct sync_in *in, size_t n)
 {
 	for (size_t done = 0; done < n;) {
-		struct sync_changed c = { 0 };
+		struct sync_changed c = { .tell = e->changed, .prepare = e->prepare, .ctx = e->ctx };
 		int k = sync_apply(e->st, e->local.machine, in + done, n - done, &c);
 
 		if (k > 0)
@@ -198,7 +202,9 @@ static int push(struct engine *e, bool *ret_more)
 		}
 	}
 	sync_outbox_release(&o);
-	return r < 0 ? r : local_reload(e);
+	if (r == 0 && (r = local_reload(e)) == 0 && o.n > 0)
+		e->ops->seen(e->log, e->local.pulled);
+	return r;
 }
 
 /* Says when the sync falls behind (commits waiting on either side for a while) and when it has caught up. */
@@ -208,7 +214,10 @@ static void say_behind(struct engine *e)
 
 	if (sync_waiting(e->st, &waiting, &oldest_ns) < 0)
 		return;
-	state_int(e, "sync_state_head", e->head);
+	if (e->head != e->head_said) {
+		state_int(e, "sync_state_head", e->head);
+		e->head_said = e->head;
+	}
 	if (waiting == 0 && behind <= 0) {
 		if (e->behind_said)
 			log_info("sync: caught up: pushed %" PRId64 " and pulled %" PRId64 " commits since it fell behind",
@@ -285,6 +294,8 @@ static int round_run(struct engine *e, const char *(*why)(void *), bool push_too
 	if ((r = local_reload(e)) < 0)
 		return r;
 	r = e->ops->connect(e->log, &e->head);
+	if (r == 0 && e->ops->id && (r = sync_local_follow(e->st, e->ops->id(e->log))) > 0)
+		r = local_reload(e);
 	if (r == 0 && !e->connected)
 		came_up(e);
 	while (r == 0) {
@@ -361,6 +372,14 @@ static void *sync_main(void *arg)
 	struct engine *e = &s->e;
 	int64_t version = -1, checked = secs_now();
 	bool due = true;
+
+	/*
+	 * Below the requests: on few CPUs, a round that runs beside a save
+	 * takes less of them (not the lowest, SCHED_IDLE: a round may hold
+	 * SQLite's write lock, which a request's commit then waits for).
+	 */
+	if (setpriority(PRIO_PROCESS, (id_t)gettid(), SYNC_NICE) < 0)
+		log_debug("sync: cannot lower the sync thread's priority: %s", strerror(errno));
 
 	while (!stopping(s)) {
 		int r = 0;
@@ -472,7 +491,7 @@ int store_sync_start(const struct store_sync_config *cfg, struct store_sync **re
 		memcpy(s->key, cfg->key, sizeof(s->key));
 		s->has_key = true;
 	}
-	s->e = (struct engine){ .dir = s->dir, .changed = cfg->changed, .ctx = cfg->ctx };
+	s->e = (struct engine){ .dir = s->dir, .changed = cfg->changed, .prepare = cfg->prepare, .ctx = cfg->ctx };
 	if ((r = engine_start(&s->e, s->store_path, s->conninfo, s->has_key ? s->key : NULL, &s->pg)) < 0)
 		goto fail;
 	s->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -496,7 +515,8 @@ fail:
 int store_sync_catch_up(const struct store_sync_config *cfg, store_progress_fn progress, void *ctx)
 {
 	_cleanup_free_ char *dir = dir_of(cfg->store_path);
-	struct engine e = { .dir = dir, .progress = progress, .pctx = ctx, .changed = cfg->changed, .ctx = cfg->ctx };
+	struct engine e = { .dir = dir, .progress = progress, .pctx = ctx, .changed = cfg->changed, .prepare = cfg->prepare,
+			    .ctx = cfg->ctx };
 	struct sync_pg *pg = NULL;
 	int r;
 
@@ -520,5 +540,61 @@ int sync_round_once(struct store *st, const char *dir, const struct sync_log_ops
 	int r = round_run(&e, NULL, push_too);
 
 	sync_local_release(&e.local);
+	return r;
+}
+
+/* Pushes a forget of f for the other machines (after every entry this store has: pulled again as need be). */
+static int forget_push(struct engine *e, const struct store_forget *f)
+{
+	char dir[96] = "";
+	struct sync_header h = { .kind = "forget", .path = dir, .comm = "convfs-forget", .time_ns = now_ns(),
+				 .pid = getpid(), .forget_match = f->match, .forget_task = f->task };
+	struct sync_outbox o = { .n = 1, .alloc = 1 };
+	int r = 0;
+
+	if (f->task)
+		store_conversation_dir(f->task, dir, sizeof(dir));
+	if (!(o.v = calloc(1, sizeof(*o.v))))
+		return -ENOMEM;
+	sync_bytes_init(&o.v[0].payload, e->dir);
+	/* Its number on this machine: none of its revisions' (those are positive, restatements above -2^62). */
+	o.v[0].rev = -(INT64_C(1) << 62) - now_ns() / 1000;
+	o.v[0].forget = true;
+	r = sync_put_header(&o.v[0].payload, &h);
+	for (int tries = 0; r == 0; tries++) {
+		r = e->ops->push(e->log, e->head, o.v, 1);
+		if (r != -EAGAIN || tries >= 20)
+			break;
+		if ((r = round_run(e, pg_why, false)) < 0) /* another machine pushed first: pull, then push */
+			break;
+	}
+	if (r == 0)
+		r = sync_outbox_done(e->st, &o, e->head);
+	sync_outbox_release(&o);
+	if (r == 0 && (r = local_reload(e)) == 0)
+		e->ops->seen(e->log, e->local.pulled);
+	return r;
+}
+
+int store_sync_forget(const struct store_sync_config *cfg, const struct store_forget *f, store_progress_fn progress,
+		      void *ctx)
+{
+	_cleanup_free_ char *dir = dir_of(cfg->store_path);
+	struct engine e = { .dir = dir };
+	struct sync_pg *pg = NULL;
+	int r;
+
+	if (!dir)
+		return -ENOMEM;
+	r = engine_start(&e, cfg->store_path, cfg->conninfo, cfg->key, &pg);
+	/* Its own commits first, the forget's among them: each conversation without it. */
+	if (r == 0 && (r = round_run(&e, pg_why, true)) == 0)
+		r = sync_pg_forget(pg, f, progress, ctx);
+	if (r == 0)
+		r = forget_push(&e, f);
+	if (r == -ENOTCONN)
+		log_err("sync: PostgreSQL cannot be reached (%s)", sync_pg_error(pg));
+	engine_end(&e);
+	sync_pg_free(pg);
 	return r;
 }

@@ -32,6 +32,12 @@ struct store_sync_config {
 	 * went).
 	 */
 	void (*changed)(void *ctx, const char *path);
+	/*
+	 * Called on the sync's thread before a pulled commit that makes or
+	 * changes the doc at path is stored (may be NULL): what must be there
+	 * once it is (the doc's folder in the backing tree).
+	 */
+	void (*prepare)(void *ctx, const char *path);
 	void *ctx;
 };
 
@@ -74,6 +80,17 @@ void store_sync_stop(struct store_sync *s);
  * -ENOTCONN (logged) if PostgreSQL cannot be reached.
  */
 int store_sync_catch_up(const struct store_sync_config *cfg, store_progress_fn progress, void *ctx);
+
+/*
+ * After store_forget_run() of f on cfg's store, which no daemon serves
+ * (`convfs forget`): pushes its commits (the forget's own among them),
+ * writes every entry of the log that holds what f forgets again without
+ * it, and pushes a forget that each other machine applies to its own store
+ * when it pulls it. progress (may be NULL) gets the entries looked at.
+ * 0, or -errno (logged; -ENOTCONN: PostgreSQL cannot be reached).
+ */
+int store_sync_forget(const struct store_sync_config *cfg, const struct store_forget *f, store_progress_fn progress,
+		      void *ctx);
 
 /* What `convfs status` shows of the sync. */
 struct store_sync_status {

@@ -52,7 +52,9 @@ void sync_changed_release(struct sync_changed *c)
 	for (size_t i = 0; i < c->n; i++)
 		free(c->paths[i]);
 	free(c->paths);
-	*c = (struct sync_changed){ 0 };
+	c->paths = NULL;
+	c->n = c->alloc = 0;
+	c->forgot = false;
 }
 
 static int changed_add(struct sync_changed *c, const char *path)
@@ -594,6 +596,8 @@ static int apply_entry(struct batch *b, const struct sync_in *in, const struct s
 
 		if (!ok[i])
 			continue;
+		if (en->effects[i].fmt != SYNC_FMT_REMOVED && b->changed->prepare)
+			b->changed->prepare(b->changed->ctx, en->effects[i].path);
 		if ((r = doc_sync_load(b->st, en->effects[i].path, &ds)) == 0)
 			r = apply_effect(b, in, en, &en->effects[i], &ds);
 		doc_row_release(&ds.d);
@@ -639,23 +643,44 @@ static int64_t ms_now(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* Whether en is another machine's forget: applied on its own, outside a batch (it rewrites the file). */
+static bool is_forget(const char *machine, const struct sync_in *in, const struct sync_entry *en)
+{
+	return strcmp(in->machine, machine) != 0 && strcmp(en->kind, "forget") == 0 && (en->forget_match || en->forget_task);
+}
+
 int sync_apply(struct store *st, const char *machine, const struct sync_in *in, size_t n,
 	       struct sync_changed *changed)
 {
 	struct batch b = { .st = st, .machine = machine, .changed = changed };
 	int64_t start = ms_now();
+	struct sync_entry en;
 	size_t done = 0;
 	int r;
 
 	if (n == 0)
 		return 0;
+	if ((r = sync_decode(&in[0].payload, &en)) < 0)
+		return r;
+	if (is_forget(machine, &in[0], &en)) {
+		/* Anything the daemon keeps may hold what goes: told before (its readers let go) and after. */
+		changed->forgot = true;
+		if (changed->tell)
+			changed->tell(changed->ctx, NULL);
+		r = sync_forget_apply(st, &in[0], &en);
+		sync_entry_release(&en);
+		return r < 0 ? r : 1;
+	}
+	sync_entry_release(&en);
 	if ((r = store_batch_begin(st)) < 0)
 		return r;
 	for (; r == 0 && done < n && (done == 0 || ms_now() - start < BATCH_MS); done++) {
-		struct sync_entry en;
-
 		if ((r = sync_decode(&in[done].payload, &en)) < 0)
 			break;
+		if (is_forget(machine, &in[done], &en)) {
+			sync_entry_release(&en);
+			break; /* the next batch begins with it */
+		}
 		if (strcmp(in[done].machine, machine) == 0)
 			r = own_entry(st, &in[done], &en);
 		else

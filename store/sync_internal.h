@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "store/store_internal.h"
+#include "store/store_ops.h"
 #include "store/sync.h"
 #include "store/sync_wire.h"
 
@@ -36,6 +37,7 @@ struct sync_out {
 	struct sync_bytes payload;
 	int64_t *docs;         /* the docs it changes (their ids): they are at this entry once pushed */
 	size_t ndocs;
+	bool forget;           /* a forget (sync_forget.c): found by the log until every machine has it */
 };
 
 /* A round's entries to push: the local revisions up to `upto` are all in them (or need none). */
@@ -84,6 +86,8 @@ struct sync_log_ops {
 	int (*wait)(void *log, int ms, int wake_fd);
 	/* This machine has every entry up to pulled (for the log's list of machines). */
 	int (*seen)(void *log, int64_t pulled);
+	/* The log's own id (made with it), once connected: a store follows one log. */
+	const char *(*id)(void *log);
 };
 
 /*
@@ -117,6 +121,13 @@ int sync_outbox_make(struct store *st, const char *dir, int64_t head, size_t max
 int sync_outbox_done(struct store *st, const struct sync_outbox *o, int64_t head);
 /* How many local revisions wait to be pushed, and when the oldest was made (may be NULL; 0: none). */
 int sync_waiting(struct store *st, int64_t *ret, int64_t *ret_oldest_ns);
+/*
+ * The store follows the log log_id: if it followed another (its database
+ * was changed for a new one), what it knew of that one is let go: it
+ * pushes all of its history to this one and takes in what this one has.
+ * 1 if it was reset, 0 if it follows that log already, or -errno.
+ */
+int sync_local_follow(struct store *st, const char *log_id);
 /* Sets (value NULL: removes) a key of the sync's state in meta, in its own transaction. */
 int sync_state_set(struct store *st, const char *key, const char *value);
 
@@ -127,6 +138,11 @@ struct sync_changed {
 	char **paths;
 	size_t n, alloc;
 	bool forgot; /* a forget was applied: anything cached may hold what went */
+	/* Told at once, before a forget is applied (path NULL): readers of the store let go first. May be NULL. */
+	void (*tell)(void *ctx, const char *path);
+	/* Told before an effect makes or changes the doc at path (store_sync_config.prepare). May be NULL. */
+	void (*prepare)(void *ctx, const char *path);
+	void *ctx;
 };
 void sync_changed_release(struct sync_changed *c);
 
@@ -139,6 +155,21 @@ void sync_changed_release(struct sync_changed *c);
  */
 int sync_apply(struct store *st, const char *machine, const struct sync_in *in, size_t n,
 	       struct sync_changed *changed);
+
+/* ---- forgetting (sync_forget.c) ----------------------------------------------------- */
+
+/*
+ * Entry p written again into out without what f forgets (*ret_changed:
+ * whether anything was): a forgotten message blanked at its length, a
+ * whole file's version masked (or made a removal), a forgotten task's
+ * files dropped.
+ */
+int sync_forget_entry(const struct store_forget *f, const struct sync_bytes *p, struct sync_bytes *out,
+		      bool *ret_changed);
+/* A forget's entry p written again into out without its text: every machine has applied it. */
+int sync_forget_record_erase(const struct sync_bytes *p, struct sync_bytes *out);
+/* A forget pulled from another machine (entry en, pulled as in): forgotten here too, and recorded. */
+int sync_forget_apply(struct store *st, const struct sync_in *in, const struct sync_entry *en);
 
 /* ---- the key (sync_crypt.c) -------------------------------------------------------- */
 

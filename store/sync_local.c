@@ -243,6 +243,39 @@ void sync_local_release(struct sync_local *l)
 	l->name = NULL;
 }
 
+int sync_local_follow(struct store *st, const char *log_id)
+{
+	STORE_LOCK(st);
+	_cleanup_free_ char *was = NULL;
+	static const char *const reset_sql[] = {
+		"DELETE FROM sync_docs", "DELETE FROM sync_seen", "DELETE FROM sync_applied",
+		"UPDATE meta SET value = '0' WHERE key IN ('sync_pulled', 'sync_pushed')",
+		"DELETE FROM meta WHERE key IN ('sync_state_last_push_ns', 'sync_state_last_pull_ns', 'sync_state_head')",
+	};
+	int r = meta_text(st, "sync_log", &was);
+
+	if (r < 0 && r != -ENOENT)
+		return r;
+	if (was && strcmp(was, log_id) == 0)
+		return 0;
+	if ((r = tx_begin(st)) < 0)
+		return r;
+	for (size_t i = 0; was && r == 0 && i < ARRAY_SIZE(reset_sql); i++)
+		r = store_exec(st, reset_sql[i]);
+	if (r == 0)
+		r = store_run_args(st, "INSERT INTO meta(key, value) VALUES ('sync_log', ?1) "
+				       "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+				   STORE_TEXTS(log_id), NULL, 0, "cannot write the sync's state") < 0 ? -EIO : 0;
+	if (r == 0 && (r = tx_commit(st)) == 0) {
+		if (was)
+			log_info("sync: this store followed another log (%s); it follows log %s from now on: it pushes "
+				 "its history there and takes in what that log has", was, log_id);
+		return was ? 1 : 0;
+	}
+	tx_rollback(st);
+	return r;
+}
+
 int sync_state_set(struct store *st, const char *key, const char *value)
 {
 	STORE_LOCK(st);

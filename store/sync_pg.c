@@ -40,6 +40,9 @@
 #define SYNC_PART ((size_t)1 << 20)
 #define SYNC_LOG_FORMAT "1"
 #define KEY_CHECK_TEXT "convfs sync key check"
+/* The task column of a forget's entry (until every machine has it: then SYNC_PG_FORGOT, its text gone). */
+#define SYNC_PG_FORGET "*forget"
+#define SYNC_PG_FORGOT "*forgot"
 
 static const char *const schema_sql =
 	"SELECT pg_advisory_xact_lock(7368127364017);"
@@ -73,6 +76,7 @@ struct sync_pg {
 	char *name;
 	PGconn *conn;
 	char error[256]; /* why the last call failed, one line */
+	char log_id[40]; /* the log's id, read at connection */
 };
 
 int sync_pg_new(const char *conninfo, const unsigned char *key, const char *machine, const char *name,
@@ -190,14 +194,17 @@ static int pg_key_check(struct sync_pg *pg)
 	v[0] = pg->sealed ? "1" : "0";
 	v[1] = hex;
 	r = pg_params(pg, "INSERT INTO convfs.meta VALUES ('format', '" SYNC_LOG_FORMAT "'), ('sealed', $1), "
-			  "('key_check', $2) ON CONFLICT DO NOTHING", 2, v, NULL, NULL, 0, "cannot set up the log", NULL);
+			  "('key_check', $2), ('log_id', gen_random_uuid()::text) ON CONFLICT DO NOTHING",
+		      2, v, NULL, NULL, 0, "cannot set up the log", NULL);
 	if (r == 0)
 		r = pg_params(pg, "SELECT (SELECT value FROM convfs.meta WHERE key = 'format'), "
 				  "(SELECT value FROM convfs.meta WHERE key = 'sealed'), "
-				  "(SELECT value FROM convfs.meta WHERE key = 'key_check')",
+				  "(SELECT value FROM convfs.meta WHERE key = 'key_check'), "
+				  "(SELECT value FROM convfs.meta WHERE key = 'log_id')",
 			      0, NULL, NULL, NULL, 0, "cannot read the log's settings", &res);
 	if (r < 0)
 		return r;
+	snprintf(pg->log_id, sizeof(pg->log_id), "%s", PQgetvalue(res, 0, 3));
 	r = 0;
 	if (strcmp(PQgetvalue(res, 0, 0), SYNC_LOG_FORMAT) != 0) {
 		log_err("sync: the log in PostgreSQL is of format %s, which this convfs does not know (%s): upgrade convfs",
@@ -325,18 +332,21 @@ static size_t part_ad(const char *machine, int64_t rev, uint32_t part, unsigned 
 	return 48;
 }
 
-/* Part `part` of out's payload, sealed if there is a key: into buf (SYNC_PART + SYNC_SEAL_EXTRA), its length. */
-static int part_make(struct sync_pg *pg, const struct sync_out *out, uint32_t part, unsigned char *plain,
-		     unsigned char *buf, size_t *ret_len)
+/*
+ * Part `part` of payload p, machine's entry rev, sealed if there is a key:
+ * into buf (SYNC_PART + SYNC_SEAL_EXTRA bytes), its length.
+ */
+static int part_make(struct sync_pg *pg, const char *machine, int64_t rev, const struct sync_bytes *p, uint32_t part,
+		     unsigned char *plain, unsigned char *buf, size_t *ret_len)
 {
-	size_t at = (size_t)part * SYNC_PART, n = out->payload.len - at < SYNC_PART ? out->payload.len - at : SYNC_PART;
+	size_t at = (size_t)part * SYNC_PART, n = p->len - at < SYNC_PART ? p->len - at : SYNC_PART;
 	unsigned char ad[48];
 	int r;
 
-	if ((r = sync_bytes_read(&out->payload, at, pg->sealed ? plain : buf, n)) < 0)
+	if ((r = sync_bytes_read(p, at, pg->sealed ? plain : buf, n)) < 0)
 		return r;
 	if (pg->sealed) {
-		if ((r = sync_seal(pg->key, plain, n, ad, part_ad(pg->machine, out->rev, part, ad), buf)) < 0)
+		if ((r = sync_seal(pg->key, plain, n, ad, part_ad(machine, rev, part, ad), buf)) < 0)
 			return r;
 		n += SYNC_SEAL_EXTRA;
 	}
@@ -344,33 +354,20 @@ static int part_make(struct sync_pg *pg, const struct sync_out *out, uint32_t pa
 	return 0;
 }
 
-/* Inserts entry out as seq. */
-static int push_one(struct sync_pg *pg, const struct sync_out *out, int64_t seq, unsigned char *plain, unsigned char *buf)
+/* Parts 1.. of payload p (nparts in all) into convfs.parts, for entry seq_t. */
+static int parts_put(struct sync_pg *pg, const char *machine, int64_t rev, const struct sync_bytes *p, uint32_t nparts,
+		     const char *seq_t, unsigned char *plain, unsigned char *buf)
 {
-	uint32_t nparts = out->payload.len ? (uint32_t)((out->payload.len + SYNC_PART - 1) / SYNC_PART) : 1;
-	char seq_t[24], rev_t[24], nparts_t[16], part_t[16], tag[33];
-	const char *v[6] = { seq_t, pg->machine, rev_t, NULL, nparts_t, (const char *)buf };
-	int len[6] = { 0 }, fmt[6] = { 0, 0, 0, 0, 0, 1 };
+	char part_t[16];
 	size_t n = 0;
-	int r;
+	int r = 0;
 
-	snprintf(seq_t, sizeof(seq_t), "%" PRId64, seq);
-	snprintf(rev_t, sizeof(rev_t), "%" PRId64, out->rev);
-	snprintf(nparts_t, sizeof(nparts_t), "%" PRIu32, nparts);
-	if (out->task && pg->sealed)
-		sync_tag(pg->key, out->task, tag);
-	v[3] = !out->task ? NULL : pg->sealed ? tag : out->task;
-	if ((r = part_make(pg, out, 0, plain, buf, &n)) < 0)
-		return r;
-	len[5] = (int)n;
-	r = pg_params(pg, "INSERT INTO convfs.log (seq, machine, rev, task, nparts, data) VALUES ($1, $2, $3, $4, $5, $6)",
-		      6, v, len, fmt, 0, "cannot push a commit", NULL);
-	for (uint32_t p = 1; r == 0 && p < nparts; p++) {
+	for (uint32_t k = 1; r == 0 && k < nparts; k++) {
 		const char *pv[3] = { seq_t, part_t, (const char *)buf };
 		int plen[3] = { 0, 0, 0 }, pfmt[3] = { 0, 0, 1 };
 
-		snprintf(part_t, sizeof(part_t), "%" PRIu32, p);
-		if ((r = part_make(pg, out, p, plain, buf, &n)) < 0)
+		snprintf(part_t, sizeof(part_t), "%" PRIu32, k);
+		if ((r = part_make(pg, machine, rev, p, k, plain, buf, &n)) < 0)
 			break;
 		plen[2] = (int)n;
 		r = pg_params(pg, "INSERT INTO convfs.parts (seq, part, data) VALUES ($1, $2, $3)", 3, pv, plen, pfmt, 0,
@@ -379,12 +376,41 @@ static int push_one(struct sync_pg *pg, const struct sync_out *out, int64_t seq,
 	return r;
 }
 
+static uint32_t nparts_of(size_t len)
+{
+	return len ? (uint32_t)((len + SYNC_PART - 1) / SYNC_PART) : 1;
+}
+
+/* Inserts entry out as seq. */
+static int push_one(struct sync_pg *pg, const struct sync_out *out, int64_t seq, unsigned char *plain, unsigned char *buf)
+{
+	uint32_t nparts = nparts_of(out->payload.len);
+	char seq_t[24], rev_t[24], nparts_t[16], tag[33];
+	const char *v[6] = { seq_t, pg->machine, rev_t, NULL, nparts_t, (const char *)buf };
+	int len[6] = { 0 }, fmt[6] = { 0, 0, 0, 0, 0, 1 };
+	size_t n = 0;
+	int r;
+
+	snprintf(seq_t, sizeof(seq_t), "%" PRId64, seq);
+	snprintf(rev_t, sizeof(rev_t), "%" PRId64, out->rev);
+	snprintf(nparts_t, sizeof(nparts_t), "%" PRIu32, nparts);
+	if (out->task && pg->sealed && !out->forget)
+		sync_tag(pg->key, out->task, tag);
+	v[3] = out->forget ? SYNC_PG_FORGET : !out->task ? NULL : pg->sealed ? tag : out->task;
+	if ((r = part_make(pg, pg->machine, out->rev, &out->payload, 0, plain, buf, &n)) < 0)
+		return r;
+	len[5] = (int)n;
+	r = pg_params(pg, "INSERT INTO convfs.log (seq, machine, rev, task, nparts, data) VALUES ($1, $2, $3, $4, $5, $6)",
+		      6, v, len, fmt, 0, "cannot push a commit", NULL);
+	return r < 0 ? r : parts_put(pg, pg->machine, out->rev, &out->payload, nparts, seq_t, plain, buf);
+}
+
 static int pg_push(void *log, int64_t head, const struct sync_out *out, size_t n)
 {
 	struct sync_pg *pg = log;
 	_cleanup_free_ unsigned char *plain = malloc(SYNC_PART), *buf = malloc(SYNC_PART + SYNC_SEAL_EXTRA);
-	char new_t[24];
-	const char *v[1] = { new_t };
+	char new_t[24], note_t[80];
+	const char *v[1] = { new_t }, *nv[1] = { note_t };
 	int64_t now_head;
 	int r;
 
@@ -398,10 +424,12 @@ static int pg_push(void *log, int64_t head, const struct sync_out *out, size_t n
 	for (size_t i = 0; r == 0 && i < n; i++)
 		r = push_one(pg, &out[i], head + 1 + (int64_t)i, plain, buf);
 	snprintf(new_t, sizeof(new_t), "%" PRId64, head + (int64_t)n);
+	/* The notice names the pusher, which does not wake itself with it. */
+	snprintf(note_t, sizeof(note_t), "%s %s", new_t, pg->machine);
 	if (r == 0)
 		r = pg_params(pg, "UPDATE convfs.head SET seq = $1 WHERE id = 1", 1, v, NULL, NULL, 0, "cannot push", NULL);
 	if (r == 0)
-		r = pg_params(pg, "SELECT pg_notify('convfs_log', $1)", 1, v, NULL, NULL, 0, "cannot push", NULL);
+		r = pg_params(pg, "SELECT pg_notify('convfs_log', $1)", 1, nv, NULL, NULL, 0, "cannot push", NULL);
 	if (r == 0)
 		return pg_exec(pg, "COMMIT", "cannot push");
 	if (r == -EEXIST)
@@ -570,11 +598,16 @@ static int pg_wait(void *log, int ms, int wake_fd)
 	if (!PQconsumeInput(pg->conn))
 		return pg_fail(pg, "lost the connection", PQerrorMessage(pg->conn), -ENOTCONN);
 	while ((note = PQnotifies(pg->conn))) {
-		notified = true;
+		const char *by = strchr(note->extra, ' ');
+
+		if (!by || strcmp(by + 1, pg->machine) != 0)
+			notified = true;
 		PQfreemem(note);
 	}
 	return notified ? 1 : 0;
 }
+
+static int pg_tidy(struct sync_pg *pg);
 
 static int pg_seen(void *log, int64_t pulled)
 {
@@ -582,13 +615,171 @@ static int pg_seen(void *log, int64_t pulled)
 	char pulled_t[24], now_t[24];
 	const char *v[3] = { pg->machine, pulled_t, now_t };
 
+	int r;
+
 	snprintf(pulled_t, sizeof(pulled_t), "%" PRId64, pulled);
 	snprintf(now_t, sizeof(now_t), "%" PRId64, now_ns());
-	return pg_params(pg, "UPDATE convfs.machines SET pulled = $2, last_ns = $3 WHERE machine = $1", 3, v, NULL, NULL, 0,
-			 "cannot record what this machine pulled", NULL);
+	r = pg_params(pg, "UPDATE convfs.machines SET pulled = $2, last_ns = $3 WHERE machine = $1", 3, v, NULL, NULL, 0,
+		      "cannot record what this machine pulled", NULL);
+	return r < 0 ? r : pg_tidy(pg);
+}
+
+static const char *pg_id(void *log)
+{
+	const struct sync_pg *pg = log;
+
+	return pg->log_id;
+}
+
+/* ---- a forget: entries written again ----------------------------------------------------- */
+
+/* Entry in (as fetched) written again with payload out (same machine and revision); task (may be NULL) for its column. */
+static int entry_put(struct sync_pg *pg, const struct sync_in *in, const struct sync_bytes *out, const char *task,
+		     unsigned char *plain, unsigned char *buf)
+{
+	uint32_t nparts = nparts_of(out->len);
+	char seq_t[24], nparts_t[16];
+	const char *v[4] = { seq_t, (const char *)buf, nparts_t, task };
+	int len[4] = { 0 }, fmt[4] = { 0, 1, 0, 0 };
+	size_t n = 0;
+	int r;
+
+	snprintf(seq_t, sizeof(seq_t), "%" PRId64, in->seq);
+	snprintf(nparts_t, sizeof(nparts_t), "%" PRIu32, nparts);
+	if ((r = pg_exec(pg, "BEGIN", "cannot write an entry again")) < 0)
+		return r;
+	if ((r = part_make(pg, in->machine, in->rev, out, 0, plain, buf, &n)) == 0) {
+		len[1] = (int)n;
+		r = pg_params(pg, task ? "UPDATE convfs.log SET data = $2, nparts = $3, task = $4 WHERE seq = $1"
+				       : "UPDATE convfs.log SET data = $2, nparts = $3 WHERE seq = $1",
+			      task ? 4 : 3, v, len, fmt, 0, "cannot write an entry again", NULL);
+	}
+	if (r == 0)
+		r = pg_params(pg, "DELETE FROM convfs.parts WHERE seq = $1", 1, v, NULL, NULL, 0, "cannot write an entry again",
+			      NULL);
+	if (r == 0)
+		r = parts_put(pg, in->machine, in->rev, out, nparts, seq_t, plain, buf);
+	if (r == 0)
+		return pg_exec(pg, "COMMIT", "cannot write an entry again");
+	if (PQstatus(pg->conn) == CONNECTION_OK)
+		pg_exec(pg, "ROLLBACK", "cannot write an entry again");
+	return r;
+}
+
+/* The entries that may hold what f forgets: all but forgets' with a key (nothing can be searched), else those that do. */
+static int candidates(struct sync_pg *pg, const struct store_forget *f, int64_t **ret, size_t *ret_n)
+{
+	const char *v[2] = { f->match, f->task };
+	PGresult *res = NULL;
+	int64_t *seqs;
+	int r;
+
+	r = pg_params(pg, pg->sealed
+		? "SELECT seq FROM convfs.log WHERE task IS DISTINCT FROM '" SYNC_PG_FORGET "' "
+		  "AND task IS DISTINCT FROM '" SYNC_PG_FORGOT "' AND ($1::text IS NOT NULL OR $2::text IS NOT NULL) ORDER BY seq"
+		: "SELECT seq FROM convfs.log l WHERE task IS DISTINCT FROM '" SYNC_PG_FORGET "' "
+		  "AND task IS DISTINCT FROM '" SYNC_PG_FORGOT "' AND ("
+		  " ($1::text IS NOT NULL AND (position(convert_to($1, 'UTF8') in l.data) > 0 OR EXISTS (SELECT 1 FROM "
+		  "  convfs.parts p WHERE p.seq = l.seq AND position(convert_to($1, 'UTF8') in p.data) > 0)))"
+		  " OR ($2::text IS NOT NULL AND (l.task = $2 OR position(convert_to($2, 'UTF8') in l.data) > 0))) ORDER BY seq",
+		2, v, NULL, NULL, 0, "cannot look for it in the log", &res);
+	if (r < 0)
+		return r;
+	if (!(seqs = calloc((size_t)PQntuples(res) + 1, sizeof(*seqs)))) {
+		PQclear(res);
+		return -ENOMEM;
+	}
+	for (int i = 0; i < PQntuples(res); i++)
+		seqs[i] = int_of(res, i, 0);
+	*ret_n = (size_t)PQntuples(res);
+	*ret = seqs;
+	PQclear(res);
+	return 0;
+}
+
+/* Entry seq, fetched and opened, into *ret (release it). */
+static int entry_get(struct sync_pg *pg, int64_t seq, struct sync_in *ret)
+{
+	struct sync_in *in = NULL;
+	size_t n = 0;
+	int r = pg_fetch(pg, seq - 1, 1, SIZE_MAX, &in, &n);
+
+	if (r < 0)
+		return r;
+	if (n != 1) {
+		free(in);
+		return -ENOENT;
+	}
+	*ret = in[0];
+	free(in);
+	return 0;
+}
+
+int sync_pg_forget(struct sync_pg *pg, const struct store_forget *f, store_progress_fn progress, void *ctx)
+{
+	_cleanup_free_ unsigned char *plain = malloc(SYNC_PART), *buf = malloc(SYNC_PART + SYNC_SEAL_EXTRA);
+	_cleanup_free_ int64_t *seqs = NULL;
+	size_t n = 0, changed = 0;
+	int r;
+
+	if (!plain || !buf)
+		return -ENOMEM;
+	if ((r = candidates(pg, f, &seqs, &n)) < 0)
+		return r;
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		struct sync_in in;
+		struct sync_bytes out;
+		bool was = false;
+
+		if (progress)
+			progress(ctx, (int64_t)i, (int64_t)n);
+		if ((r = entry_get(pg, seqs[i], &in)) < 0)
+			break;
+		sync_bytes_init(&out, NULL);
+		r = sync_forget_entry(f, &in.payload, &out, &was);
+		if (r == 0 && was) {
+			r = entry_put(pg, &in, &out, NULL, plain, buf);
+			changed++;
+		}
+		sync_bytes_release(&out);
+		sync_in_release(&in);
+	}
+	if (r == 0)
+		log_info("sync: %zu entries of the log in PostgreSQL held it: written again without it", changed);
+	return r;
+}
+
+/* Forgets every machine has: their text goes from the log too (only they held it). */
+static int pg_tidy(struct sync_pg *pg)
+{
+	_cleanup_free_ unsigned char *plain = malloc(SYNC_PART), *buf = malloc(SYNC_PART + SYNC_SEAL_EXTRA);
+	PGresult *res = NULL;
+	int r;
+
+	if (!plain || !buf)
+		return -ENOMEM;
+	r = pg_params(pg, "SELECT seq FROM convfs.log WHERE task = '" SYNC_PG_FORGET "' "
+			  "AND seq <= (SELECT min(pulled) FROM convfs.machines) ORDER BY seq",
+		      0, NULL, NULL, NULL, 0, "cannot look for forgets every machine has", &res);
+	for (int i = 0; r == 0 && i < PQntuples(res); i++) {
+		struct sync_in in;
+		struct sync_bytes out;
+
+		if ((r = entry_get(pg, int_of(res, i, 0), &in)) < 0)
+			break;
+		sync_bytes_init(&out, NULL);
+		r = sync_forget_record_erase(&in.payload, &out);
+		if (r == 0)
+			r = entry_put(pg, &in, &out, SYNC_PG_FORGOT, plain, buf);
+		sync_bytes_release(&out);
+		sync_in_release(&in);
+	}
+	PQclear(res);
+	return r;
 }
 
 const struct sync_log_ops sync_pg_ops = {
+	.id = pg_id,
 	.connect = pg_connect,
 	.disconnect = pg_disconnect,
 	.push = pg_push,

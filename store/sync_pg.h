@@ -19,6 +19,12 @@ void sync_pg_free(struct sync_pg *pg);
 /* Why the last call failed, one line ("" if it did not). */
 const char *sync_pg_error(const struct sync_pg *pg);
 
+/*
+ * Writes every entry of the log that holds what f forgets again without it
+ * (sync_forget_entry()). 0 or -errno.
+ */
+int sync_pg_forget(struct sync_pg *pg, const struct store_forget *f, store_progress_fn progress, void *ctx);
+
 extern const struct sync_log_ops sync_pg_ops;
 
 #endif

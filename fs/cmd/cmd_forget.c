@@ -33,6 +33,7 @@
 #include "fs/backing/tree.h"
 #include "store/store_ops.h"
 #include "store/store_seen.h"
+#include "store/sync.h"
 #include "store/util.h"
 
 struct forget_ctx {
@@ -273,9 +274,71 @@ static void run_progress(void *ctx, int64_t done, int64_t total)
 	progress_show(&c->progress, "forgetting: step %" PRId64 " of %" PRId64, done + 1, total);
 }
 
+/* What --sync, --sync-key and --here-only say; conninfo NULL: none of them. */
+struct forget_sync {
+	const char *conninfo, *key_path;
+	bool here_only;
+	unsigned char key[STORE_SYNC_KEY_SIZE];
+};
+
+/*
+ * Whether the forget may go on, for a store that syncs: 0, or the exit
+ * status (the reason said). Reads the key.
+ */
+static int sync_check(struct store *st, const char *path, struct forget_sync *s)
+{
+	struct store_sync_status y = { 0 };
+	int r = store_sync_status_get(st, &y);
+	bool syncs = r == 0 && y.enabled;
+
+	store_sync_status_release(&y);
+	if (r < 0) {
+		fprintf(stderr, "convfs: cannot read whether the store '%s' syncs: %s\n", path, strerror(-r));
+		return 1;
+	}
+	if (!syncs) {
+		if (s->conninfo)
+			fprintf(stderr, "convfs: the store '%s' does not sync (it was never mounted with -o sync): "
+					"--sync has nothing to do\n", path);
+		return s->conninfo ? 2 : 0;
+	}
+	if (!s->conninfo && !s->here_only) {
+		fprintf(stderr, "convfs: the store '%s' syncs with other machines (-o sync): give --sync CONNINFO "
+				"(and --sync-key FILE), as to its mount, so that it also leaves PostgreSQL and the other "
+				"machines; or --here-only to forget it in this store alone\n", path);
+		return 2;
+	}
+	if (s->conninfo && (store_sync_conninfo_check(s->conninfo) < 0 ||
+			    (s->key_path && store_sync_key_load(s->key_path, s->key) < 0)))
+		return 2;
+	return 0;
+}
+
+/* The forget's part in PostgreSQL and on the other machines: 0 or the exit status. */
+static int sync_forget(struct forget_ctx *c, const char *path, const struct forget_sync *s)
+{
+	struct store_sync_config cfg = { .store_path = path, .conninfo = s->conninfo,
+					 .key = s->key_path ? s->key : NULL };
+	int r;
+
+	progress_start(&c->progress);
+	r = store_sync_forget(&cfg, &c->f, run_progress, c);
+	progress_end(&c->progress, "the shared log: %s", r < 0 ? "stopped" : "done");
+	if (r < 0) {
+		fprintf(stderr, "convfs: it is forgotten in this store, but not in PostgreSQL nor on the other "
+				"machines (%s): run the same forget again once PostgreSQL can be reached\n",
+			strerror(-r));
+		return 1;
+	}
+	printf("the shared log in PostgreSQL no longer holds it; each other machine forgets it when it pulls next "
+	       "(a mounted one at once)\n");
+	return 0;
+}
+
 int cmd_forget(int argc, char **argv)
 {
 	struct forget_ctx c = { 0 };
+	struct forget_sync sync = { 0 };
 	_cleanup_free_ char *match = NULL;
 	struct store_who who = { .pid = getpid(), .comm = "convfs-forget" };
 	const char *path = NULL;
@@ -285,6 +348,12 @@ int cmd_forget(int argc, char **argv)
 	for (int i = 2; i < argc; i++) {
 		if (strcmp(argv[i], "--yes") == 0)
 			yes = true;
+		else if (strcmp(argv[i], "--here-only") == 0)
+			sync.here_only = true;
+		else if (strcmp(argv[i], "--sync") == 0 && i + 1 < argc && argv[i + 1][0])
+			sync.conninfo = argv[++i];
+		else if (strcmp(argv[i], "--sync-key") == 0 && i + 1 < argc && argv[i + 1][0])
+			sync.key_path = argv[++i];
 		else if (strcmp(argv[i], "--match") == 0 && i + 1 < argc && argv[i + 1][0])
 			c.f.match = argv[++i];
 		else if (strcmp(argv[i], "--task") == 0 && i + 1 < argc && store_is_conversation_id(argv[i + 1]))
@@ -294,10 +363,11 @@ int cmd_forget(int argc, char **argv)
 		else
 			path = NULL, i = argc;
 	}
-	if (!path || (!c.f.match && !c.f.task)) {
-		fprintf(stderr, "usage: %s forget STORE --match TEXT [--task ID] [--yes]\n"
-				"       %s forget STORE --task ID [--yes]\n"
-				"(--match -: the text from standard input)\n", argv[0], argv[0]);
+	if (!path || (!c.f.match && !c.f.task) || (sync.here_only && sync.conninfo) || (sync.key_path && !sync.conninfo)) {
+		fprintf(stderr, "usage: %s forget STORE --match TEXT [--task ID] [--yes] [SYNC]\n"
+				"       %s forget STORE --task ID [--yes] [SYNC]\n"
+				"(--match -: the text from standard input; a store that syncs needs SYNC:\n"
+				"--sync CONNINFO [--sync-key FILE], or --here-only)\n", argv[0], argv[0]);
 		return 2;
 	}
 	if (c.f.match && strcmp(c.f.match, "-") == 0) {
@@ -332,6 +402,9 @@ int cmd_forget(int argc, char **argv)
 		close(fd);
 		return 1;
 	}
+	if ((status = sync_check(c.st, path, &sync)) != 0)
+		goto out;
+	status = 1;
 	progress_start(&c.progress);
 	/* the text itself is not printed again: a terminal's scrollback, a log */
 	if (c.f.match)
@@ -352,7 +425,9 @@ int cmd_forget(int argc, char **argv)
 		goto out;
 	}
 	progress_end(&c.progress, "looked in %lu files", c.scanned);
-	if (n == 0) {
+	if (n == 0 && sync.conninfo)
+		printf("nothing in this store; PostgreSQL and the other machines are looked at all the same\n");
+	if (n == 0 && !sync.conninfo) {
 		status = 0;
 		goto out;
 	}
@@ -367,7 +442,7 @@ int cmd_forget(int argc, char **argv)
 		goto out;
 	}
 	progress_start(&c.progress);
-	r = store_forget_run(c.st, &c.f, &who, run_progress, &c);
+	r = n > 0 ? store_forget_run(c.st, &c.f, &who, run_progress, &c) : 0;
 	progress_end(&c.progress, "forgotten");
 	if (r == 0)
 		r = scan_outside(&c, path, true);
@@ -380,8 +455,9 @@ int cmd_forget(int argc, char **argv)
 	printf("forgot %" PRId64 " message%s and %" PRId64 " version%s of %" PRId64 " file%s; the store is rewritten "
 	       "without them\n", c.messages, c.messages == 1 ? "" : "s", c.versions, c.versions == 1 ? "" : "s", c.files,
 	       c.files == 1 ? "" : "s");
-	status = 0;
+	status = sync.conninfo ? sync_forget(&c, path, &sync) : 0;
 out:
+	explicit_bzero(sync.key, sizeof(sync.key));
 	store_free(c.st);
 	close(fd);
 	return status;

@@ -205,6 +205,31 @@ void kcache_placement_check(struct fs *fs)
 		drop(session, nodes[i]);
 }
 
+static bool any_node(const char *const *up, size_t n)
+{
+	(void)up;
+	(void)n;
+	return true;
+}
+
+void kcache_forgot(struct fs *fs)
+{
+	struct fuse_session *session = session_of(fs);
+	_cleanup_free_ struct node_ref *nodes = NULL;
+	size_t n = 0;
+
+	if (!session)
+		return;
+	kcache_new_epoch(fs);
+	if (nodes_collect(fs->nodes, any_node, &nodes, &n) < 0) {
+		log_warn("out of memory while telling the kernel to drop what it keeps after a forget");
+		return;
+	}
+	/* Pages too, a version node's included: what is forgotten may be in them. */
+	for (size_t i = 0; i < n; i++)
+		fuse_lowlevel_notify_inval_inode(session, nodes[i].ino, 0, 0);
+}
+
 static bool is_top_level(const char *const *up, size_t n)
 {
 	(void)up;

@@ -45,6 +45,14 @@ void kcache_new_epoch(struct fs *fs);
 void kcache_placement_check(struct fs *fs);
 /* Drops the kernel's attributes of node ino (not its pages): its link count or its version changed. */
 void kcache_drop_attrs(struct fs *fs, fuse_ino_t ino);
+/*
+ * A forget pulled from another machine changed docs' past versions: the
+ * kernel drops every page and attribute it keeps of any node, version
+ * nodes' included. Only from a thread that serves no request (the sync's):
+ * the kernel drops a page once the read filling it ends, which may wait
+ * for a request's thread.
+ */
+void kcache_forgot(struct fs *fs);
 /* The take-in changed the store while the mount answered: drops what the kernel may keep of the folders holding it. */
 void kcache_taken_in(struct fs *fs);
 

@@ -22,8 +22,10 @@
 #include <sodium.h>
 
 #include "fs/cmd/progress.h"
+#include "fs/kernel/kcache.h"
 #include "fs/ops/ops_internal.h"
 #include "fs/sync/sync_glue.h"
+#include "store/store_changes.h"
 #include "store/store_view.h"
 #include "store/sync.h"
 #include "store/util.h"
@@ -89,6 +91,7 @@ int sync_glue_prepare(struct fs *fs, const char *conninfo, const char *key_path,
 }
 
 static void sync_glue_changed(void *ctx, const char *path);
+static void sync_glue_prepare_doc(void *ctx, const char *path);
 
 static void catch_up_progress(void *ctx, int64_t done, int64_t total)
 {
@@ -98,7 +101,8 @@ static void catch_up_progress(void *ctx, int64_t done, int64_t total)
 void sync_glue_catch_up(struct sync_glue *g, struct fs *fs, const char *store_path)
 {
 	struct store_sync_config cfg = { .store_path = store_path, .conninfo = g->conninfo,
-					 .key = g->has_key ? g->key : NULL, .changed = sync_glue_changed, .ctx = g };
+					 .key = g->has_key ? g->key : NULL, .changed = sync_glue_changed,
+					 .prepare = sync_glue_prepare_doc, .ctx = g };
 	struct store_sync_status s = { 0 };
 	struct progress p;
 	int r;
@@ -129,8 +133,8 @@ void sync_glue_catch_up(struct sync_glue *g, struct fs *fs, const char *store_pa
  * as of any commit another connection makes (fs/kernel/watch.c reads the
  * revision log after it); what is left here is what a commit through the
  * mount does beside the store: a task's backing folder to or from the
- * trash, a new conversation's folder. The seam where the sync meets the
- * mount.
+ * trash (a new conversation's folder was made before, by
+ * sync_glue_prepare_doc()). The seam where the sync meets the mount.
  */
 static void sync_glue_changed(void *ctx, const char *path)
 {
@@ -138,8 +142,17 @@ static void sync_glue_changed(void *ctx, const char *path)
 	enum store_path_kind kind = path ? store_path_kind(path) : STORE_PATH_PLAIN;
 	char task[72];
 
-	if (!path)
+	if (!path) {
+		/*
+		 * Past versions changed too, which the revision log does not
+		 * say: the daemon's connection lets go of the snapshot it may
+		 * hold, then the kernel drops every page it kept.
+		 */
+		store_read_anew(g->fs->store);
+		kcache_forgot(g->fs);
+		kcache_placement_check(g->fs);
 		return;
+	}
 	if (kind == STORE_PATH_DOC_DIR && store_path_conversation(path, task, sizeof(task)) == 0) {
 		/* A task went to the trash or came back: its backing folder follows, as through the mount. */
 		_cleanup_free_ char *key = NULL;
@@ -151,15 +164,21 @@ static void sync_glue_changed(void *ctx, const char *path)
 			else
 				task_folder_restore(g->fs, task);
 		}
-		return;
 	}
-	if (kind == STORE_PATH_ARRAY || kind == STORE_PATH_WHOLE) {
-		/* A new conversation's folder, as the first save through the mount makes it. */
-		const char *slash = strrchr(path, '/');
+}
 
-		if (slash && backing_mkdirs(g->fs, path, (size_t)(slash - path)) < 0)
-			log_warn("sync: cannot make the folder of '%s' in the backing tree", path);
-	}
+/*
+ * Before a pulled commit makes or changes the doc at path: its folder in
+ * the backing tree, as the first save through the mount makes it, there
+ * before any lookup can find the doc.
+ */
+static void sync_glue_prepare_doc(void *ctx, const char *path)
+{
+	struct sync_glue *g = ctx;
+	const char *slash = strrchr(path, '/');
+
+	if (slash && backing_mkdirs(g->fs, path, (size_t)(slash - path)) < 0)
+		log_warn("sync: cannot make the folder of '%s' in the backing tree", path);
 }
 
 int sync_glue_start(struct sync_glue *g, struct fs *fs, const char *store_path)
@@ -170,7 +189,8 @@ int sync_glue_start(struct sync_glue *g, struct fs *fs, const char *store_path)
 		return -ENOMEM;
 	g->fs = fs;
 	g->cfg = (struct store_sync_config){ .store_path = g->store_path, .conninfo = g->conninfo,
-					     .key = g->has_key ? g->key : NULL, .changed = sync_glue_changed, .ctx = g };
+					     .key = g->has_key ? g->key : NULL, .changed = sync_glue_changed,
+					     .prepare = sync_glue_prepare_doc, .ctx = g };
 	r = store_sync_start(&g->cfg, &g->sync);
 	if (r < 0)
 		log_err("sync: the mount goes on without syncing: %s", strerror(-r));

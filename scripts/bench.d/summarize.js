@@ -46,7 +46,7 @@ const mb = (kb) => (kb === undefined ? '—' : `${(kb / 1024).toFixed(1)} MB`);
 const verdict = (v, max, unit) => (v === undefined ? `≤ ${max}${unit}` : `≤ ${max}${unit} ${v <= max ? 'met' : '**missed**'}`);
 
 // The other sides, each with a column pair if it has results: [side, title].
-const others = [['passthrough', 'passthrough_ll'], ['floor', 'floor']]
+const others = [['passthrough', 'passthrough_ll'], ['floor', 'floor'], ['sync', 'convfs -o sync']]
 	.filter(([side]) => Object.values(data).some((d) => d[side]));
 const rows = [];
 // A row: workload, n, plain, convfs, convfs/plain, target; more: the other
@@ -86,6 +86,31 @@ if (data.ready_cold) {
 	const v = median(data.ready_cold.convfs);
 	row(['mount ready, nothing changed underneath, cold cache', data.ready_cold.convfs.length, '—', ms(v), '—', verdict(v, 200, ' ms')]);
 }
+// One history across machines (-o sync): its own rows, each against what it stands beside.
+function syncRows() {
+	const one = (k) => (data[k] ? median(data[k].convfs) : undefined);
+	const imp = one('import'), catchup = one('sync_catchup');
+	if (data.sync_enable)
+		row(['-o sync, first mount of the imported store (records what each commit changed)', 1, '—', ms(one('sync_enable')), '—', '']);
+	if (data.sync_push)
+		row([`-o sync, its first push of all ${tasks} tasks to PostgreSQL`, 1, '—', ms(one('sync_push')), '—', '']);
+	if (catchup !== undefined)
+		row([`-o sync, a new machine takes in all ${tasks} tasks (mounted when done) / import`, 1, '—', ms(catchup),
+			ratio(imp ? catchup / imp : undefined), verdict(imp ? catchup / imp : undefined, 2, '× of import')]);
+	if (data.sync_latency) {
+		const v = Math.max(...data.sync_latency.convfs);
+		row(['-o sync, a save read on the other machine (the worst of 5)', data.sync_latency.convfs.length, '—', ms(v), '—', verdict(v, 1000, ' ms')]);
+	}
+	for (const [k, title] of [['save_rename', `save ${bigMB}, temp+rename`], ['save_inplace', `save ${bigMB}, in place`],
+		['jsonl_long', `>> to messages.jsonl of ${longN} messages`], ['jsonl_small', '>> to messages.jsonl of 10 messages']]) {
+		if (!data[k] || !data[k].sync)
+			continue;
+		const r = median(data[k].sync) / median(data[k].convfs);
+		row([`-o sync / without: ${title}`, data[k].sync.length, '—', ms(median(data[k].sync)), ratio(r),
+			['save_rename', 'jsonl_long'].includes(k) ? verdict(r, 1.1, '×') : '']);
+	}
+}
+
 timeRow('save_rename', `save ${bigMB} ui_messages.json, temp+rename`, 1.5);
 timeRow('save_inplace', `save ${bigMB} ui_messages.json, in place`, 1.5);
 timeRow('save_merged', `merged save ${bigMB} (other writer in between), temp+rename`);
@@ -122,6 +147,7 @@ timeRow('grep_warm', 'grep -r over all history, warm', 1.5);
 timeRow('grep_cold', 'grep -r over all history, cold (caches dropped)', 1.5);
 timeRow('rsync_first', 'rsync -a, first copy');
 timeRow('rsync_rerun', 'rsync -a, rerun with nothing changed', 1.5);
+syncRows();
 if (data.rss_import)
 	row(['daemon peak RSS (VmHWM), import', '', '—', mb(median(data.rss_import.convfs)), '—', '']);
 if (data.rss_peak) {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // writes.js: the write workloads of scripts/bench, done as Cline does them.
 //
-//   writes.js save rename|inplace REPS PLAIN_FILE CONVFS_FILE [PASSTHROUGH_FILE]
+//   writes.js save rename|inplace REPS PLAIN_FILE CONVFS_FILE [PASSTHROUGH_FILE] [sync=SYNC_FILE]
 //   writes.js merge REPS PLAIN_FILE CONVFS_FILE
 //   writes.js append REPS SMALL_PLAIN SMALL_CONVFS LONG_PLAIN LONG_CONVFS
 //   writes.js writer-a      (merge's other writer; driven through stdin)
@@ -17,10 +17,11 @@
 //
 // The sides take turns going first: plain, convfs, then convfs, plain, ...
 // (with a third, libfuse's passthrough_ll, each of the three goes first in
-// turn); one untimed repetition of each side comes first (warm-up). Prints
-// one line per timed save: LABEL <tab> plain|convfs|passthrough <tab>
-// milliseconds; and lines starting with '#' for notes (checks of what the
-// files hold afterwards).
+// turn; and a convfs mount with -o sync, side sync, likewise); one untimed
+// repetition of each side comes first (warm-up). Prints one line per timed
+// save: LABEL <tab> plain|convfs|passthrough|sync <tab> milliseconds; and
+// lines starting with '#' for notes (checks of what the files hold
+// afterwards).
 'use strict';
 
 const fs = require('fs');
@@ -170,9 +171,15 @@ async function append(reps, files) {
 async function main() {
 	const [cmd, ...args] = process.argv.slice(2);
 	switch (cmd) {
-	case 'save':
-		return save(args[0], Number(args[1]), { plain: args[2], convfs: args[3],
-			...(args[4] ? { passthrough: args[4] } : {}) });
+	case 'save': {
+		const files = { plain: args[2], convfs: args[3] };
+		for (const a of args.slice(4))
+			if (a.startsWith('sync='))
+				files.sync = a.slice(5);
+			else
+				files.passthrough = a;
+		return save(args[0], Number(args[1]), files);
+	}
 	case 'merge':
 		return merge(Number(args[0]), { plain: args[1], convfs: args[2] });
 	case 'append':

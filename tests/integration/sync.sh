@@ -264,6 +264,42 @@ v=$(sqlite3 "$T/c.db" "SELECT count(*) FROM revisions r JOIN docs d ON d.id = r.
 "$CONVFS" status "$T/c" >"$T/status.out"
 grep -q '^sync: *connected to PostgreSQL' "$T/status.out" || problem "convfs status shows no sync:\n$(cat "$T/status.out")"
 
+say "a text forgotten on a (unmounted) leaves PostgreSQL, b and c (mounted)"
+SECRET=sk-test-forget-4c2f9e
+echo "[{\"ts\":1,\"type\":\"say\",\"say\":\"text\",\"text\":\"the key is $SECRET\"},
+{\"ts\":2,\"type\":\"say\",\"say\":\"text\",\"text\":\"noted\"}]" >"$T/secret.json"
+mkdir -p "$T/c/tasks/1740000000000"
+node "$CLIENTS/write_atomic.js" "$T/c/tasks/1740000000000/ui_messages.json" "$T/secret.json"
+settled "$T/a" "$T/b" "$T/c"
+grep -q "$SECRET" "$T/b/tasks/1740000000000/ui_messages.json" || fail "the secret never reached b"
+unmount_convfs "$T/a"
+expect_refused=0
+"$CONVFS" forget "$T/a.db" --match "$SECRET" --yes >"$T/forget.out" 2>&1 || expect_refused=$?
+((expect_refused == 2)) || problem "forget of a store that syncs, without --sync or --here-only, exited $expect_refused"
+"$CONVFS" forget "$T/a.db" --match "$SECRET" --yes --sync "$CONN" >"$T/forget.out" 2>&1 ||
+	fail "forget --sync failed:\n$(cat "$T/forget.out")"
+for ((i = 0; i < 100 * SLOW; i++)); do
+	! grep -q -a "$SECRET" "$T/b.db" "$T/b.db-wal" "$T/c.db" "$T/c.db-wal" 2>/dev/null && break
+	sleep 0.1
+done
+for m in a b c; do
+	! grep -q -a "$SECRET" "$T/$m.db" "$T/$m.db-wal" 2>/dev/null || problem "$m's store still holds the forgotten text"
+done
+grep -q "$SECRET" "$T/b/tasks/1740000000000/ui_messages.json" && problem "b still shows the forgotten text"
+n=$(q -d hist -c "SELECT count(*) FROM convfs.log l WHERE task IS DISTINCT FROM '*forget'
+	AND (position(convert_to('$SECRET', 'UTF8') in l.data) > 0
+	     OR EXISTS (SELECT 1 FROM convfs.parts p WHERE p.seq = l.seq AND position(convert_to('$SECRET', 'UTF8') in p.data) > 0))")
+((n == 0)) || problem "PostgreSQL still holds the forgotten text in $n entries"
+mount_machine a
+settled "$T/a" "$T/b" "$T/c"
+# Every machine has the forget now: its own entry loses the text too.
+for ((i = 0; i < 100 * SLOW; i++)); do
+	n=$(q -d hist -c "SELECT count(*) FROM convfs.log WHERE position(convert_to('$SECRET', 'UTF8') in data) > 0")
+	((n == 0)) && break
+	sleep 0.1
+done
+((n == 0)) || problem "the forget's own entry still holds the text once every machine has it"
+
 for m in a b c; do
 	unmount_convfs "$T/$m"
 	check_log "$T/$m.db.log" "$ALLOWED"

@@ -26,6 +26,7 @@
 #include <sqlite3.h>
 
 #include "store/store.h"
+#include "store/store_ops.h"
 #include "store/store_view.h"
 #include "store/sync.h"
 #include "store/sync_internal.h"
@@ -551,6 +552,68 @@ static void test_wire(void **state)
 	(void)state;
 }
 
+/* An entry written again without what a forget forgets: the message blanked at its length, nothing else moved. */
+static void test_forget_entry(void **state)
+{
+	const char *rest = "," M(2, "the key is sk-SECRET") "," M(3, "fine") "]";
+	struct sync_header h = { .kind = "write", .path = UI("1"), .comm = "node", .neffects = 1 };
+	struct store_forget f = { .match = "sk-SECRET" };
+	struct sync_bytes b, out;
+	struct sync_entry e;
+	char got[256];
+	bool changed = false;
+
+	sync_bytes_init(&b, NULL);
+	sync_bytes_init(&out, NULL);
+	sync_put_header(&b, &h);
+	sync_put_effect(&b, UI("1"), SYNC_FMT_ARRAY, 7, 1, "[", 1);
+	sync_put_rest_len(&b, strlen(rest));
+	assert_int_equal(sync_bytes_add(&b, rest, strlen(rest)), 0);
+	assert_int_equal(sync_forget_entry(&f, &b, &out, &changed), 0);
+	assert_true(changed);
+	assert_int_equal(out.len, b.len);
+	assert_int_equal(sync_decode(&out, &e), 0);
+	assert_int_equal(e.effects[0].keep, 1);
+	assert_int_equal(e.effects[0].rest_len, strlen(rest));
+	assert_int_equal(sync_bytes_read(&out, e.effects[0].rest_at, got, strlen(rest)), 0);
+	got[strlen(rest)] = '\0';
+	assert_null(strstr(got, "SECRET"));
+	assert_non_null(strstr(got, "{\"forgotten\":true}"));
+	assert_non_null(strstr(got, M(3, "fine")));
+	sync_entry_release(&e);
+	sync_bytes_release(&out);
+	/* A forgotten task's files leave the entry. */
+	sync_bytes_init(&out, NULL);
+	f = (struct store_forget){ .task = "1" };
+	assert_int_equal(sync_forget_entry(&f, &b, &out, &changed), 0);
+	assert_true(changed);
+	assert_int_equal(sync_decode(&out, &e), 0);
+	assert_int_equal(e.neffects, 0);
+	sync_entry_release(&e);
+	sync_bytes_release(&out);
+	sync_bytes_release(&b);
+	(void)state;
+}
+
+/* A forget that deletes the last revisions does not give their numbers out again: the next commit is pushed. */
+static void test_forget_numbering(void **state)
+{
+	struct world *w = *state;
+	struct store_forget f = { .task = "9" };
+	int64_t before;
+
+	save(w->m[0].st, UI("1"), "[" M(1, "a") "]");
+	save(w->m[0].st, UI("9"), "[" M(1, "secret") "]");
+	assert_int_equal(round_of(w, 0), 0);
+	before = db_int(w, 0, "SELECT max(id) FROM revisions");
+	assert_int_equal(store_forget_run(w->m[0].st, &f, &who, NULL, NULL), 0);
+	save(w->m[0].st, UI("1"), "[" M(1, "a") "," M(2, "after the forget") "]");
+	assert_true(db_int(w, 0, "SELECT max(id) FROM revisions WHERE kind = 'write'") > before);
+	assert_int_equal(round_of(w, 0), 0);
+	settle(w, 2);
+	assert_doc(w->m[1].st, UI("1"), "[" M(1, "a") "," M(2, "after the forget") "]");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -561,6 +624,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_history_before, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lost_record, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_push_after_pull, setup, teardown),
+		cmocka_unit_test(test_forget_entry),
+		cmocka_unit_test_setup_teardown(test_forget_numbering, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
