@@ -125,16 +125,24 @@ static int apply_all(struct engine *e, struct sync_in *in, size_t n)
 }
 
 /*
- * CONVFS_SYNC_SLOW=ms (the tests): entries are fetched SLOW_FETCH at a time,
- * ms apart, so that a pull spans what a test does to PostgreSQL meanwhile.
+ * For the tests, which need a fault to land inside a step: with
+ * CONVFS_SYNC_SLOW=ms, entries are fetched SLOW_FETCH at a time, ms apart,
+ * so that a pull spans what a test does to PostgreSQL meanwhile; with
+ * CONVFS_SYNC_PUSH_PAUSE=ms, a push the log took is recorded here only ms
+ * later, so that a daemon killed then has pushed what it has not recorded.
  */
 #define SLOW_FETCH 20
 
-static int slow_ms(void)
+static int env_ms(const char *name)
 {
-	const char *v = getenv("CONVFS_SYNC_SLOW");
+	const char *v = getenv(name);
 
 	return v ? atoi(v) : 0;
+}
+
+static int slow_ms(void)
+{
+	return env_ms("CONVFS_SYNC_SLOW");
 }
 
 /* Pulls until this store has every entry up to the log's head (as it was when asked). */
@@ -193,6 +201,8 @@ static int push(struct engine *e, bool *ret_more)
 		return r;
 	if (o.n > 0)
 		r = e->ops->push(e->log, e->head, o.v, o.n);
+	if (r == 0 && o.n > 0 && env_ms("CONVFS_SYNC_PUSH_PAUSE") > 0)
+		usleep((useconds_t)env_ms("CONVFS_SYNC_PUSH_PAUSE") * 1000);
 	if (r == 0 && (o.n > 0 || o.upto > e->local.pushed)) {
 		r = sync_outbox_done(e->st, &o, e->head);
 		if (r == 0) {

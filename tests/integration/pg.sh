@@ -85,9 +85,9 @@ pg_teardown()
 
 pg_settled()
 {
-	local db=$1 m head i ok
+	local db=$1 m head ok end=$((SECONDS + 60 * SLOW))
 	shift
-	for ((i = 0; i < 600 * SLOW; i++)); do
+	while ((SECONDS < end)); do
 		head=$(q -d "$db" -c 'SELECT seq FROM convfs.head')
 		ok=1
 		for m in "$@"; do

@@ -16,9 +16,11 @@
 #     machine when its windows ended: sync/check.js);
 #   - the same conversation changed on A and on B while PostgreSQL is down:
 #     both machines keep every message, in the same bytes;
-#   - A's daemon killed (-9) the moment its push of 150 commits reaches
-#     PostgreSQL: mounted again, it pushes nothing twice (the log refuses a
-#     commit pushed twice, which the daemon would log) and B has them all;
+#   - A's daemon killed (-9) once its push of 150 commits is in PostgreSQL
+#     and before its store has recorded it (CONVFS_SYNC_PUSH_PAUSE holds that
+#     step back): mounted again, it pushes nothing twice (the log refuses a
+#     commit pushed twice, which the daemon would log), takes its own entries
+#     as its own, and B has them all;
 #   - C, a new machine with an empty store, takes in the whole history
 #     before it mounts, PostgreSQL restarted in the middle of that pull
 #     (CONVFS_SYNC_SLOW spreads it out): C mounts anyway, takes the rest in
@@ -142,17 +144,24 @@ n=$(jq length "$T/a/tasks/1710000000000/ui_messages.json")
 ((n == 10)) || problem "the conversation changed apart has $n messages on a, not 10"
 
 say "a's daemon killed as its push of $MANY commits reaches PostgreSQL"
+# The push the log took is recorded in a's store 4 s later: the kill lands in between.
+unmount_convfs "$T/a"
+CONVFS_SYNC_PUSH_PAUSE=4000 mount_machine a
 pg_stop
 node "$SYNCDIR/append.js" "$T/a" 1720000000000 many "$MANY" 400000
 snapshot "$T/a" a3
 pg_start
 head0=$(q -d hist -c 'SELECT seq FROM convfs.head')
-for ((i = 0; i < 3000; i++)); do
+for ((i = 0; i < 1500 * SLOW; i++)); do
 	[[ $(q -d hist -c 'SELECT seq FROM convfs.head') != "$head0" ]] && break
-	sleep 0.002
+	sleep 0.01
 done
 kill_daemon "$T/a"
-say "report: a killed with the log's head at $(q -d hist -c 'SELECT seq FROM convfs.head') (it was $head0)"
+head1=$(q -d hist -c 'SELECT seq FROM convfs.head')
+((head1 > head0)) || fail "a's push never reached PostgreSQL (the log's head stayed at $head0)"
+mine=$(sqlite3 "$T/a.db" "SELECT count(*) FROM sync_seen WHERE seq > $head0")
+((mine == 0)) || fail "the kill came after a had recorded its push ($mine entries): not the case under test"
+say "report: a killed with the log's head at $head1 (it was $head0), its store knowing none of it"
 remove_dead_mount "$T/a"
 mount_machine a
 settled "$T/a" "$T/b"
