@@ -20,6 +20,7 @@
  * works as without the sync, and its commits wait here.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
@@ -27,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
@@ -348,7 +350,61 @@ struct store_sync {
 	struct engine e;
 	struct sync_pg *pg;
 	char *dir;
+	int lock_fd;    /* the store's sync lock, once this daemon holds it; -1 before */
+	bool lock_said; /* that another daemon holds it, said once */
 };
+
+/*
+ * Several daemons may serve one store (containers of one host): one of
+ * them syncs it, the one holding an exclusive flock() of the file beside
+ * the store (SYNC_LOCK_SUFFIX). The others' commits are recorded in the
+ * store as every commit is (sync_touch), so that one pushes them, and what
+ * it pulls reaches the others as any other connection's commit does. Two
+ * would push the same revisions, which the log refuses. 1 held (*fd set),
+ * 0 held by another daemon, or -errno.
+ */
+#define SYNC_LOCK_SUFFIX ".sync-lock"
+
+static int sync_lock(const char *store_path, int *fd)
+{
+	_cleanup_free_ char *path = NULL;
+	int f;
+
+	if (asprintf(&path, "%s%s", store_path, SYNC_LOCK_SUFFIX) < 0)
+		return -ENOMEM;
+	f = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (f < 0) {
+		log_err("sync: cannot open the sync's lock '%s': %s", path, strerror(errno));
+		return -errno;
+	}
+	if (flock(f, LOCK_EX | LOCK_NB) < 0) {
+		int r = errno == EWOULDBLOCK ? 0 : -errno;
+
+		if (r < 0)
+			log_err("sync: cannot lock '%s': %s", path, strerror(errno));
+		close(f);
+		return r;
+	}
+	*fd = f;
+	return 1;
+}
+
+/* Whether this daemon syncs the store: it holds the lock, or takes it now (the one that held it stopped). */
+static bool sync_ours(struct store_sync *s)
+{
+	int r;
+
+	if (s->lock_fd >= 0)
+		return true;
+	r = sync_lock(s->store_path, &s->lock_fd);
+	if (r > 0 && s->lock_said)
+		log_info("sync: this daemon syncs the store from now on (the daemon that did stopped)");
+	if (r == 0 && !s->lock_said)
+		log_info("sync: another daemon serving this store syncs it; this one's commits go through that one, "
+			 "and it takes over if that one stops");
+	s->lock_said = s->lock_said || r == 0;
+	return r > 0;
+}
 
 static const char *pg_why(void *log)
 {
@@ -394,6 +450,12 @@ static void *sync_main(void *arg)
 	while (!stopping(s)) {
 		int r = 0;
 
+		if (!sync_ours(s)) {
+			struct pollfd pfd = { .fd = s->wake_fd, .events = POLLIN };
+
+			poll(&pfd, 1, SYNC_RETRY_S * 1000);
+			continue;
+		}
 		if (due || !e->connected) {
 			r = round_run(e, pg_why, true);
 			checked = secs_now();
@@ -414,7 +476,7 @@ static void *sync_main(void *arg)
 			due = false;
 	}
 	/* The last commits before an unmount: pushed if PostgreSQL answers at once, within SYNC_STOP_MS. */
-	if (e->connected) {
+	if (e->connected && s->lock_fd >= 0) {
 		int64_t waiting = 0;
 
 		e->deadline = secs_now() + SYNC_STOP_MS / 1000;
@@ -476,6 +538,8 @@ void store_sync_stop(struct store_sync *s)
 	}
 	engine_end(&s->e);
 	sync_pg_free(s->pg);
+	if (s->lock_fd >= 0)
+		close(s->lock_fd);
 	explicit_bzero(s->key, sizeof(s->key));
 	free(s->store_path);
 	free(s->conninfo);
@@ -490,7 +554,7 @@ int store_sync_start(const struct store_sync_config *cfg, struct store_sync **re
 
 	if (!s)
 		return -ENOMEM;
-	s->wake_fd = -1;
+	s->wake_fd = s->lock_fd = -1;
 	s->cfg = *cfg;
 	if (!(s->store_path = strdup(cfg->store_path)) || !(s->conninfo = strdup(cfg->conninfo)) ||
 	    !(s->dir = dir_of(cfg->store_path))) {
@@ -528,10 +592,13 @@ int store_sync_catch_up(const struct store_sync_config *cfg, store_progress_fn p
 	struct engine e = { .dir = dir, .progress = progress, .pctx = ctx, .changed = cfg->changed, .prepare = cfg->prepare,
 			    .ctx = cfg->ctx };
 	struct sync_pg *pg = NULL;
-	int r;
+	int r, lock_fd = -1;
 
 	if (!dir)
 		return -ENOMEM;
+	/* Another daemon of the store syncs it: it takes the history in, and this mount sees it come. */
+	if ((r = sync_lock(cfg->store_path, &lock_fd)) <= 0)
+		return r;
 	r = engine_start(&e, cfg->store_path, cfg->conninfo, cfg->key, &pg);
 	if (r == 0)
 		r = round_run(&e, pg_why, false);
@@ -539,6 +606,7 @@ int store_sync_catch_up(const struct store_sync_config *cfg, store_progress_fn p
 		log_info("sync: this store has every commit of the log (%" PRId64 ")", e.local.pulled);
 	engine_end(&e);
 	sync_pg_free(pg);
+	close(lock_fd);
 	return r;
 }
 
