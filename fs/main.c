@@ -8,7 +8,7 @@
  *   convfs log [--json] FILE                                 (cmd_log.c)
  *   convfs restore FILE NUMBER                               (cmd_restore.c)
  *   convfs check STORE                                       (cmd_check.c)
- *   convfs forget STORE --match TEXT | --task ID [--yes]     (cmd_forget.c)
+ *   convfs forget STORE --match TEXT | --task ID [--yes] [--sync CONNINFO]  (cmd_forget.c)
  *
  * SOURCE is there for mount(8): an /etc/fstab line or `mount -t fuse.convfs`
  * makes mount.fuse3 run `convfs SOURCE MOUNTPOINT -o OPTIONS`. A SOURCE with
@@ -164,7 +164,7 @@ static void usage(FILE *out, const char *prog)
 		"       %s log [--json] FILE\n"
 		"       %s restore FILE NUMBER\n"
 		"       %s check STORE\n"
-		"       %s forget STORE --match TEXT | --task ID [--yes]\n"
+		"       %s forget STORE --match TEXT | --task ID [--yes] [--sync CONNINFO | --here-only]\n"
 		"\n"
 		"Mounts a Cline (or Roo Code, Kilo Code) history folder backed by a transactional\n"
 		"SQLite store: every save becomes one atomic commit, nothing a rewrite drops is\n"
@@ -189,7 +189,7 @@ static void usage(FILE *out, const char *prog)
 		"                     pairs, a postgresql:// URI, service=NAME; the password in\n"
 		"                     ~/.pgpass, never here) and take in the other machines'\n"
 		"  -o sync_key=FILE   seal what PostgreSQL holds with the key in FILE (32 bytes or\n"
-		"                     64 hex digits, owner-only); every machine gives the same\n"
+		"                     64 hex digits, owner-only), the same on every machine\n"
 		"  -s                 serve one request at a time\n"
 		"  -o salvage         serve a damaged store (which is otherwise refused) read-only:\n"
 		"                     what cannot be read answers EIO, every write EROFS, nothing\n"
