@@ -15,7 +15,9 @@
  *  - a row is valid over [rev_from, rev_to), both revisions that exist, not
  *    after its doc's revision;
  *  - every row names a doc that exists, every doc a task, every task a
- *    workspace, every revision recorded for the folder underneath exists.
+ *    workspace, every revision recorded for the folder underneath exists;
+ *  - the search index holds the current messages, and nothing else (and
+ *    their words: search_check.c).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -23,6 +25,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "store/search.h"
 #include "store/store_internal.h"
 #include "store/store_ops.h"
 #include "store/util.h"
@@ -30,10 +33,17 @@
 /* head and tail as bytes: length() of TEXT counts characters */
 #define BYTES(x) "length(CAST(" x " AS BLOB))"
 
-static const struct {
+/* The current messages of conversation docs, which the search index holds (store/index.c). */
+#define CURRENT_MESSAGE "e.rev_to IS NULL AND convfs_stream(d.path) IS NOT NULL"
+/* The build's cursor (store/index.c): messages past it may be missing from the index yet. */
+#define SEARCH_CURSOR "coalesce((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'search_cursor'), -1)"
+
+struct invariant {
 	const char *what;
 	const char *sql; /* rows of one column: the problem, worded */
-} invariants[] = {
+};
+
+static const struct invariant invariants[] = {
 	{ "the current rows of array docs",
 	  "SELECT printf('doc ''%s'': %d current rows, its row says %d', d.path, count(e.id), d.nelems) "
 	  "FROM docs d LEFT JOIN elems e ON e.doc_id = d.id AND e.rev_to IS NULL "
@@ -100,6 +110,22 @@ static const struct {
 	  "AND NOT EXISTS (SELECT 1 FROM workspaces w WHERE w.id = t.workspace_id)" },
 };
 
+/* The search index's rows (a store from before it has none: not checked there). */
+static const struct invariant search_invariants[] = {
+	{ "the messages of the search index",
+	  "SELECT printf('search: doc ''%s'': %d current messages are not in the search index (the first: element %d)', "
+	  "  d.path, count(*), min(e.seq)) "
+	  "FROM elems e JOIN docs d ON d.id = e.doc_id "
+	  "WHERE " CURRENT_MESSAGE " AND (" SEARCH_CURSOR " < 0 OR e.id <= " SEARCH_CURSOR ") "
+	  "  AND NOT EXISTS (SELECT 1 FROM search_docsize z WHERE z.id = e.id) GROUP BY d.id" },
+	{ "the rows of the search index",
+	  "SELECT CASE WHEN d.id IS NULL THEN printf('search: the search index holds row %d, which no message has', z.id) "
+	  "  ELSE printf('search: doc ''%s'': the search index holds element %d of revision %d, which is not "
+	  "a current message', d.path, e.seq, e.rev_from) END "
+	  "FROM search_docsize z LEFT JOIN elems e ON e.id = z.id LEFT JOIN docs d ON d.id = e.doc_id "
+	  "WHERE d.id IS NULL OR NOT (" CURRENT_MESSAGE ")" },
+};
+
 /* Runs sql (one text column) and reports each row; returns the number reported or -errno. */
 static int report_rows(struct store *st, const char *sql, const char *prefix, store_problem_fn fn, void *ctx)
 {
@@ -125,14 +151,15 @@ static int report_rows(struct store *st, const char *sql, const char *prefix, st
 }
 
 /*
- * Runs one check; a damaged file (SQLITE_CORRUPT, -EIO) that stops it is one
- * more problem, and the other checks go on. Returns problems found or -errno.
+ * Runs one check (sql NULL: the search index's words); a damaged file
+ * (SQLITE_CORRUPT, -EIO) that stops it is one more problem, and the other
+ * checks go on. Returns problems found or -errno.
  */
 static int check_step(struct store *st, const char *what, const char *sql, const char *prefix, store_problem_fn fn,
 		      void *ctx)
 {
 	char line[256];
-	int r = report_rows(st, sql, prefix, fn, ctx);
+	int r = sql ? report_rows(st, sql, prefix, fn, ctx) : search_check_words(st, fn, ctx);
 
 	if (r != -EIO)
 		return r;
@@ -382,7 +409,7 @@ static int check_schema_step(struct store *st, store_problem_fn fn, void *ctx)
 
 int store_check(struct store *st, store_problem_fn fn, store_progress_fn progress, void *ctx)
 {
-	int64_t total = (int64_t)ARRAY_SIZE(invariants) + 3;
+	int64_t nstore = (int64_t)ARRAY_SIZE(invariants), total = nstore + (int64_t)ARRAY_SIZE(search_invariants) + 4;
 	char schema[256];
 	int r, n = 0;
 
@@ -405,8 +432,15 @@ int store_check(struct store *st, store_problem_fn fn, store_progress_fn progres
 			r = check_step(st, "the schema version", schema, "schema: ", fn, ctx);
 		else if (i == 2)
 			r = check_schema_step(st, fn, ctx);
-		else
+		else if (i < 3 + nstore)
 			r = check_step(st, invariants[i - 3].what, invariants[i - 3].sql, "store: ", fn, ctx);
+		else if (!st->search)
+			r = 0;
+		else if (i < total - 1)
+			r = check_step(st, search_invariants[i - 3 - nstore].what, search_invariants[i - 3 - nstore].sql,
+				       "", fn, ctx);
+		else
+			r = check_step(st, "the words of the search index", NULL, "search: ", fn, ctx);
 		if (r < 0)
 			return r;
 		n += r;

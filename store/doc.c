@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "store/doc_internal.h"
+#include "store/search.h"
 #include "store/src.h"
 #include "store/json.h"
 #include "store/util.h"
@@ -409,6 +410,10 @@ int elems_close(struct store *st, int64_t doc_id, int64_t from_seq, int64_t rev)
 	size_t n = 0, alloc = 0;
 	int r, rc;
 
+	/* The search index lets go of them first, while they still hold their text. */
+	r = search_rows_closing(st, doc_id, from_seq, rev);
+	if (r < 0)
+		return r;
 	/*
 	 * An UPDATE rebuilds the whole row in memory: a large element's row
 	 * is closed by a copy made a piece at a time (closed), and deleted.

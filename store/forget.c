@@ -19,6 +19,10 @@
  *  - a forgotten task's docs, rows, versions, revisions and history item go,
  *    and the rows of what was seen underneath lose their revision (so an
  *    unchanged file there is still not taken in again, fs/backing/import.c).
+ * The search index lets go of every current row step 2 changes before it
+ * changes it (FTS5 takes a row out of the index by its text), and takes
+ * back those still current afterwards, blanked; then its segments are
+ * merged into one, which leaves no page with the forgotten words.
  * Then the database is rewritten (VACUUM, with secure_delete) and its WAL
  * truncated, so that no free page or WAL frame keeps the bytes.
  */
@@ -27,6 +31,7 @@
 #include <string.h>
 
 #include "store/doc_internal.h"
+#include "store/search.h"
 #include "store/store_ops.h"
 #include "store/util.h"
 
@@ -300,11 +305,26 @@ static int keep_numbering(struct store *st, int64_t last)
 	return r;
 }
 
+/* The current rows step 2 changes: they leave the search index first (*ret_ids, search_forget_begin()). */
+static int forget_index(struct store *st, const struct store_forget *f, int64_t **ret_ids, size_t *ret_n)
+{
+	_cleanup_stmt_ sqlite3_stmt *rows = NULL;
+	int r = store_prepare(st, "SELECT e.id FROM elems e JOIN docs d ON d.id = e.doc_id "
+				  "WHERE e.rev_to IS NULL AND " ROW_HITS, &rows);
+
+	if (r < 0)
+		return r;
+	bind_forget(rows, f);
+	return search_forget_begin(st, rows, ret_ids, ret_n);
+}
+
 static int forget_rows(struct store *st, const struct store_forget *f)
 {
 	STORE_LOCK(st);
 	_cleanup_stmt_ sqlite3_stmt *last = NULL;
 	int64_t last_rev;
+	_cleanup_free_ int64_t *indexed = NULL;
+	size_t nindexed = 0;
 	int r, rc;
 
 	r = tx_begin(st);
@@ -318,7 +338,8 @@ static int forget_rows(struct store *st, const struct store_forget *f)
 	}
 	last_rev = sqlite3_column_int64(last, 0);
 	store_stmt_release(TAKE_PTR(last));
-	for (size_t i = 0; i < ARRAY_SIZE(forget_sql); i++) {
+	r = forget_index(st, f, &indexed, &nindexed);
+	for (size_t i = 0; r == 0 && i < ARRAY_SIZE(forget_sql); i++) {
 		_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
 
 		r = store_prepare(st, forget_sql[i], &stmt);
@@ -332,6 +353,8 @@ static int forget_rows(struct store *st, const struct store_forget *f)
 			break;
 		}
 	}
+	if (r == 0)
+		r = search_forget_end(st, indexed, nindexed);
 	if (r == 0)
 		r = keep_numbering(st, last_rev);
 	if (r == 0)
@@ -354,7 +377,9 @@ static int forget_bytes(struct store *st, bool served)
 	int r;
 
 	store_blob_drop(st);
-	r = served ? 0 : store_exec(st, "PRAGMA wal_checkpoint(TRUNCATE)");
+	r = search_forget_pages(st);
+	if (r == 0 && !served)
+		r = store_exec(st, "PRAGMA wal_checkpoint(TRUNCATE)");
 	if (r == 0)
 		r = store_exec(st, "VACUUM");
 	if (r == 0 && served && sqlite3_exec(st->db, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL) != SQLITE_OK)

@@ -5,8 +5,9 @@
  * Paths are relative to the mount root, without a leading slash. One table,
  * layouts[], holds every kind of managed file of every client generation:
  * its path shape, how it is kept (one element a row, or whole), where its
- * array is, what tells its elements apart for a merge, and what a commit of
- * it teaches the store (tasks, sessions, their workspaces). A new client
+ * array is, what tells its elements apart for a merge, what a commit of
+ * it teaches the store (tasks, sessions, their workspaces), and which
+ * stream of a conversation it is (what the search index holds). A new client
  * format is one more row. Everything else (shadow git repos, settings,
  * secrets, locks.db, the 3.x databases, temp files) is a plain file.
  *
@@ -96,25 +97,27 @@ static const struct layout_row {
 	const char *array_member; /* NULL: the file is the array */
 	enum doc_learn learn;
 	enum doc_whole_merge whole_merge;
+	enum doc_stream stream;
 } layouts[] = {
 #define DIR(p, k) { .pattern = p, .kind = k }
-#define ARRAY(p, i, m, l) { .pattern = p, .kind = STORE_PATH_ARRAY, .ident = i, .array_member = m, .learn = l }
+#define ARRAY(p, i, m, l, s) \
+	{ .pattern = p, .kind = STORE_PATH_ARRAY, .ident = i, .array_member = m, .learn = l, .stream = s }
 #define WHOLE(p, l, w) { .pattern = p, .kind = STORE_PATH_WHOLE, .learn = l, .whole_merge = w }
 	DIR("state", STORE_PATH_DOC_DIR),
-	ARRAY("state/taskHistory.json", IDENT_ITEM_ID, NULL, LEARN_HISTORY),
+	ARRAY("state/taskHistory.json", IDENT_ITEM_ID, NULL, LEARN_HISTORY, STREAM_NONE),
 	DIR("tasks", STORE_PATH_TASKS_DIR),
 	DIR("tasks/{task}", STORE_PATH_DOC_DIR),
-	ARRAY("tasks/{task}/api_conversation_history.json", IDENT_TS, NULL, LEARN_NOTHING),
-	ARRAY("tasks/{task}/ui_messages.json", IDENT_TS, NULL, LEARN_NOTHING),
+	ARRAY("tasks/{task}/api_conversation_history.json", IDENT_TS, NULL, LEARN_NOTHING, STREAM_API),
+	ARRAY("tasks/{task}/ui_messages.json", IDENT_TS, NULL, LEARN_NOTHING, STREAM_UI),
 	WHOLE("tasks/{task}/task_metadata.json", LEARN_NOTHING, WHOLE_MERGE_METADATA),
 	WHOLE("tasks/{task}/context_history.json", LEARN_NOTHING, WHOLE_MERGE_NONE),
 	WHOLE("tasks/{task}/settings.json", LEARN_NOTHING, WHOLE_MERGE_NONE),
 	DIR("sessions", STORE_PATH_TASKS_DIR),
 	DIR("sessions/{session}", STORE_PATH_DOC_DIR),
 	WHOLE("sessions/{session}/{session}.json", LEARN_MANIFEST, WHOLE_MERGE_NONE),
-	ARRAY("sessions/{session}/{session}.messages.json", IDENT_MESSAGE_ID, "messages", LEARN_NOTHING),
+	ARRAY("sessions/{session}/{session}.messages.json", IDENT_MESSAGE_ID, "messages", LEARN_NOTHING, STREAM_API),
 	/* a subagent's conversation, in the folder of the session that started it */
-	ARRAY("sessions/{session}/{name}.messages.json", IDENT_MESSAGE_ID, "messages", LEARN_NOTHING),
+	ARRAY("sessions/{session}/{name}.messages.json", IDENT_MESSAGE_ID, "messages", LEARN_NOTHING, STREAM_API),
 #undef DIR
 #undef ARRAY
 #undef WHOLE
@@ -184,6 +187,7 @@ int doc_layout_of(const char *path, struct doc_layout *ret)
 			.array_member = l->array_member,
 			.learn = l->learn,
 			.whole_merge = l->whole_merge,
+			.stream = l->stream,
 		};
 		memcpy(ret->task_id, id, strlen(id) + 1);
 		return 0;

@@ -32,6 +32,13 @@ enum doc_learn {
 	LEARN_MANIFEST, /* a 3.x session's manifest: the session's workspace */
 };
 
+/* Which stream of a conversation an array doc is, for the search index (store/index.c). */
+enum doc_stream {
+	STREAM_NONE = 0, /* not messages: not indexed (taskHistory.json) */
+	STREAM_API,      /* what the model saw: api_conversation_history.json, a CLI 3.x session's messages */
+	STREAM_UI,       /* what the user saw: ui_messages.json */
+};
+
 /* How a whole doc is merged when others committed since the writer's base. */
 enum doc_whole_merge {
 	WHOLE_MERGE_NONE = 0,     /* the writer's version wins (every version is kept) */
@@ -44,6 +51,7 @@ struct doc_layout {
 	const char *array_member; /* the member of the top-level object that holds the array; NULL: top level */
 	enum doc_learn learn;
 	enum doc_whole_merge whole_merge;
+	enum doc_stream stream;
 	char task_id[65];         /* the task or session the path belongs to; "" none */
 };
 

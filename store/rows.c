@@ -21,6 +21,7 @@
 #include "store/array_internal.h"
 #include "store/doc_internal.h"
 #include "store/json.h"
+#include "store/search.h"
 #include "store/src.h"
 #include "store/util.h"
 
@@ -394,7 +395,8 @@ const char elem_insert_sql[] = "INSERT INTO elems(doc_id, seq, off, pre, len, js
 
 /*
  * Inserts e with stmt, prepared from elem_insert_sql (and reset here), with
- * its identity (elem_bind_identity()); what names a failure to store it.
+ * its identity (elem_bind_identity()), and into the search index if it is a
+ * message (search_row_added()); what names a failure to store it.
  * An element of src larger than ELEM_INLINE is never held whole: its row is
  * made with a zeroblob and the bytes written into it a piece at a time (a
  * history item is always read, to learn from it). A smaller one read from
@@ -445,7 +447,9 @@ int elem_insert(struct store *st, sqlite3_stmt *stmt, const struct elem_new *e, 
 	id = sqlite3_last_insert_rowid(st->db);
 	if (e->rows && doc_rows_push(e->rows, id, e->pre, e->pre_len, e->len, digested ? dg : NULL) < 0)
 		e->rows->broken = true;
-	return big ? src_to_blob(st, e->src, e->at, e->len, "elems", "json", id) : 0;
+	if (big && (r = src_to_blob(st, e->src, e->at, e->len, "elems", "json", id)) < 0)
+		return r;
+	return search_row_added(st, lay, id);
 }
 
 /*

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <stdio.h>
 
+#include "store/search.h"
 #include "store/store_internal.h"
 #include "store/store_ops.h"
 #include "store/util.h"
@@ -288,6 +289,9 @@ static const char *const migrations[] = {
 	"  rev INTEGER PRIMARY KEY,"
 	"  seq INTEGER NOT NULL"
 	");",
+
+	/* 14 -> 15: the search index (store/index.c), built behind the mount */
+	SEARCH_MIGRATION,
 };
 
 int store_schema_version(void)

@@ -12,7 +12,7 @@
  *   search_query.c the query syntax of `convfs search`, made an FTS5
  *                  expression that nothing typed can turn into FTS5 syntax;
  *   index.c        the index kept in step with the rows of elems, its build,
- *                  its check; search.c the ranked query (to come).
+ *                  its check; search.c the ranked query.
  *
  * The pure parts (text, tokens, queries) need no store, so that the unit
  * tests and the fuzz target call them as they are.
@@ -24,6 +24,7 @@
 
 #include <sqlite3.h>
 
+#include "store/store_ops.h"
 #include "store/util.h"
 
 /*
@@ -35,6 +36,24 @@
 
 /* A token longer than this (in bytes, case folded) is not indexed: base64, minified blobs. */
 #define SEARCH_TOKEN_MAX 64
+
+/*
+ * The migration that brings the index (schema.c's migrations[]; its number
+ * is its place there, and nothing else depends on it: search_load() looks
+ * for the table, so a migration of another change that lands first just
+ * goes before it). It makes the view the index reads the text of a row
+ * from, the FTS5 table (external content, rowid = elems.id), and the
+ * build's cursor at 0: every row is yet to be taken in, by
+ * store_search_build(), behind the mount. "IF NOT EXISTS": a store that a
+ * test (or a user) set back to an older version number keeps what it has,
+ * and the build completes it.
+ */
+#define SEARCH_MIGRATION                                                                                      \
+	"CREATE VIEW IF NOT EXISTS search_text(id, body) AS "                                                   \
+	"  SELECT id, convfs_text(len, CASE WHEN len <= 1048576 THEN json END, id) FROM elems;"              \
+	"CREATE VIRTUAL TABLE IF NOT EXISTS search USING fts5(body, content = 'search_text', "                 \
+	"  content_rowid = 'id', tokenize = 'convfs');"                                                         \
+	"INSERT OR REPLACE INTO meta(key, value) VALUES ('search_cursor', '0');"
 
 /* ---- search_text.c ------------------------------------------------------------------ */
 
@@ -109,5 +128,36 @@ int search_tokens(struct search_tokenizer *t, const char *text, size_t n, search
  * line in err (no newline, lowercase), out unchanged. Also -ENOMEM.
  */
 int search_query_parse(const char *query, struct sb *out, char *err, size_t errlen);
+
+/* ---- index.c: the index kept in step with elems (called with the store's lock held) ---- */
+
+struct store;
+struct doc_layout;
+
+/* The SQL functions the index and its queries use (convfs_text(), ...), and the tokenizer. */
+int search_register(sqlite3 *db);
+/* After the store is opened (and migrated): whether it has an index, and how far its build got. */
+int search_load(struct store *st);
+/* Row id of a doc of layout lay was made current: into the index, if it is a message. */
+int search_row_added(struct store *st, const struct doc_layout *lay, int64_t id);
+/* Revision rev made current rows of doc doc_id by copying them (a task back from the trash). */
+int search_doc_rows_added(struct store *st, int64_t doc_id, int64_t rev);
+/* Before elems_close(doc_id, from_seq, rev): the rows it closes leave the index. */
+int search_rows_closing(struct store *st, int64_t doc_id, int64_t from_seq, int64_t rev);
+/* `convfs forget`: the rows rows gives leave the index; *ret_ids (free()) for search_forget_end(). */
+int search_forget_begin(struct store *st, sqlite3_stmt *rows, int64_t **ret_ids, size_t *ret_n);
+/* Those of ids still current come back, with the text they hold now. */
+int search_forget_end(struct store *st, const int64_t *ids, size_t n);
+/* The index's segments merged into one, so that no page keeps forgotten text. */
+int search_forget_pages(struct store *st);
+
+/* ---- search_check.c ------------------------------------------------------------------------ */
+
+/*
+ * `convfs check`: the words of the index against the messages' text (which
+ * rows it holds, check.c's invariants say), each problem one line through
+ * fn. The number of problems, or -errno. Takes the store's lock.
+ */
+int search_check_words(struct store *st, store_problem_fn fn, void *ctx);
 
 #endif

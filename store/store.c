@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 
+#include "store/search.h"
 #include "store/store_internal.h"
 #include "store/store_ops.h"
 #include "store/util.h"
@@ -267,7 +268,11 @@ static void sql_digest(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 	sqlite3_result_blob(ctx, dg, sizeof(dg), SQLITE_TRANSIENT);
 }
 
-/* The SQL functions of ours that migrations and queries use. */
+/*
+ * The SQL functions of ours that migrations and queries use, and the search
+ * index's functions and tokenizer (store/index.c), which its table and view
+ * name: every connection has them before it touches the schema.
+ */
 static int register_functions(struct store *st)
 {
 	int rc = sqlite3_create_function(st->db, "convfs_hash", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, sql_hash,
@@ -275,6 +280,8 @@ static int register_functions(struct store *st)
 
 	if (rc == SQLITE_OK)
 		rc = sqlite3_create_function(st->db, "convfs_digest", 1, SQLITE_UTF8, st, sql_digest, NULL, NULL);
+	if (rc == SQLITE_OK && search_register(st->db) < 0)
+		rc = SQLITE_ERROR;
 	return rc;
 }
 
@@ -328,7 +335,7 @@ int store_open(const char *path, int flags, struct store **ret)
 	sqlite3_extended_result_codes(st->db, 1);
 	rc = register_functions(st);
 	if (rc != SQLITE_OK) {
-		r = store_fail(st, rc, "cannot register the SQL functions convfs_hash() and convfs_digest()");
+		r = store_fail(st, rc, "cannot register the SQL functions and the search tokenizer");
 		sqlite3_close(st->db);
 		return r;
 	}
@@ -381,6 +388,8 @@ int store_open(const char *path, int flags, struct store **ret)
 	}
 	/* Only a file known to be ours may be changed, WAL mode included. */
 	r = (flags & STORE_OPEN_AS_IS) && st->readonly ? store_schema_of(st) : store_migrate(st);
+	if (r >= 0)
+		r = search_load(st);
 	if (r < 0)
 		goto fail;
 	if (!st->readonly) {

@@ -90,6 +90,13 @@ struct store {
 	/* The key of the elements' digests (digest128()), read from meta at the first commit that needs it. */
 	struct digest_key digest_key;
 	int digest_key_state; /* 0: not read yet; 1: read; -1: the store has none */
+	/*
+	 * The search index (store/index.c): whether the file has one, and
+	 * the cursor of its build (-1: none under way), as this connection
+	 * last wrote or read it.
+	 */
+	bool search;
+	int64_t search_cursor;
 	/* The current rows of the last large docs committed, newest first (store/array.c). */
 	struct doc_rows *rows_kept[STORE_ROWS_KEPT];
 	size_t rows_total; /* rows in them */

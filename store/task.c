@@ -14,6 +14,7 @@
 
 #include "store/doc_internal.h"
 #include "store/json.h"
+#include "store/search.h"
 #include "store/util.h"
 
 /* ---- the trash ------------------------------------------------------------------ */
@@ -82,6 +83,9 @@ static int elem_remove(struct store *st, const struct doc_row *d, int64_t seq, i
 		off += plen + len;
 		loff += len + 1;
 	}
+	/* The rows moved up are new rows: into the search index, if they are messages. */
+	if ((r = search_doc_rows_added(st, d->id, rev)) < 0)
+		goto out;
 	shift = (int64_t)strlen(d->tail);
 	lshift = loff;
 	r = doc_update(st, d->id, DOC_ARRAY, off + shift, now, rev, d->head, strlen(d->head), d->tail,
@@ -254,6 +258,8 @@ static int restore_locked(struct store *st, const char *task_id, const char *tpa
 				if ((rc = sqlite3_step(copy)) != SQLITE_DONE)
 					r = store_fail(st, rc, "cannot bring elements back");
 			}
+			if (r == 0)
+				r = search_doc_rows_added(st, d.id, rev);
 		}
 		if (r == 0)
 			r = doc_set_present(st, d.id, true, rev, now);

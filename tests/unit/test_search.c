@@ -1,13 +1,23 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * test_search.c: the search index (store/search.h).
+ * test_search.c: the search index (store/search.h, store/store_search.h).
  *
- * The pure parts: which strings of a message are its text, who wrote
+ * The pure parts first: which strings of a message are its text, who wrote
  * it, where an identifier comes apart, and the query syntax (what it
  * accepts, the FTS5 expression it makes, and the one line that says what is
- * wrong with what it refuses).
+ * wrong with what it refuses). Then the index in a store: every way a row
+ * becomes current or stops being so (a commit, an append, a rewrite that
+ * drops a message, a merge, the trash and back, `convfs restore`, a
+ * message over 1 MiB, a file kept raw), after each of which the index
+ * holds exactly the current messages (search_check() finds nothing); the
+ * build of a first take-in's rows and of a store from before the index,
+ * cut short and resumed; the filters and the ranking; what `convfs check`
+ * finds when the index is changed behind the store's back; and `convfs
+ * forget`, after which neither the index's words (fts5vocab) nor the
+ * file's bytes hold the secret.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,14 +25,45 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "store/search.h"
+#include "store/store.h"
+#include "store/store_history.h"
+#include "store/store_internal.h"
+#include "store/store_ops.h"
+#include "store/store_search.h"
+#include "store/store_view.h"
 #include "store/util.h"
+#include "tests/unit/memory_store.h"
 
+#define UI(id) "tasks/" id "/ui_messages.json"
+#define API(id) "tasks/" id "/api_conversation_history.json"
+#define HIST "state/taskHistory.json"
 #define M(ts, text) "{\"ts\":" #ts ",\"type\":\"say\",\"say\":\"text\",\"text\":\"" text "\"}"
 #define U(text) "{\"role\":\"user\",\"content\":\"" text "\"}"
+
+static const struct store_who who = { .pid = 1001, .comm = "code" };
+
+/* The first column of the first row of sql on db, a number. */
+static int64_t db_int(sqlite3 *db, const char *sql)
+{
+	sqlite3_stmt *stmt = NULL;
+	int64_t v;
+
+	if (sqlite3_prepare_v2(db, sql, -1, &stmt, NULL) != SQLITE_OK || sqlite3_step(stmt) != SQLITE_ROW)
+		fail_msg("'%s' failed: %s", sql, sqlite3_errmsg(db));
+	v = sqlite3_column_int64(stmt, 0);
+	sqlite3_finalize(stmt);
+	return v;
+}
+
+static void commit(struct store *st, const char *path, const char *json)
+{
+	assert_int_equal(store_doc_commit(st, path, json, strlen(json), &who, "write"), 0);
+}
 
 /* ---- the text of a message ---------------------------------------------------------------- */
 
@@ -181,6 +222,460 @@ static void test_query(void **state)
 	}
 }
 
+/* ---- the index in a store --------------------------------------------------------------------- */
+
+struct found {
+	int n;
+	char lines[8192];
+};
+
+static int collect_hit(void *ctx, const struct store_search_hit *h)
+{
+	struct found *f = ctx;
+	size_t used = strlen(f->lines);
+
+	f->n++;
+	snprintf(f->lines + used, sizeof(f->lines) - used, "%s %s %lld %s %s|%s|%s\n", h->task, h->doc,
+		 (long long)h->seq, h->stream, h->role ? h->role : "-", h->title, h->snippet);
+	return 0;
+}
+
+/* The hits of query q, their lines in *f; fails the test if the search fails. */
+static int search_q(struct store *st, const struct store_search_query *q, struct found *f)
+{
+	int r;
+
+	memset(f, 0, sizeof(*f));
+	r = store_search(st, q, collect_hit, f);
+	if (r < 0)
+		fail_msg("store_search('%s') failed: %s", q->text, strerror(-r));
+	assert_int_equal(r, f->n);
+	return r;
+}
+
+static int hits(struct store *st, const char *text)
+{
+	struct store_search_query q = { .text = text };
+	struct found f;
+
+	return search_q(st, &q, &f);
+}
+
+static int collect_problem(void *ctx, const char *line)
+{
+	struct found *f = ctx;
+	size_t used = strlen(f->lines);
+
+	f->n++;
+	snprintf(f->lines + used, sizeof(f->lines) - used, "%s\n", line);
+	return 0;
+}
+
+/* The index holds exactly the current messages, with their words. */
+#define assert_index_sound(st) assert_index_sound_at(st, __LINE__)
+static void assert_index_sound_at(struct store *st, int line)
+{
+	struct found f = { 0 };
+	int r = store_check(st, collect_problem, NULL, &f);
+
+	if (r != 0)
+		fail_msg("line %d: the search index is not sound (%d):\n%s", line, r, f.lines);
+}
+
+/* Builds the index to the end, a step of max_rows at a time. */
+static void build_all(struct store *st, size_t max_rows)
+{
+	bool done = false;
+
+	for (int i = 0; !done; i++) {
+		assert_int_equal(store_search_build(st, max_rows, &done), 0);
+		assert_true(i < 100000);
+	}
+}
+
+static void test_index_commits(void **state)
+{
+	struct store *st = *state;
+	struct found f;
+
+	commit(st, UI("1"), "[" M(1, "the docker compose volume") "," M(2, "other words") "]");
+	commit(st, API("1"), "[" U("snake_case and ERR_CODE") ",{\"role\":\"assistant\",\"content\":[{\"type\":"
+			     "\"tool_use\",\"name\":\"write\",\"input\":{\"path\":\"src/userCache.ts\"}}]}]");
+	assert_index_sound(st);
+	assert_int_equal(hits(st, "docker"), 1);
+	{
+		struct store_search_query q = { .text = "docker volume" };
+
+		assert_int_equal(search_q(st, &q, &f), 1);
+		assert_string_equal(f.lines, "1 " UI("1") " 0 ui assistant||the [docker] compose [volume]\n");
+	}
+	/* identifiers: whole, parts, any case, with punctuation */
+	static const char *const found_api[] = { "userCache", "user", "cache", "usercache", "USERCACHE", "src/userCache.ts",
+						 "userCache.ts", "snake_case", "snake", "case", "err_code", "ERR", "userCa*",
+						 "\"snake case\"", "src" };
+	for (size_t i = 0; i < ARRAY_SIZE(found_api); i++)
+		if (hits(st, found_api[i]) != 1)
+			fail_msg("'%s' finds %d messages, expected 1", found_api[i], hits(st, found_api[i]));
+	assert_int_equal(hits(st, "\"case and\" snake"), 1);
+	assert_int_equal(hits(st, "usercach"), 0);
+	assert_int_equal(hits(st, "\"cache user\""), 0);
+
+	/* a rewrite that drops a message, and moves the next one up */
+	commit(st, UI("1"), "[" M(2, "other words") "]");
+	assert_index_sound(st);
+	assert_int_equal(hits(st, "docker"), 0);
+	{
+		struct store_search_query q = { .text = "other" };
+
+		assert_int_equal(search_q(st, &q, &f), 1);
+		assert_non_null(strstr(f.lines, UI("1") " 0 ui"));
+	}
+	/* an append (>> to messages.jsonl) */
+	{
+		struct store_line l = { U("appended zebra"), strlen(U("appended zebra")) };
+
+		assert_int_equal(store_doc_append(st, API("1"), &l, 1, "role", &who), 0);
+	}
+	assert_index_sound(st);
+	assert_int_equal(hits(st, "zebra"), 1);
+	/* a raw doc (a damaged file kept as found) is no messages */
+	assert_int_equal(store_doc_commit_raw(st, UI("1"), "[oops", 5, &who, "import-damaged"), 0);
+	assert_index_sound(st);
+	assert_int_equal(hits(st, "other"), 0);
+	/* a removed file */
+	assert_int_equal(store_doc_remove(st, API("1"), &who, "unlink"), 0);
+	assert_index_sound(st);
+	assert_int_equal(hits(st, "zebra"), 0);
+}
+
+/* Two writers: the merge keeps both, and the index follows (the rows it copies are new rows). */
+static void test_index_merge(void **state)
+{
+	struct store *st = *state;
+	struct store_base *base = NULL;
+	static const char v1[] = "[" M(1, "alpha") "," M(2, "beta") "]";
+	static const char theirs[] = "[" M(1, "alpha") "," M(2, "beta") "," M(3, "gamma") "]";
+	static const char mine[] = "[" M(1, "alpha") "," M(4, "delta") "]";
+	struct store_commit c = { .path = UI("2"), .data = mine, .len = strlen(mine), .who = &who, .kind = "write",
+				  .merge = true };
+	bool merged = false;
+
+	commit(st, UI("2"), v1);
+	assert_int_equal(store_base_at(st, UI("2"), 1, &base), 0);
+	commit(st, UI("2"), theirs);
+	c.base = base;
+	assert_int_equal(store_commit(st, &c, NULL, &merged), 0);
+	assert_true(merged);
+	store_base_free(base);
+	assert_index_sound(st);
+	assert_int_equal(hits(st, "alpha"), 1);
+	assert_int_equal(hits(st, "gamma"), 1);
+	assert_int_equal(hits(st, "delta"), 1);
+	assert_int_equal(hits(st, "beta"), 0); /* the writer removed it, having seen it */
+}
+
+/* The trash takes a task's messages out of the index, and the way back puts them in. */
+static void test_index_trash(void **state)
+{
+	struct store *st = *state;
+
+	commit(st, HIST, "[{\"id\":\"3\",\"ts\":1,\"task\":\"Fix the quokka\"}]");
+	commit(st, UI("3"), "[" M(1, "quokka") "]");
+	commit(st, API("3"), "[" U("quokka again") "]");
+	assert_int_equal(hits(st, "quokka"), 2);
+	assert_int_equal(store_task_trash(st, "3", &who), 0);
+	assert_index_sound(st);
+	assert_int_equal(hits(st, "quokka"), 0);
+	assert_int_equal(store_task_restore(st, "3", &who), 0);
+	assert_index_sound(st);
+	{
+		struct store_search_query q = { .text = "quokka", .stream = STORE_SEARCH_UI };
+		struct found f;
+
+		assert_int_equal(search_q(st, &q, &f), 1);
+		assert_non_null(strstr(f.lines, "|Fix the quokka|"));
+	}
+	assert_int_equal(hits(st, "quokka"), 2);
+}
+
+/* `convfs restore` of an older version is a commit like any other. */
+static void test_index_restore(void **state)
+{
+	struct store *st = *state;
+	const char *const alone[] = { UI("4") };
+
+	commit(st, UI("4"), "[" M(1, "first wombat") "]");
+	commit(st, UI("4"), "[" M(1, "second numbat") "]");
+	assert_int_equal(store_doc_restore(st, UI("4"), alone, 1, 1, &who, NULL), 0);
+	assert_index_sound(st);
+	assert_int_equal(hits(st, "wombat"), 1);
+	assert_int_equal(hits(st, "numbat"), 0);
+}
+
+/* A message over 1 MiB: its first MiB is indexed (read a piece at a time), and it leaves the index whole. */
+static void test_index_large(void **state)
+{
+	struct store *st = *state;
+	_cleanup_sb_ struct sb doc = SB_INIT;
+	char path[] = "/tmp/convfs-search-large-XXXXXX";
+	struct store_commit c = { .path = API("5"), .who = &who, .kind = "write", .fd = -1 };
+	int fd;
+
+	assert_int_equal(sb_adds(&doc, "[" U("small aardvark") ",{\"role\":\"user\",\"content\":\"bigstart "), 0);
+	for (size_t i = 0; doc.len < ((size_t)3 << 20); i++)
+		assert_int_equal(sb_adds(&doc, i == 200000 ? "lateword " : "filler "), 0);
+	assert_int_equal(sb_adds(&doc, "end\"}]"), 0);
+	/* from a file, as the daemon commits a large save: the big row is written a piece at a time */
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	unlink(path);
+	assert_int_equal(write(fd, doc.buf, doc.len), (ssize_t)doc.len);
+	c.fd = fd;
+	c.len = doc.len;
+	assert_int_equal(store_commit(st, &c, NULL, NULL), 0);
+	close(fd);
+	assert_index_sound(st);
+	assert_int_equal(hits(st, "bigstart"), 1);
+	assert_int_equal(hits(st, "aardvark"), 1);
+	assert_int_equal(hits(st, "lateword"), 0); /* past the first MiB */
+	/* a merge copies it (a current copy: indexed), and the rewrite closes it (a closed copy: not) */
+	{
+		static const char mine[] = "[" U("small aardvark") "," U("mine") "]";
+		struct store_commit m = { .path = API("5"), .data = mine, .len = strlen(mine), .who = &who, .kind = "write",
+					  .merge = true };
+
+		assert_int_equal(store_commit(st, &m, NULL, NULL), 0);
+	}
+	assert_index_sound(st);
+	assert_int_equal(hits(st, "bigstart"), 1);
+	commit(st, API("5"), "[" U("only this") "]");
+	assert_index_sound(st);
+	assert_int_equal(hits(st, "bigstart"), 0);
+}
+
+/* A first take-in's rows wait for the build, which can stop anywhere and go on. */
+static void test_build(void **state)
+{
+	struct store *st = *state;
+	struct store_search_state s;
+
+	assert_int_equal(store_search_state(st, &s), 0);
+	assert_true(s.present && s.building); /* a new store: its first take-in is to come */
+	assert_int_equal(store_batch_begin(st), 0);
+	commit(st, UI("6"), "[" M(1, "batched ocelot") "," M(2, "more") "]");
+	commit(st, API("6"), "[" U("ocelot too") "]");
+	commit(st, UI("6"), "[" M(1, "batched ocelot") "]"); /* a row the batch made closes: never indexed */
+	assert_int_equal(store_batch_end(st), 0);
+	commit(st, UI("7"), "[" M(1, "inline ocelot") "]"); /* outside a batch: at once */
+	assert_int_equal(hits(st, "ocelot"), 1);
+	assert_int_equal(store_search_state(st, &s), 0);
+	assert_true(s.building);
+	assert_int_equal(s.indexed, 1);
+	assert_int_equal(s.to_go, 2);
+	assert_index_sound(st); /* what the build has yet to reach is not missing */
+	/* one row a step: a cut-short build goes on from its cursor */
+	{
+		bool done = false;
+
+		assert_int_equal(store_search_build(st, 1, &done), 0);
+		assert_false(done);
+		assert_int_equal(db_int(st->db, "SELECT CAST(value AS INTEGER) > 0 FROM meta WHERE key = 'search_cursor'"), 1);
+	}
+	build_all(st, 1);
+	assert_int_equal(store_search_state(st, &s), 0);
+	assert_false(s.building);
+	assert_int_equal(s.indexed, 3);
+	assert_int_equal(hits(st, "ocelot"), 3);
+	assert_int_equal(db_int(st->db, "SELECT count(*) FROM meta WHERE key = 'search_cursor'"), 0);
+	assert_index_sound(st);
+	/* once built, a batch indexes its rows at once */
+	assert_int_equal(store_batch_begin(st), 0);
+	commit(st, UI("8"), "[" M(1, "late ocelot") "]");
+	assert_int_equal(store_batch_end(st), 0);
+	assert_int_equal(hits(st, "ocelot"), 4);
+}
+
+/* A store from before the index: the migration makes it, empty, and the build fills it. */
+static void test_migration(void **state)
+{
+	char dir[] = "/tmp/convfs-search-XXXXXX", path[64];
+	struct store *st = NULL;
+	struct store_search_state s;
+	sqlite3 *db = NULL;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/store.db", dir);
+	assert_int_equal(store_open(path, 0, &st), 0);
+	build_all(st, 100);
+	commit(st, UI("9"), "[" M(1, "migrated meerkat") "]");
+	store_free(st);
+	/* back to schema 13, as the convfs before the index left it */
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(search_register(db), 0);
+	assert_int_equal(sqlite3_exec(db, "DROP TABLE search; DROP VIEW search_text; PRAGMA user_version = 13", NULL, NULL,
+				      NULL), SQLITE_OK);
+	sqlite3_close(db);
+	assert_int_equal(store_open(path, 0, &st), 0);
+	assert_int_equal(store_search_state(st, &s), 0);
+	assert_true(s.present && s.building);
+	assert_int_equal(s.indexed, 0);
+	assert_int_equal(s.to_go, 1);
+	assert_int_equal(hits(st, "meerkat"), 0);
+	build_all(st, 100);
+	assert_int_equal(hits(st, "meerkat"), 1);
+	assert_index_sound(st);
+	store_free(st);
+	remove_store_file(dir, path);
+}
+
+/* The filters, the order, the limit. */
+static void test_filters(void **state)
+{
+	struct store *st = *state;
+	struct store_search_query q = { .text = "lynx" };
+	struct found f;
+
+	commit(st, HIST, "[{\"id\":\"10\",\"ts\":1,\"task\":\"first\",\"cwdOnTaskInitialization\":\"/w/a\"},"
+			 "{\"id\":\"11\",\"ts\":1,\"task\":\"second\",\"cwdOnTaskInitialization\":\"/w/b\"}]");
+	commit(st, UI("10"), "[" M(1000, "lynx") "," M(3000, "lynx lynx lynx") "]");
+	commit(st, API("11"), "[{\"role\":\"user\",\"content\":\"lynx\",\"ts\":2000},"
+			      "{\"role\":\"assistant\",\"content\":\"lynx\",\"ts\":4000}]");
+	assert_int_equal(search_q(st, &q, &f), 4);
+	/* the best first (three times), then the ties newest first */
+	assert_true(strncmp(f.lines, "10 " UI("10") " 1 ", strlen("10 " UI("10") " 1 ")) == 0);
+	assert_non_null(strstr(f.lines, "\n11 " API("11") " 1 api assistant|second|[lynx]\n11 " API("11") " 0 api user"));
+	q.limit = 2;
+	assert_int_equal(search_q(st, &q, &f), 2);
+	q.limit = 0;
+	q.role = STORE_SEARCH_USER;
+	assert_int_equal(search_q(st, &q, &f), 1);
+	assert_non_null(strstr(f.lines, "api user"));
+	q.role = STORE_SEARCH_ANY_ROLE;
+	q.stream = STORE_SEARCH_UI;
+	assert_int_equal(search_q(st, &q, &f), 2);
+	q.stream = STORE_SEARCH_ANY_STREAM;
+	q.since_ms = 2000;
+	q.until_ms = 4000;
+	assert_int_equal(search_q(st, &q, &f), 2); /* 2000 and 3000 */
+	q.since_ms = q.until_ms = 0;
+	{
+		char key[16];
+
+		snprintf(key, sizeof(key), "%u", store_workspace_key("/w/b"));
+		q.ws_key = key;
+		assert_int_equal(search_q(st, &q, &f), 2);
+		q.ws_key = "";
+		assert_int_equal(search_q(st, &q, &f), 0);
+	}
+	q.ws_key = NULL;
+	q.text = "lynx -\"lynx lynx\"";
+	assert_int_equal(search_q(st, &q, &f), 3);
+	q.text = "\"open";
+	assert_int_equal(store_search(st, &q, collect_hit, &f), -EINVAL);
+}
+
+/* What `convfs check` finds when the index and the messages part. */
+static void test_check(void **state)
+{
+	static const struct {
+		const char *sql, *want;
+	} cases[] = {
+		{ "INSERT INTO search(search, rowid, body) SELECT 'delete', id, body FROM search_text "
+		  "WHERE id = (SELECT max(id) FROM elems WHERE rev_to IS NULL)", "current messages are not in the search index" },
+		{ "INSERT INTO search(rowid, body) SELECT id, body FROM search_text "
+		  "WHERE id = (SELECT min(id) FROM elems WHERE rev_to IS NOT NULL)", "which is not a current message" },
+		{ "INSERT INTO search(rowid, body) VALUES (9999, 'ghost')", "holds row 9999, which no message has" },
+		{ "UPDATE elems SET json = '" U("other text here") "' WHERE rev_to IS NULL AND json LIKE '%kiwi%'",
+		  "is indexed with 1 words, its text has 3" },
+		{ "UPDATE elems SET json = '" U("lime") "' WHERE rev_to IS NULL AND json LIKE '%kiwi%'",
+		  "the words of the search index (1) are not those of the messages' text (1)" },
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct store *st = NULL;
+		struct found f = { 0 };
+
+		assert_int_equal(store_open(":memory:", 0, &st), 0);
+		build_all(st, 100); /* while it builds, a missing message is the build's to take in */
+		commit(st, API("12"), "[" U("kiwi") "," U("apple pear") "]");
+		commit(st, API("12"), "[" U("kiwi") "]");
+		assert_index_sound(st);
+		assert_int_equal(sqlite3_exec(st->db, cases[i].sql, NULL, NULL, NULL), SQLITE_OK);
+		if (store_check(st, collect_problem, NULL, &f) < 1 || !strstr(f.lines, cases[i].want))
+			fail_msg("after %s: expected a line with '%s', got:\n%s", cases[i].sql, cases[i].want, f.lines);
+		store_free(st);
+	}
+}
+
+/* The bytes of a file, whole (free()). */
+static char *file_bytes(const char *path, size_t *ret_len)
+{
+	_cleanup_sb_ struct sb sb = SB_INIT;
+	char buf[65536];
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	*ret_len = 0;
+	if (fd < 0)
+		return strdup("");
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		assert_int_equal(sb_add(&sb, buf, (size_t)n), 0);
+	close(fd);
+	return sb_detach(&sb, ret_len);
+}
+
+static void assert_file_lacks(const char *path, const char *text)
+{
+	size_t len;
+	char *bytes = file_bytes(path, &len);
+
+	if (memmem(bytes, len, text, strlen(text)))
+		fail_msg("'%s' still holds '%s'", path, text);
+	free(bytes);
+}
+
+/* After `convfs forget`, no word of the secret is in the index, and no byte of it in the file. */
+static void test_forget(void **state)
+{
+	char dir[] = "/tmp/convfs-search-XXXXXX", path[64], side[80];
+	struct store_forget f = { .match = "hunter2xyzzy" };
+	struct store *st = NULL;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/store.db", dir);
+	assert_int_equal(store_open(path, 0, &st), 0);
+	build_all(st, 100);
+	commit(st, API("13"), "[" U("my password is hunter2xyzzy") "," U("ok") "]");
+	commit(st, API("13"), "[" U("ok") "]"); /* also in an older version */
+	commit(st, API("13"), "[" U("ok") "," U("again hunter2xyzzy, sorry") "]");
+	commit(st, UI("14"), "[" M(1, "hunter2xyzzy") "]");
+	assert_int_equal(hits(st, "hunter2xyzzy"), 2);
+	assert_int_equal(store_forget_run(st, &f, &who, NULL, NULL), 0);
+	assert_int_equal(hits(st, "hunter2xyzzy"), 0);
+	assert_int_equal(hits(st, "sorry"), 0);
+	assert_int_equal(hits(st, "ok"), 1);
+	assert_index_sound(st);
+	assert_int_equal(sqlite3_exec(st->db, "CREATE VIRTUAL TABLE temp.v USING fts5vocab(main, search, row)", NULL, NULL,
+				      NULL), SQLITE_OK);
+	assert_int_equal(db_int(st->db, "SELECT count(*) FROM temp.v WHERE term LIKE 'hunter%'"), 0);
+	assert_int_equal(db_int(st->db, "SELECT count(*) FROM temp.v WHERE term = 'ok'"), 1);
+	/* a whole task: its rows are deleted, current ones included */
+	f = (struct store_forget){ .task = "15" };
+	commit(st, UI("15"), "[" M(1, "zanzibarword") "]");
+	assert_int_equal(hits(st, "zanzibarword"), 1);
+	assert_int_equal(store_forget_run(st, &f, &who, NULL, NULL), 0);
+	assert_int_equal(hits(st, "zanzibarword"), 0);
+	assert_index_sound(st);
+	assert_int_equal(db_int(st->db, "SELECT count(*) FROM temp.v WHERE term = 'zanzibarword'"), 0);
+	store_free(st);
+	snprintf(side, sizeof(side), "%s-wal", path);
+	assert_file_lacks(path, "hunter2xyzzy");
+	assert_file_lacks(side, "hunter2xyzzy");
+	assert_file_lacks(path, "zanzibarword");
+	assert_file_lacks(side, "zanzibarword");
+	remove_store_file(dir, path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -188,6 +683,16 @@ int main(void)
 		cmocka_unit_test(test_role),
 		cmocka_unit_test(test_camel),
 		cmocka_unit_test(test_query),
+		cmocka_unit_test_setup_teardown(test_index_commits, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_index_merge, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_index_trash, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_index_restore, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_index_large, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_build, setup, teardown),
+		cmocka_unit_test(test_migration),
+		cmocka_unit_test_setup_teardown(test_filters, setup, teardown),
+		cmocka_unit_test(test_check),
+		cmocka_unit_test(test_forget),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -21,6 +21,7 @@
 #include <cmocka.h>
 #include <sqlite3.h>
 
+#include "store/search.h"
 #include "store/store.h"
 #include "store/store_internal.h"
 #include "store/util.h"
@@ -332,8 +333,9 @@ static void make_v4_store(const char *path, bool imported)
 	assert_int_equal(store_open(path, 0, &st), 0);
 	store_free(st);
 	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(search_register(db), 0); /* to drop the search index, which names its tokenizer */
 	sql = sqlite3_mprintf("DROP TABLE underneath; DROP TABLE folders; DROP TABLE plain_changes; DROP INDEX revisions_doc; DROP INDEX elems_cur; DROP INDEX tasks_workspace;"
-			      "DROP INDEX docs_mtime;"
+			      "DROP INDEX docs_mtime; DROP TABLE search; DROP VIEW search_text; DELETE FROM meta WHERE key = 'search_cursor';"
 			      "DROP TABLE sync_touch; DROP TABLE sync_docs; DROP TABLE sync_seen; DROP TABLE sync_applied;"
 			      "PRAGMA user_version = 4;"
 			      "INSERT INTO revisions(id, time_ns, path, kind) VALUES (1, 5000, %Q, 'import');"

@@ -1,0 +1,438 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * index.c: the search index, kept in step with the rows of elems.
+ *
+ * The index is an FTS5 table, `search`, with external content: it holds no
+ * copy of the text, only the inverted index (search_data, search_idx) and
+ * the length of each message (search_docsize). Its content is the view
+ * search_text (id, body): each row of elems and its text, convfs_text()
+ * of its bytes (search_text.c), computed when FTS5 asks for it (to delete
+ * a row from the index, to make a snippet). An indexed row's FTS5 rowid is
+ * its elems.id.
+ *
+ * Invariant: the index holds exactly the current rows (rev_to NULL) of the
+ * conversation docs (layout.c's stream), each with the text its bytes give,
+ * but while a build is under way (below), when the rows past its cursor
+ * may be missing. Rows only change in ways that keep this easy: a row is
+ * made current when it is inserted (or copied) and stops being current
+ * when it is closed (rev_to set) or deleted, and its bytes never change
+ * while it is current but under `convfs forget`. So the hooks are:
+ *   - search_row_added(), after a current row is inserted (rows.c, merged.c,
+ *     task.c): indexed;
+ *   - search_rows_closing(), before elems_close() closes rows (doc.c):
+ *     deleted from the index, with the text they still hold (FTS5 needs
+ *     it: 3.40 has no contentless_delete), if the index holds them
+ *     (search_docsize says);
+ *   - search_forget_*() around what `convfs forget` blanks and deletes.
+ * Each runs in the transaction of the change, so a commit and its index
+ * are one: a daemon killed mid-commit leaves both as they were.
+ *
+ * The build. A store from before the index (the migration to schema 14),
+ * or a new one, has every row to take in: meta 'search_cursor' records how
+ * far store_search_build() got, in steps of one transaction each, so that
+ * a build cut short goes on where it stopped. Rows inserted meanwhile are
+ * indexed by their commit, with one exception that makes a store's first
+ * take-in (all of a history, minutes) cost no more than it did: a commit
+ * inside a batch (the take-in's) leaves its rows past the cursor to the
+ * build. The daemon runs the build behind the mount (fs/indexer.c); `convfs
+ * search` says while it is under way.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "store/doc_internal.h"
+#include "store/layout.h"
+#include "store/search.h"
+#include "store/src.h"
+#include "store/store_search.h"
+
+/* The view search_text hands a row's bytes to convfs_text() up to 1048576 (schema.c): no row read whole past that. */
+_Static_assert(SEARCH_ELEM_BYTES == ELEM_INLINE && ELEM_INLINE == 1048576, "the view search_text's bound");
+
+/* A step of the build takes at most about this many bytes of messages. */
+#define BUILD_BYTES ((size_t)2 << 20)
+/* How much of a message convfs_role() reads: its members "role", "say", "ask" come first. */
+#define ROLE_BYTES ((size_t)64 << 10)
+
+/* ---- SQL functions ---------------------------------------------------------------------- */
+
+static void blob_closep(sqlite3_blob **b)
+{
+	if (*b)
+		sqlite3_blob_close(*b);
+}
+
+/*
+ * The bytes of message (len, json, id) a function reads, at most max: json
+ * itself (a row of at most ELEM_INLINE bytes hands it over), or the first
+ * ones of row id's json, read through a blob handle (a larger row, which
+ * SQLite would otherwise load whole). *ret_buf holds them then (free()).
+ */
+static int message_bytes(sqlite3_context *ctx, sqlite3_value **argv, size_t max, const char **ret, size_t *ret_len,
+			 char **ret_buf)
+{
+	__attribute__((cleanup(blob_closep))) sqlite3_blob *b = NULL;
+	int64_t len = sqlite3_value_int64(argv[0]);
+	size_t n;
+	char *buf;
+	int rc;
+
+	*ret_buf = NULL;
+	if (sqlite3_value_type(argv[1]) != SQLITE_NULL) {
+		n = (size_t)sqlite3_value_bytes(argv[1]);
+		*ret = sqlite3_value_blob(argv[1]);
+		*ret_len = n < max ? n : max;
+		if (!*ret)
+			*ret = "";
+		return SQLITE_OK;
+	}
+	n = len < 0 ? 0 : (size_t)len < max ? (size_t)len : max;
+	buf = malloc(n + 1);
+	if (!buf)
+		return SQLITE_NOMEM;
+	rc = sqlite3_blob_open(sqlite3_context_db_handle(ctx), "main", "elems", "json", sqlite3_value_int64(argv[2]), 0,
+			       &b);
+	if (rc == SQLITE_OK && n > (size_t)sqlite3_blob_bytes(b))
+		n = (size_t)sqlite3_blob_bytes(b);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_blob_read(b, buf, (int)n, 0);
+	if (rc != SQLITE_OK) {
+		free(buf);
+		return rc;
+	}
+	*ret = *ret_buf = buf;
+	*ret_len = n;
+	return SQLITE_OK;
+}
+
+/* convfs_text(len, json, id): the text search_text() makes of a message (json NULL: read it from row id). */
+static void sql_text(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+	_cleanup_sb_ struct sb out = SB_INIT;
+	_cleanup_free_ char *buf = NULL;
+	const char *json;
+	size_t n, len;
+	char *text;
+	int rc = message_bytes(ctx, argv, SEARCH_ELEM_BYTES, &json, &n, &buf);
+
+	if (rc != SQLITE_OK) {
+		sqlite3_result_error_code(ctx, rc);
+		return;
+	}
+	if (search_text(json, n, &out) < 0) {
+		sqlite3_result_error_nomem(ctx);
+		return;
+	}
+	text = sb_detach(&out, &len);
+	sqlite3_result_text64(ctx, text ? text : "", len, text ? free : SQLITE_STATIC, SQLITE_UTF8);
+}
+
+/* convfs_role(len, json, id): "user", "assistant" or NULL (search_role()). */
+static void sql_role(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+	_cleanup_free_ char *buf = NULL;
+	const char *json, *name;
+	size_t n;
+	int rc = message_bytes(ctx, argv, ROLE_BYTES, &json, &n, &buf);
+
+	if (rc != SQLITE_OK) {
+		sqlite3_result_error_code(ctx, rc);
+		return;
+	}
+	name = search_role_name(search_role(json, n));
+	if (name)
+		sqlite3_result_text(ctx, name, -1, SQLITE_STATIC);
+	else
+		sqlite3_result_null(ctx);
+}
+
+/* convfs_stream(path): "api" or "ui" for a conversation doc, else NULL (layout.c). */
+static void sql_stream(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+	const char *path = (const char *)sqlite3_value_text(argv[0]);
+	struct doc_layout lay;
+
+	if (!path || doc_layout_of(path, &lay) < 0 || lay.stream == STREAM_NONE)
+		sqlite3_result_null(ctx);
+	else
+		sqlite3_result_text(ctx, lay.stream == STREAM_UI ? "ui" : "api", -1, SQLITE_STATIC);
+}
+
+int search_register(sqlite3 *db)
+{
+	/* Innocuous: the view search_text uses convfs_text(), and a schema's functions must be. */
+	int flags = SQLITE_UTF8 | SQLITE_INNOCUOUS;
+	int rc = sqlite3_create_function(db, "convfs_text", 3, flags, NULL, sql_text, NULL, NULL);
+
+	if (rc == SQLITE_OK)
+		rc = sqlite3_create_function(db, "convfs_role", 3, flags, NULL, sql_role, NULL, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_create_function(db, "convfs_stream", 1, flags | SQLITE_DETERMINISTIC, NULL, sql_stream,
+					     NULL, NULL);
+	if (rc != SQLITE_OK) {
+		log_err("cannot register the search functions: %s", sqlite3_errmsg(db));
+		return -ENOMEM;
+	}
+	return search_tokenizer_register(db);
+}
+
+/* ---- the state of the index -------------------------------------------------------------- */
+
+/* The build's cursor as meta has it: -1 when no build is under way. */
+static int cursor_read(struct store *st, int64_t *ret)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	int r = store_row_args(st, "SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'search_cursor'", NULL, 0, NULL,
+			       0, "cannot read the search index's state", &stmt);
+
+	if (r == -ENOENT) {
+		*ret = -1;
+		return 0;
+	}
+	if (r == 0)
+		*ret = sqlite3_column_int64(stmt, 0);
+	return r;
+}
+
+int search_load(struct store *st)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	int r;
+
+	r = store_row_args(st, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'search'", NULL, 0, NULL,
+			   0, "cannot look for the search index", &stmt);
+	st->search = r == 0;
+	st->search_cursor = -1;
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		return r;
+	return cursor_read(st, &st->search_cursor);
+}
+
+/* Whether a row with this id, just made current, is left to the build (see the top of this file). */
+static bool left_to_build(const struct store *st, int64_t id)
+{
+	return st->batch_depth > 0 && st->search_cursor >= 0 && id > st->search_cursor;
+}
+
+/* ---- the hooks ------------------------------------------------------------------------------ */
+
+int search_row_added(struct store *st, const struct doc_layout *lay, int64_t id)
+{
+	if (!st->search || lay->stream == STREAM_NONE || left_to_build(st, id))
+		return 0;
+	return store_run(st, "INSERT INTO search(rowid, body) SELECT id, body FROM search_text WHERE id = ?1",
+			 STORE_INTS(id), "cannot add a message to the search index");
+}
+
+int search_doc_rows_added(struct store *st, int64_t doc_id, int64_t rev)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	struct doc_layout lay;
+	int r;
+
+	if (!st->search)
+		return 0;
+	r = store_row_args(st, "SELECT path FROM docs WHERE id = ?1", NULL, 0, STORE_INTS(doc_id),
+			   "cannot look up a doc", &stmt);
+	if (r < 0)
+		return r;
+	if (doc_layout_of((const char *)sqlite3_column_text(stmt, 0), &lay) < 0 || lay.stream == STREAM_NONE)
+		return 0;
+	return store_run(st, "INSERT INTO search(rowid, body) SELECT t.id, t.body FROM search_text t "
+			     "WHERE t.id IN (SELECT id FROM elems WHERE doc_id = ?1 AND rev_from = ?2 AND rev_to IS NULL "
+			     "  AND NOT (?3 AND id > ?4))",
+			 STORE_INTS(doc_id, rev, st->batch_depth > 0 && st->search_cursor >= 0, st->search_cursor),
+			 "cannot add messages to the search index");
+}
+
+int search_rows_closing(struct store *st, int64_t doc_id, int64_t from_seq, int64_t rev)
+{
+	if (!st->search)
+		return 0;
+	return store_run(st, "INSERT INTO search(search, rowid, body) SELECT 'delete', t.id, t.body FROM search_text t "
+			     "WHERE t.id IN (SELECT e.id FROM elems e WHERE e.doc_id = ?1 AND e.rev_to IS NULL "
+			     "  AND e.seq >= ?2 AND e.rev_from < ?3 "
+			     "  AND EXISTS (SELECT 1 FROM search_docsize z WHERE z.id = e.id))",
+			 STORE_INTS(doc_id, from_seq, rev), "cannot take messages out of the search index");
+}
+
+/*
+ * `convfs forget` blanks rows in place and deletes others; the index must
+ * let go of their text first, while it is still there. rows (prepared and
+ * bound by forget.c) gives the ids of the current rows about to change:
+ * they leave the index, and *ret_ids (free()) keeps them, for those still
+ * there afterwards (blanked, and current) to come back with their new text
+ * (search_forget_end()).
+ */
+int search_forget_begin(struct store *st, sqlite3_stmt *rows, int64_t **ret_ids, size_t *ret_n)
+{
+	_cleanup_free_ int64_t *ids = NULL;
+	size_t n = 0, alloc = 0, kept = 0;
+	int r, rc;
+
+	*ret_ids = NULL;
+	*ret_n = 0;
+	if (!st->search)
+		return 0;
+	while ((rc = sqlite3_step(rows)) == SQLITE_ROW) {
+		if ((r = ARRAY_GROW(ids, n, alloc, 64)) < 0)
+			return r;
+		ids[n++] = sqlite3_column_int64(rows, 0);
+	}
+	if (rc != SQLITE_DONE)
+		return store_fail(st, rc, "cannot find what to forget in the search index");
+	/* Only those the index holds: rows of other docs (a history item) are never in it. */
+	for (size_t i = 0; i < n; i++) {
+		_cleanup_stmt_ sqlite3_stmt *held = NULL;
+
+		r = store_row_args(st, "SELECT 1 FROM search_docsize WHERE id = ?1", NULL, 0, STORE_INTS(ids[i]),
+				   "cannot look in the search index", &held);
+		if (r == -ENOENT)
+			continue;
+		if (r < 0)
+			return r;
+		r = store_run(st, "INSERT INTO search(search, rowid, body) SELECT 'delete', id, body FROM search_text "
+				  "WHERE id = ?1", STORE_INTS(ids[i]), "cannot take a message out of the search index");
+		if (r < 0)
+			return r;
+		ids[kept++] = ids[i];
+	}
+	*ret_ids = TAKE_PTR(ids);
+	*ret_n = kept;
+	return 0;
+}
+
+int search_forget_end(struct store *st, const int64_t *ids, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		int r = store_run(st, "INSERT INTO search(rowid, body) SELECT t.id, t.body FROM search_text t "
+				      "JOIN elems e ON e.id = t.id WHERE t.id = ?1 AND e.rev_to IS NULL",
+				  STORE_INTS(ids[i]), "cannot put a message back in the search index");
+
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* What is left of the forgotten text in the index's pages goes: its segments merged into one. */
+int search_forget_pages(struct store *st)
+{
+	if (!st->search)
+		return 0;
+	return store_exec(st, "INSERT INTO search(search) VALUES ('optimize')");
+}
+
+/* ---- the build --------------------------------------------------------------------------- */
+
+/* The rows a step looks at, past the cursor: whether each is a message to take in, and its size. */
+#define BUILD_ROWS_SQL \
+	"SELECT e.id, e.len, e.rev_to IS NULL AND convfs_stream(d.path) IS NOT NULL " \
+	"  AND NOT EXISTS (SELECT 1 FROM search_docsize z WHERE z.id = e.id) " \
+	"FROM elems e JOIN docs d ON d.id = e.doc_id WHERE e.id > ?1 ORDER BY e.id LIMIT ?2"
+
+/* One step, in the transaction build_step() opened: *ret_cursor where it stopped, -1 if done. */
+static int build_rows(struct store *st, size_t max_rows, int64_t *ret_cursor)
+{
+	_cleanup_stmt_ sqlite3_stmt *rows = NULL;
+	int64_t cursor = st->search_cursor;
+	size_t seen = 0, bytes = 0;
+	bool full = false;
+	int r, rc = SQLITE_DONE;
+
+	r = store_prepare_ints(st, BUILD_ROWS_SQL, STORE_INTS(cursor, (int64_t)max_rows), &rows);
+	if (r < 0)
+		return r;
+	while (!full && (rc = sqlite3_step(rows)) == SQLITE_ROW) {
+		int64_t id = sqlite3_column_int64(rows, 0), len = sqlite3_column_int64(rows, 1);
+
+		seen++;
+		cursor = id;
+		if (!sqlite3_column_int(rows, 2))
+			continue;
+		r = store_run(st, "INSERT INTO search(rowid, body) SELECT id, body FROM search_text WHERE id = ?1",
+			      STORE_INTS(id), "cannot add a message to the search index");
+		if (r < 0)
+			return r;
+		bytes += (size_t)len < SEARCH_ELEM_BYTES ? (size_t)len : SEARCH_ELEM_BYTES;
+		full = bytes >= BUILD_BYTES;
+	}
+	if (!full && rc != SQLITE_DONE)
+		return store_fail(st, rc, "cannot read the rows to index");
+	*ret_cursor = full || seen == max_rows ? cursor : -1;
+	return 0;
+}
+
+int store_search_build(struct store *st, size_t max_rows, bool *ret_done)
+{
+	STORE_LOCK(st);
+	int64_t cursor = -1;
+	int r;
+
+	*ret_done = true;
+	if (!st->search || st->search_cursor < 0)
+		return 0;
+	if (st->readonly)
+		return -EROFS;
+	store_blob_drop(st);
+	/* A transaction of its own: no doc changes, so no generation moves (no cache of the view is dropped). */
+	r = store_exec(st, "BEGIN IMMEDIATE");
+	if (r < 0)
+		return r;
+	st->tx_open = true;
+	r = build_rows(st, max_rows ? max_rows : 1, &cursor);
+	if (r == 0)
+		r = cursor < 0 ? store_run(st, "DELETE FROM meta WHERE key = 'search_cursor'", NULL, 0,
+					   "cannot record the search index's build")
+			       : store_run(st, "UPDATE meta SET value = ?1 WHERE key = 'search_cursor'", STORE_INTS(cursor),
+					   "cannot record the search index's build");
+	if (r == 0)
+		r = store_tx_lost(st) ? -EIO : store_exec(st, "COMMIT");
+	if (r < 0)
+		sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+	st->tx_open = false;
+	if (r < 0)
+		return r;
+	st->search_cursor = cursor;
+	*ret_done = cursor < 0;
+	return 0;
+}
+
+int store_search_state(struct store *st, struct store_search_state *ret)
+{
+	STORE_LOCK(st);
+	_cleanup_stmt_ sqlite3_stmt *count = NULL, *to_go = NULL;
+	struct store_search_state s = { .present = st->search };
+	int64_t cursor = -1;
+	int r;
+
+	if (!st->search) {
+		*ret = s;
+		return 0;
+	}
+	/* Another process may be building it: the cursor as the file has it now. */
+	if ((r = cursor_read(st, &cursor)) < 0)
+		return r;
+	r = store_row_args(st, "SELECT count(*) FROM search_docsize", NULL, 0, NULL, 0,
+			   "cannot count the messages of the search index", &count);
+	if (r < 0)
+		return r;
+	s.indexed = sqlite3_column_int64(count, 0);
+	s.building = cursor >= 0;
+	if (s.building) {
+		r = store_row_args(st, "SELECT count(*) FROM elems e JOIN docs d ON d.id = e.doc_id "
+				       "WHERE e.id > ?1 AND e.rev_to IS NULL AND convfs_stream(d.path) IS NOT NULL "
+				       "AND NOT EXISTS (SELECT 1 FROM search_docsize z WHERE z.id = e.id)",
+				   NULL, 0, STORE_INTS(cursor), "cannot count what the search index has yet to take in",
+				   &to_go);
+		if (r < 0)
+			return r;
+		s.to_go = sqlite3_column_int64(to_go, 0);
+	}
+	*ret = s;
+	return 0;
+}

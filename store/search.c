@@ -1,0 +1,320 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * search.c: the query of the search index (store_search.h).
+ *
+ * Two steps. First the hits, ranked: the FTS5 match joined with each
+ * message's row, doc, task and workspace, the filters applied, ordered by
+ * bm25 (FTS5's rank), then by the message's time, the newest first; only
+ * the ids, scores and times are kept (24 bytes a hit, whatever the
+ * messages' size). Then, a few hits at a time, what a hit shows: its
+ * snippet (FTS5's snippet(), which reads the text through the view
+ * search_text), where it is (doc, position, task, workspace) and the
+ * task's title; the callback runs on those with the store's lock let go.
+ * So a query of a limit computes the snippets of those hits alone, and a
+ * callback may call the store.
+ *
+ * A message's time is its "ts" (ms) where it has one, else the time of the
+ * revision that made its row; the title of a task is its history item's
+ * "task", of a CLI 3.x session its manifest's metadata.title (else its
+ * prompt).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "store/search.h"
+#include "store/store_internal.h"
+#include "store/store_search.h"
+#include "store/util.h"
+
+/* Hits whose details are read under one hold of the lock, before their callbacks. */
+#define HITS_AT_ONCE 64
+#define TITLES_KEPT 16
+
+/* The role of a message as its first 64 KiB say it: its row's bytes if that small, else read by convfs_role(). */
+#define ROLE_OF_E "convfs_role(e.len, CASE WHEN e.len <= 65536 THEN e.json END, e.id)"
+#define TIME_OF_E "coalesce(e.ts, r.time_ns / 1000000)"
+#define JOINS                                                                                             \
+	"JOIN elems e ON e.id = s.rowid JOIN docs d ON d.id = e.doc_id "                                  \
+	"LEFT JOIN tasks k ON k.id = d.task_id LEFT JOIN workspaces w ON w.id = k.workspace_id "
+
+static const char hits_sql[] =
+	"SELECT s.rowid, s.rank, " TIME_OF_E " FROM search s " JOINS
+	"LEFT JOIN revisions r ON r.id = e.rev_from "
+	"WHERE search MATCH ?1 AND e.rev_to IS NULL "
+	"  AND (?2 IS NULL OR (?2 = '' AND w.id IS NULL) OR w.key = ?2) "
+	"  AND (?3 IS NULL OR " TIME_OF_E " >= ?3) AND (?4 IS NULL OR " TIME_OF_E " < ?4) "
+	"  AND (?5 IS NULL OR convfs_stream(d.path) = ?5) "
+	"  AND (?6 IS NULL OR " ROLE_OF_E " IS ?6) "
+	"ORDER BY s.rank, 3 DESC, s.rowid DESC LIMIT ?7";
+
+static const char detail_sql[] =
+	"SELECT snippet(search, 0, ?2, ?3, '…', ?4), e.seq, d.path, d.task_id, w.key, w.path, " ROLE_OF_E ", "
+	"  convfs_stream(d.path) FROM search s " JOINS
+	"WHERE search MATCH ?1 AND s.rowid = ?5";
+
+static const char task_title_sql[] =
+	"SELECT CASE WHEN json_valid(e.json) THEN json_extract(e.json, '$.task') END FROM elems e "
+	"JOIN docs d ON d.id = e.doc_id WHERE d.path = 'state/taskHistory.json' AND e.key = ?1 AND e.rev_to IS NULL "
+	"ORDER BY +e.seq LIMIT 1";
+
+static const char session_title_sql[] =
+	"SELECT CASE WHEN json_valid(b.data) THEN coalesce(json_extract(b.data, '$.metadata.title'), "
+	"  json_extract(b.data, '$.prompt')) END FROM blobs b JOIN docs d ON d.id = b.doc_id "
+	"WHERE d.path = ?1 AND d.present AND b.rev <= d.rev ORDER BY b.rev DESC LIMIT 1";
+
+int store_search_query_check(const char *text, char *err, size_t errlen)
+{
+	_cleanup_sb_ struct sb expr = SB_INIT;
+
+	return search_query_parse(text, &expr, err, errlen);
+}
+
+struct ranked {
+	int64_t id, time_ms;
+	double score;
+};
+
+/* A hit with the strings it owns. */
+struct hit {
+	struct store_search_hit h;
+	char *task, *ws_key, *ws_path, *doc, *title, *snippet;
+	const char *role, *stream; /* static strings */
+};
+
+static void hit_release(struct hit *h)
+{
+	free(h->task);
+	free(h->ws_key);
+	free(h->ws_path);
+	free(h->doc);
+	free(h->title);
+	free(h->snippet);
+	*h = (struct hit){ 0 };
+}
+
+/*
+ * Column col as a string of ours (NULL stays NULL) on one line: control
+ * characters made spaces; but for a snippet only its line breaks (the
+ * pieces of a message's text: search_text() has made every other control
+ * character a space), since its marks are the caller's.
+ */
+static int column_line(sqlite3_stmt *stmt, int col, bool snippet, char **ret)
+{
+	const char *t = (const char *)sqlite3_column_text(stmt, col);
+	char *p;
+
+	*ret = NULL;
+	if (!t)
+		return sqlite3_errcode(sqlite3_db_handle(stmt)) == SQLITE_NOMEM ? -ENOMEM : 0;
+	if (!(p = strdup(t)))
+		return -ENOMEM;
+	for (char *c = p; *c; c++)
+		if (snippet ? *c == '\n' : (unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = ' ';
+	for (size_t n = strlen(p); n > 0 && p[n - 1] == ' ';)
+		p[--n] = '\0';
+	*ret = p;
+	return 0;
+}
+
+/* The titles of the last tasks looked up, round the clock. */
+struct titles {
+	char *task[TITLES_KEPT], *title[TITLES_KEPT];
+	size_t next;
+};
+
+static void titles_release(struct titles *t)
+{
+	for (size_t i = 0; i < TITLES_KEPT; i++) {
+		free(t->task[i]);
+		free(t->title[i]);
+	}
+}
+
+/* The title of task (*ret: a copy, "" for none). */
+static int title_of(struct store *st, struct titles *t, const char *task, char **ret)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	char manifest[200], *title = NULL;
+	bool session = !store_is_task_id(task);
+	size_t k;
+	int r;
+
+	for (size_t i = 0; i < TITLES_KEPT; i++)
+		if (t->task[i] && strcmp(t->task[i], task) == 0)
+			return (*ret = strdup(t->title[i])) ? 0 : -ENOMEM;
+	if (session)
+		snprintf(manifest, sizeof(manifest), "sessions/%s/%s.json", task, task);
+	r = store_row_args(st, session ? session_title_sql : task_title_sql, STORE_TEXTS(session ? manifest : task),
+			   NULL, 0, "cannot read a task's title", &stmt);
+	if (r == 0)
+		r = column_line(stmt, 0, false, &title);
+	if (r == -ENOENT)
+		r = 0;
+	if (r < 0)
+		return r;
+	if (!title && !(title = strdup("")))
+		return -ENOMEM;
+	k = t->next++ % TITLES_KEPT;
+	free(t->task[k]);
+	free(t->title[k]);
+	t->task[k] = strdup(task);
+	t->title[k] = strdup(title);
+	if (!t->task[k] || !t->title[k]) {
+		free(t->task[k]);
+		free(t->title[k]);
+		t->task[k] = t->title[k] = NULL;
+	}
+	*ret = title;
+	return 0;
+}
+
+/* The hits of q, ranked: *ret_v (free()), *ret_n of them. Store lock held. */
+static int rank(struct store *st, const struct store_search_query *q, const char *expr, struct ranked **ret_v,
+		size_t *ret_n)
+{
+	static const char *const streams[] = { NULL, "api", "ui" };
+	static const char *const roles[] = { NULL, "user", "assistant" };
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	_cleanup_free_ struct ranked *v = NULL;
+	size_t n = 0, alloc = 0;
+	int r, rc;
+
+	r = store_prepare(st, hits_sql, &stmt);
+	if (r < 0)
+		return r;
+	sqlite3_bind_text(stmt, 1, expr, -1, SQLITE_STATIC);
+	if (q->ws_key)
+		sqlite3_bind_text(stmt, 2, q->ws_key, -1, SQLITE_STATIC);
+	if (q->since_ms)
+		sqlite3_bind_int64(stmt, 3, q->since_ms);
+	if (q->until_ms)
+		sqlite3_bind_int64(stmt, 4, q->until_ms);
+	if (q->stream > 0 && (size_t)q->stream < ARRAY_SIZE(streams))
+		sqlite3_bind_text(stmt, 5, streams[q->stream], -1, SQLITE_STATIC);
+	if (q->role > 0 && (size_t)q->role < ARRAY_SIZE(roles))
+		sqlite3_bind_text(stmt, 6, roles[q->role], -1, SQLITE_STATIC);
+	sqlite3_bind_int64(stmt, 7, q->limit > 0 ? q->limit : -1);
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		if ((r = ARRAY_GROW(v, n, alloc, 256)) < 0)
+			return r;
+		v[n++] = (struct ranked){ sqlite3_column_int64(stmt, 0), sqlite3_column_int64(stmt, 2),
+					  sqlite3_column_double(stmt, 1) };
+	}
+	if (rc != SQLITE_DONE)
+		return store_fail(st, rc, "cannot search the index");
+	*ret_v = TAKE_PTR(v);
+	*ret_n = n;
+	return 0;
+}
+
+/* Column col if it is a or b, as that string (static); else NULL. */
+static const char *static_word(sqlite3_stmt *stmt, int col, const char *a, const char *b)
+{
+	const char *t = (const char *)sqlite3_column_text(stmt, col);
+
+	return !t ? NULL : strcmp(t, a) == 0 ? a : strcmp(t, b) == 0 ? b : NULL;
+}
+
+/* What hit `in` shows, into *out (released by the caller, whatever the result). Store lock held. */
+static int detail(struct store *st, const struct store_search_query *q, const char *expr, struct titles *titles,
+		  const struct ranked *in, struct hit *out)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	int r, rc;
+
+	r = store_prepare(st, detail_sql, &stmt);
+	if (r < 0)
+		return r;
+	sqlite3_bind_text(stmt, 1, expr, -1, SQLITE_STATIC);
+	sqlite3_bind_text(stmt, 2, q->mark_open ? q->mark_open : "[", -1, SQLITE_STATIC);
+	sqlite3_bind_text(stmt, 3, q->mark_close ? q->mark_close : "]", -1, SQLITE_STATIC);
+	sqlite3_bind_int(stmt, 4, q->snippet_tokens > 0 && q->snippet_tokens <= 64 ? q->snippet_tokens : 12);
+	sqlite3_bind_int64(stmt, 5, in->id);
+	rc = sqlite3_step(stmt);
+	if (rc == SQLITE_DONE)
+		return -ENOENT; /* gone since it was ranked (another connection's commit) */
+	if (rc != SQLITE_ROW)
+		return store_fail(st, rc, "cannot read a hit of the search index");
+	*out = (struct hit){ .h = { .score = in->score, .elem_id = in->id, .time_ms = in->time_ms,
+				    .seq = sqlite3_column_int64(stmt, 1) } };
+	if ((r = column_line(stmt, 0, true, &out->snippet)) < 0 || (r = column_line(stmt, 2, false, &out->doc)) < 0 ||
+	    (r = column_line(stmt, 3, false, &out->task)) < 0 || (r = column_line(stmt, 4, false, &out->ws_key)) < 0 ||
+	    (r = column_line(stmt, 5, false, &out->ws_path)) < 0)
+		return r;
+	out->role = static_word(stmt, 6, "user", "assistant");
+	out->stream = static_word(stmt, 7, "ui", "api");
+	if (!out->task || !out->doc || !out->snippet)
+		return -EIO; /* a message of no task: its doc names none */
+	return title_of(st, titles, out->task, &out->title);
+}
+
+/* Reads the details of v[from, from + n) into hits (with the lock), then calls fn on each (without). */
+static int deliver(struct store *st, const struct store_search_query *q, const char *expr, struct titles *titles,
+		   const struct ranked *v, size_t n, store_search_fn fn, void *ctx, int *ret_count)
+{
+	struct hit hits[HITS_AT_ONCE];
+	size_t got = 0;
+	int r = 0;
+
+	{
+		STORE_LOCK(st);
+
+		for (size_t i = 0; i < n && r == 0; i++) {
+			hits[got] = (struct hit){ 0 };
+			r = detail(st, q, expr, titles, &v[i], &hits[got]);
+			if (r == 0)
+				got++;
+			else
+				hit_release(&hits[got]);
+			if (r == -ENOENT)
+				r = 0;
+		}
+	}
+	for (size_t i = 0; i < got; i++) {
+		struct hit *h = &hits[i];
+
+		h->h.task = h->task;
+		h->h.ws_key = h->ws_key;
+		h->h.ws_path = h->ws_key ? h->ws_path : NULL;
+		h->h.doc = h->doc;
+		h->h.title = h->title;
+		h->h.snippet = h->snippet;
+		h->h.role = h->role;
+		h->h.stream = h->stream;
+		if (r == 0 && (r = fn(ctx, &h->h)) == 0)
+			++*ret_count;
+		hit_release(h);
+	}
+	return r;
+}
+
+int store_search(struct store *st, const struct store_search_query *q, store_search_fn fn, void *ctx)
+{
+	_cleanup_sb_ struct sb expr = SB_INIT;
+	_cleanup_free_ struct ranked *v = NULL;
+	struct titles titles = { 0 };
+	char err[160];
+	size_t n = 0;
+	int r, count = 0;
+
+	if (search_query_parse(q->text, &expr, err, sizeof(err)) < 0)
+		return -EINVAL;
+	if (!expr.buf)
+		return -ENOMEM;
+	{
+		STORE_LOCK(st);
+
+		if (!st->search)
+			return -ENOTSUP;
+		if ((r = rank(st, q, expr.buf, &v, &n)) < 0)
+			return r;
+	}
+	r = 0;
+	for (size_t i = 0; i < n && r == 0; i += HITS_AT_ONCE)
+		r = deliver(st, q, expr.buf, &titles, v + i, n - i < HITS_AT_ONCE ? n - i : HITS_AT_ONCE, fn, ctx,
+			    &count);
+	titles_release(&titles);
+	return r < 0 ? r : count;
+}
