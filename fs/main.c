@@ -9,6 +9,7 @@
  *   convfs restore FILE NUMBER                               (cmd_restore.c)
  *   convfs check STORE                                       (cmd_check.c)
  *   convfs forget STORE --match TEXT | --task ID [--yes] [--sync CONNINFO]  (cmd_forget.c)
+ *   convfs search [OPTIONS] QUERY [MOUNTPOINT]               (cmd_search.c)
  *
  * SOURCE is there for mount(8): an /etc/fstab line or `mount -t fuse.convfs`
  * makes mount.fuse3 run `convfs SOURCE MOUNTPOINT -o OPTIONS`. A SOURCE with
@@ -52,6 +53,7 @@
 #include "fs/cmd/cmd.h"
 #include "fs/cmd/registry.h"
 #include "fs/fs.h"
+#include "fs/indexer.h"
 #include "fs/kernel/kcache.h"
 #include "fs/kernel/loop.h"
 #include "fs/ops/shares.h"
@@ -165,6 +167,7 @@ static void usage(FILE *out, const char *prog)
 		"       %s restore FILE NUMBER\n"
 		"       %s check STORE\n"
 		"       %s forget STORE --match TEXT | --task ID [--yes] [--sync CONNINFO | --here-only]\n"
+		"       %s search [OPTIONS] QUERY [MOUNTPOINT]\n"
 		"\n"
 		"Mounts a Cline (or Roo Code, Kilo Code) history folder backed by a transactional\n"
 		"SQLite store: every save becomes one atomic commit, nothing a rewrite drops is\n"
@@ -206,8 +209,10 @@ static void usage(FILE *out, const char *prog)
 		"To see every saved version of a conversation file: convfs log FILE;\n"
 		"to make one of them the live one again: convfs restore FILE NUMBER.\n"
 		"To check a store (read-only; exit 0 sound, 1 problems, 2 cannot): convfs check STORE.\n"
-		"To remove a leaked secret (or a task) for good, unmounted: convfs forget STORE --match TEXT.\n",
-		prog, prog, prog, prog, prog, prog, prog);
+		"To remove a leaked secret (or a task) for good, unmounted: convfs forget STORE --match TEXT.\n"
+		"To find the messages of any conversation that hold some words: convfs search WORDS\n"
+		"(convfs search --help says how).\n",
+		prog, prog, prog, prog, prog, prog, prog, prog);
 }
 
 /* $XDG_DATA_HOME/convfs/<basename>-<hash of the full path>.db, directories made 0700. */
@@ -435,6 +440,7 @@ static int serve_open(struct fs *fs, const char *store_path)
 static int serve(struct fs *fs, struct fuse_args *args, const char *store_path, const char *mountpoint,
 		 int under_fd, int notify_fd, unsigned workers)
 {
+	struct indexer *ix = NULL;
 	struct fuse_session *se;
 	struct watch *watch = NULL;
 	int r;
@@ -512,7 +518,13 @@ static int serve(struct fs *fs, struct fuse_args *args, const char *store_path, 
 	/* Said here, where a daemon logs to syslog: nothing on the terminal that started it. */
 	plain_log_ready();
 	shares_log_limit(fs->shares, fs->nofile_was);
+	/* What the search index has yet to take in (a first take-in, an upgrade), behind the mount. */
+	r = indexer_start(fs->store, &ix);
+	if (r < 0)
+		log_warn("cannot start the search index's build: %s; convfs search misses what it has not taken in, "
+			 "until a mount that can", strerror(-r));
 	r = loop_run(se, workers);
+	indexer_stop(ix);
 	/*
 	 * A read of /dev/fuse that races the kernel's teardown at an unmount
 	 * gets ECONNABORTED instead of ENODEV: the connection ended as it
@@ -613,6 +625,7 @@ static const struct command {
 	{ "restore", cmd_restore },
 	{ "check", cmd_check },
 	{ "forget", cmd_forget },
+	{ "search", cmd_search },
 };
 
 /*

@@ -32,6 +32,7 @@
 #include "fs/cmd/warnings.h"
 #include "store/store_history.h"
 #include "store/sync.h"
+#include "store/store_search.h"
 #include "store/util.h"
 
 #define LAST_WARNINGS 5
@@ -52,6 +53,7 @@ struct status {
 	int store_err;           /* 0, or why the store could not be read (errno) */
 	struct store_summary sum;
 	struct store_sync_status sync; /* enabled false: the store does not sync */
+	struct store_search_state search;
 	int warn_err;            /* 0, or why there are no warnings to show (errno) */
 	struct warnings warn;
 	struct sb warn_file;     /* where they are */
@@ -191,6 +193,8 @@ static void status_gather(struct status *s)
 		s->store_err = -store_summary_get(st, &s->sum);
 		if (s->store_err == 0 && store_sync_status_get(st, &s->sync) < 0)
 			s->sync = (struct store_sync_status){ 0 };
+		if (s->store_err == 0)
+			s->store_err = -store_search_state(st, &s->search);
 		store_free(st);
 	}
 	s->daemons_err = -registry_list(s->mount.store, keep_daemon, s);
@@ -278,6 +282,11 @@ static int print_json(const struct status *s)
 		     cJSON_AddNumberToObject(o, "trashed", (double)s->sum.trashed) &&
 		     cJSON_AddNumberToObject(o, "files", (double)s->sum.docs) &&
 		     cJSON_AddNumberToObject(o, "versions", (double)s->sum.revisions);
+		if (ok && s->search.present)
+			ok = (c = cJSON_AddObjectToObject(o, "search")) &&
+			     cJSON_AddNumberToObject(c, "messages", (double)s->search.indexed) &&
+			     cJSON_AddBoolToObject(c, "building", s->search.building) &&
+			     cJSON_AddNumberToObject(c, "to_go", (double)s->search.to_go);
 		if (ok && s->sum.last_rev == 0) {
 			ok = cJSON_AddNullToObject(o, "last_commit") != NULL;
 		} else if (ok) {
@@ -360,6 +369,11 @@ static void print_text(const struct status *s)
 		printf("holds:        %" PRId64 " tasks, %" PRId64 " sessions, %" PRId64 " in the trash; "
 		       "%" PRId64 " conversation files, %" PRId64 " versions (schema %d)\n",
 		       s->sum.tasks, s->sum.sessions, s->sum.trashed, s->sum.docs, s->sum.revisions, s->sum.schema);
+		if (s->search.building)
+			printf("search:       %" PRId64 " messages indexed, %" PRId64 " to take in (being built behind the "
+			       "mount)\n", s->search.indexed, s->search.to_go);
+		else if (s->search.present)
+			printf("search:       %" PRId64 " messages indexed\n", s->search.indexed);
 		if (s->sum.last_rev == 0)
 			printf("last commit:  none\n");
 		else

@@ -331,6 +331,53 @@ int view_doc_of(const char *rel, char *buf, size_t n)
 	return (size_t)snprintf(buf, n, "%s", vp.doc) < n ? 0 : -ENAMETOOLONG;
 }
 
+void view_ws_folder(const char *ws_path, const char *ws_key, char *buf, size_t n)
+{
+	if (ws_key && ws_path)
+		view_ws_name(ws_path, ws_key, buf, n);
+	else
+		snprintf(buf, n, "unknown");
+}
+
+/* The name of the file of a task's folder that shows doc (of task), by the rows found there by name; NULL: none. */
+static const char *task_file_of(const char *doc, const char *task)
+{
+	char own[160];
+
+	for (int k = 1; k < VIEW_KIND_COUNT; k++) {
+		const struct view_shape *sh = shape_of(k);
+
+		/* a task's files that show a doc have their struct view_doc_file as arg */
+		if (sh && sh->in == VIEW_TASK && sh->name && sh->arg &&
+		    view_doc_file_path(sh->arg, task, own, sizeof(own)) == 0 && own[0] && strcmp(own, doc) == 0)
+			return sh->name;
+	}
+	return NULL;
+}
+
+int view_path_of(const char *doc, const char *ws_path, const char *ws_key, char *buf, size_t n)
+{
+	char task[80], ws[96];
+	const char *name, *base = strrchr(doc, '/');
+	size_t len;
+
+	if (store_path_conversation(doc, task, sizeof(task)) < 0 || !base)
+		return -ENOENT;
+	name = task_file_of(doc, task);
+	len = strlen(++base);
+	if (name)
+		len = strlen(name);
+	else if (store_is_session_id(task) && len > 14 && strcmp(base + len - 14, ".messages.json") == 0)
+		len -= 14; /* a subagent's <stem>.messages.json shows as <stem>.messages.jsonl */
+	else
+		return -ENOENT;
+	view_ws_folder(ws_path, ws_key, ws, sizeof(ws));
+	if ((size_t)snprintf(buf, n, "workspaces/%s/tasks/%s/%.*s%s", ws, task, (int)len, name ? name : base,
+			     name ? "" : ".messages.jsonl") >= n)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
 /* ---- what the rows share ---------------------------------------------------------- */
 
 static void set_time(struct timespec *t, int64_t ns)

@@ -186,6 +186,18 @@ enum view_kind view_shape_kind(const char *const *up, size_t n);
  */
 int view_doc_of(const char *rel, char *buf, size_t n);
 
+/*
+ * The other way: the file of the view that shows conversation doc doc, from
+ * the mount's root (workspaces/<name>-<key>/tasks/<id>/messages.jsonl, ...),
+ * the task's workspace being ws_path and ws_key (NULL: unknown). Its line
+ * seq + 1 is the doc's element seq. -ENOENT for a doc no task's folder
+ * shows. (A client entry of the workspace's name, which moves the view's
+ * folder to <name>.view, is not looked for.)
+ */
+int view_path_of(const char *doc, const char *ws_path, const char *ws_key, char *buf, size_t n);
+/* The name of a workspace's folder in the view, <name>-<key> ("unknown" for NULL), into buf. */
+void view_ws_folder(const char *ws_path, const char *ws_key, char *buf, size_t n);
+
 /* The compat doc of file f of conversation task into buf; -ENOENT if that kind of conversation has none. */
 int view_doc_file_path(const struct view_doc_file *f, const char *task, char *buf, size_t n);
 

@@ -23,7 +23,12 @@
 #     (cmp), and jq counts the messages written; also after a remount;
 #   - the daemon's peak RSS (VmHWM of its process, over its whole life up to
 #     the last save) stays at or under 64 MB: a commit must not hold the file
-#     in memory. The figure is printed in any case ("# peak RSS").
+#     in memory, nor does the search index, which each save updates (the big
+#     message by its first MiB). The figure is printed in any case ("# peak
+#     RSS");
+#   - the index has every message after each save, the big one included:
+#     convfs search finds the small ones beside it, and convfs check, at the
+#     end, finds the index holds the current messages and their words.
 # Under valgrind (CONVFS_VALGRIND=1) the big message is 8 MB and the RSS is
 # not checked (it is memcheck's); under a sanitizer build (CONVFS_SANITIZED=1)
 # the RSS is not checked either (ASan's shadow memory and quarantine inflate
@@ -155,6 +160,8 @@ say "3. temp + rename: the big message's text all b's (same length)"
 rename_in "$T/gen/v3.json"
 check_content "$T/gen/v3.json" 7 "after the temp + rename that changed the big message"
 echo "#   VmHWM after save 3: $(peak) kB"
+hits=$("$CONVFS" search --json '"that was big"' "$M" | wc -l) || true
+((hits == 1)) || problem "after save 3, convfs search finds the message after the big one $hits times, not once"
 
 say "4. the view's JSON Lines rewritten whole: CRLF ends, a message first, one more at the end"
 cat "$T/gen/v4.jsonl" >"$M/workspaces/unknown/tasks/$TASK/ui_messages.jsonl" ||
@@ -193,5 +200,6 @@ unmount_convfs "$M"
 mount_convfs "$M" "$STORE"
 check_content "$T/gen/v4.json" 10 "after a remount"
 unmount_convfs "$M"
+"$CONVFS" check "$STORE" >"$T/check.txt" 2>&1 || problem "convfs check finds problems:\n$(cat "$T/check.txt")"
 check_log "$STORE.log" "^convfs: warning: refusing to (append to 'tasks/$TASK/ui_messages.json': line 11 is not a JSON object|commit 'tasks/$TASK/ui_messages.json': its last line has no newline); nothing stored$"
 pass

@@ -14,7 +14,9 @@
 #     last recorded version or the one written after it, never anything else,
 #     and every recorded plain file has its content (clients/check_burst.js);
 #   - the store is sound: PRAGMA integrity_check prints ok, while mounted and
-#     after unmounting;
+#     after unmounting; and right after the kill, convfs check finds the
+#     tables and the search index as one commit after another left them
+#     (the index is kept in each commit's transaction);
 #   - the burst was really cut short by the kill, with an error, not finished.
 # It does this twice, so that the second run starts from a recovered store.
 # Last, an unmount right after a process closed 5,000 files ends the daemon
@@ -55,6 +57,8 @@ for round in 1 2; do
 		fail "the burst stopped with $(cat "$T/burst.out"), not for the dead mount: $(cat "$T/burst.err")"
 	say "the burst stopped with $(cat "$T/burst.out") after $(wc -l <"$record") recorded saves"
 	remove_dead_mount "$M"
+	"$CONVFS" check "$STORE" >"$T/check.txt" 2>&1 ||
+		problem "round $round: after the kill, convfs check finds problems:\n$(cat "$T/check.txt")"
 
 	mount_convfs "$M" "$STORE"
 	node_client check_burst.js "$M" "$TASK" "$round" "$record" >"$T/check.out" 2>"$T/check.err" ||
