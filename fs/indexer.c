@@ -54,7 +54,7 @@ static void *build(void *arg)
 	/* On Linux a thread has a nice value of its own. */
 	if (setpriority(PRIO_PROCESS, (id_t)gettid(), NICE) < 0)
 		log_debug("cannot lower the search index build's priority: %s", strerror(errno));
-	if (store_search_state(ix->st, &s) == 0 && s.to_go > 0)
+	if (store_search_state(ix->st, false, &s) == 0 && s.to_go > 0)
 		log_info("building the search index behind the mount: %lld messages to take in", (long long)s.to_go);
 	while (!__atomic_load_n(&ix->stop, __ATOMIC_ACQUIRE)) {
 		r = store_search_build(ix->st, STEP_ROWS, &done);
@@ -82,7 +82,7 @@ int indexer_start(struct store *st, struct indexer **ret)
 	*ret = NULL;
 	if (store_is_readonly(st))
 		return 0;
-	r = store_search_state(st, &s);
+	r = store_search_state(st, false, &s);
 	if (r < 0)
 		return r;
 	if (!s.present || !s.building)

@@ -44,9 +44,13 @@ int tx_begin(struct store *st)
 
 int tx_commit(struct store *st)
 {
-	int r = store_tx_lost(st) ? -EIO : store_exec(st, st->batch_depth ? "RELEASE doc" : "COMMIT");
 	uint64_t gen;
+	int r;
 
+	/* The messages the transaction made current, into the search index, in it. */
+	r = store_tx_lost(st) ? -EIO : search_flush(st);
+	if (r == 0)
+		r = store_exec(st, st->batch_depth ? "RELEASE doc" : "COMMIT");
 	if (r < 0)
 		return r;
 	if (!st->batch_depth)
@@ -74,6 +78,7 @@ uint64_t store_placement_generation(struct store *st)
 void tx_rollback(struct store *st)
 {
 	sqlite3_exec(st->db, st->batch_depth ? "ROLLBACK TO doc; RELEASE doc" : "ROLLBACK", NULL, NULL, NULL);
+	search_forget_pending(st);
 	if (!st->batch_depth) {
 		st->placement_pending = false;
 		st->tx_open = false;

@@ -305,17 +305,20 @@ static int keep_numbering(struct store *st, int64_t last)
 	return r;
 }
 
-/* The current rows step 2 changes: they leave the search index first (*ret_ids, search_forget_begin()). */
-static int forget_index(struct store *st, const struct store_forget *f, int64_t **ret_ids, size_t *ret_n)
+/* The current rows step 2 changes: they leave the search index first, while they hold their text. */
+static int forget_index(struct store *st, const struct store_forget *f)
 {
-	_cleanup_stmt_ sqlite3_stmt *rows = NULL;
-	int r = store_prepare(st, "SELECT e.id FROM elems e JOIN docs d ON d.id = e.doc_id "
-				  "WHERE e.rev_to IS NULL AND " ROW_HITS, &rows);
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	int r, rc;
 
+	if (!st->search)
+		return 0;
+	r = store_prepare(st, SEARCH_FORGET_SQL(ROW_HITS), &stmt);
 	if (r < 0)
 		return r;
-	bind_forget(rows, f);
-	return search_forget_begin(st, rows, ret_ids, ret_n);
+	bind_forget(stmt, f);
+	rc = sqlite3_step(stmt);
+	return rc == SQLITE_DONE ? 0 : store_fail(st, rc, "cannot take what is forgotten out of the search index");
 }
 
 static int forget_rows(struct store *st, const struct store_forget *f)
@@ -323,8 +326,6 @@ static int forget_rows(struct store *st, const struct store_forget *f)
 	STORE_LOCK(st);
 	_cleanup_stmt_ sqlite3_stmt *last = NULL;
 	int64_t last_rev;
-	_cleanup_free_ int64_t *indexed = NULL;
-	size_t nindexed = 0;
 	int r, rc;
 
 	r = tx_begin(st);
@@ -338,7 +339,7 @@ static int forget_rows(struct store *st, const struct store_forget *f)
 	}
 	last_rev = sqlite3_column_int64(last, 0);
 	store_stmt_release(TAKE_PTR(last));
-	r = forget_index(st, f, &indexed, &nindexed);
+	r = forget_index(st, f);
 	for (size_t i = 0; r == 0 && i < ARRAY_SIZE(forget_sql); i++) {
 		_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
 
@@ -354,7 +355,7 @@ static int forget_rows(struct store *st, const struct store_forget *f)
 		}
 	}
 	if (r == 0)
-		r = search_forget_end(st, indexed, nindexed);
+		r = search_forget_end(st);
 	if (r == 0)
 		r = keep_numbering(st, last_rev);
 	if (r == 0)

@@ -18,12 +18,18 @@
  * when it is closed (rev_to set) or deleted, and its bytes never change
  * while it is current but under `convfs forget`. So the hooks are:
  *   - search_row_added(), after a current row is inserted (rows.c, merged.c,
- *     task.c): indexed;
+ *     task.c): noted, and indexed with every other row the transaction
+ *     made when it ends (search_flush(), called by tx_commit()), in one
+ *     statement: FTS5 writes what it was given to its tables at each
+ *     statement's savepoint, so a statement a row would write a segment a
+ *     row (a save of 2,000 new messages took seconds);
  *   - search_rows_closing(), before elems_close() closes rows (doc.c):
  *     deleted from the index, with the text they still hold (FTS5 needs
  *     it: 3.40 has no contentless_delete), if the index holds them
- *     (search_docsize says);
- *   - search_forget_*() around what `convfs forget` blanks and deletes.
+ *     (search_docsize says: a row made in the same transaction is not
+ *     in it yet, and search_flush() takes only rows still current);
+ *   - SEARCH_FORGET_SQL() and search_forget_end() around what `convfs
+ *     forget` blanks and deletes.
  * Each runs in the transaction of the change, so a commit and its index
  * are one: a daemon killed mid-commit leaves both as they were.
  *
@@ -212,111 +218,107 @@ int search_load(struct store *st)
 	return cursor_read(st, &st->search_cursor);
 }
 
-/* Whether a row with this id, just made current, is left to the build (see the top of this file). */
-static bool left_to_build(const struct store *st, int64_t id)
-{
-	return st->batch_depth > 0 && st->search_cursor >= 0 && id > st->search_cursor;
-}
+/*
+ * The rows the index takes in at the end of a transaction: those from ?1 on
+ * (all made in it: row ids only grow) that are current messages it does not
+ * hold; but inside a batch, while a build is under way, those past its
+ * cursor ?3 are left to it (?2 true).
+ */
+static const char flush_sql[] =
+	"INSERT INTO search(rowid, body) SELECT e.id, " SEARCH_BODY("e") " FROM elems e JOIN docs d ON d.id = e.doc_id "
+	"WHERE e.id >= ?1 AND e.rev_to IS NULL AND convfs_stream(d.path) IS NOT NULL AND NOT (?2 AND e.id > ?3) "
+	"AND NOT EXISTS (SELECT 1 FROM search_docsize z WHERE z.id = e.id)";
 
 /* ---- the hooks ------------------------------------------------------------------------------ */
 
-int search_row_added(struct store *st, const struct doc_layout *lay, int64_t id)
+void search_row_added(struct store *st, const struct doc_layout *lay, int64_t id)
 {
-	if (!st->search || lay->stream == STREAM_NONE || left_to_build(st, id))
-		return 0;
-	return store_run(st, "INSERT INTO search(rowid, body) SELECT id, body FROM search_text WHERE id = ?1",
-			 STORE_INTS(id), "cannot add a message to the search index");
+	if (st->search && lay->stream != STREAM_NONE && (!st->search_from || id < st->search_from))
+		st->search_from = id;
 }
 
 int search_doc_rows_added(struct store *st, int64_t doc_id, int64_t rev)
 {
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
-	struct doc_layout lay;
 	int r;
 
 	if (!st->search)
 		return 0;
-	r = store_row_args(st, "SELECT path FROM docs WHERE id = ?1", NULL, 0, STORE_INTS(doc_id),
-			   "cannot look up a doc", &stmt);
+	r = store_row_args(st, "SELECT min(id) FROM elems WHERE doc_id = ?1 AND rev_from = ?2 AND rev_to IS NULL", NULL,
+			   0, STORE_INTS(doc_id, rev), "cannot find the rows of a revision", &stmt);
 	if (r < 0)
 		return r;
-	if (doc_layout_of((const char *)sqlite3_column_text(stmt, 0), &lay) < 0 || lay.stream == STREAM_NONE)
+	if (sqlite3_column_type(stmt, 0) != SQLITE_NULL) {
+		int64_t id = sqlite3_column_int64(stmt, 0);
+
+		if (!st->search_from || id < st->search_from)
+			st->search_from = id;
+	}
+	return 0;
+}
+
+int search_flush(struct store *st)
+{
+	bool defer = st->batch_depth > 0 && st->search_cursor >= 0;
+	int r;
+
+	/* Nothing, or all of it past the build's cursor, left to the build (a first take-in). */
+	if (!st->search_from || (defer && st->search_from > st->search_cursor)) {
+		st->search_from = 0;
 		return 0;
-	return store_run(st, "INSERT INTO search(rowid, body) SELECT t.id, t.body FROM search_text t "
-			     "WHERE t.id IN (SELECT id FROM elems WHERE doc_id = ?1 AND rev_from = ?2 AND rev_to IS NULL "
-			     "  AND NOT (?3 AND id > ?4))",
-			 STORE_INTS(doc_id, rev, st->batch_depth > 0 && st->search_cursor >= 0, st->search_cursor),
-			 "cannot add messages to the search index");
+	}
+	r = store_run(st, flush_sql, STORE_INTS(st->search_from, defer, st->search_cursor),
+		      "cannot add messages to the search index");
+	if (r == 0)
+		st->search_from = 0;
+	return r;
+}
+
+void search_forget_pending(struct store *st)
+{
+	st->search_from = 0;
 }
 
 int search_rows_closing(struct store *st, int64_t doc_id, int64_t from_seq, int64_t rev)
 {
+	_cleanup_stmt_ sqlite3_stmt *any = NULL;
+	int r;
+
 	if (!st->search)
 		return 0;
-	return store_run(st, "INSERT INTO search(search, rowid, body) SELECT 'delete', t.id, t.body FROM search_text t "
-			     "WHERE t.id IN (SELECT e.id FROM elems e WHERE e.doc_id = ?1 AND e.rev_to IS NULL "
-			     "  AND e.seq >= ?2 AND e.rev_from < ?3 "
-			     "  AND EXISTS (SELECT 1 FROM search_docsize z WHERE z.id = e.id))",
+	/*
+	 * Whether it has any to take out, first: most closes have none (a new
+	 * doc, taskHistory.json, a take-in's rows left to the build), and a
+	 * statement that writes to the index costs more than the lookup.
+	 */
+	r = store_row_args(st, "SELECT 1 FROM elems e WHERE e.doc_id = ?1 AND e.rev_to IS NULL AND e.seq >= ?2 "
+			       "AND e.rev_from < ?3 AND EXISTS (SELECT 1 FROM search_docsize z WHERE z.id = e.id) LIMIT 1",
+			   NULL, 0, STORE_INTS(doc_id, from_seq, rev), "cannot look in the search index", &any);
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		return r;
+	store_stmt_release(TAKE_PTR(any));
+	return store_run(st, "INSERT INTO search(search, rowid, body) SELECT 'delete', e.id, " SEARCH_BODY("e") " "
+			     "FROM elems e WHERE e.doc_id = ?1 AND e.rev_to IS NULL AND e.seq >= ?2 AND e.rev_from < ?3 "
+			     "AND EXISTS (SELECT 1 FROM search_docsize z WHERE z.id = e.id)",
 			 STORE_INTS(doc_id, from_seq, rev), "cannot take messages out of the search index");
 }
 
 /*
- * `convfs forget` blanks rows in place and deletes others; the index must
- * let go of their text first, while it is still there. rows (prepared and
- * bound by forget.c) gives the ids of the current rows about to change:
- * they leave the index, and *ret_ids (free()) keeps them, for those still
- * there afterwards (blanked, and current) to come back with their new text
- * (search_forget_end()).
+ * After `convfs forget` blanked rows (SEARCH_FORGET_SQL() took the current
+ * ones out first): every current message the index lacks goes back in,
+ * with the text it has now, but those a build under way has yet to reach.
+ * A walk of the current rows: forget rewrites the whole file anyway.
  */
-int search_forget_begin(struct store *st, sqlite3_stmt *rows, int64_t **ret_ids, size_t *ret_n)
+int search_forget_end(struct store *st)
 {
-	_cleanup_free_ int64_t *ids = NULL;
-	size_t n = 0, alloc = 0, kept = 0;
-	int r, rc;
-
-	*ret_ids = NULL;
-	*ret_n = 0;
 	if (!st->search)
 		return 0;
-	while ((rc = sqlite3_step(rows)) == SQLITE_ROW) {
-		if ((r = ARRAY_GROW(ids, n, alloc, 64)) < 0)
-			return r;
-		ids[n++] = sqlite3_column_int64(rows, 0);
-	}
-	if (rc != SQLITE_DONE)
-		return store_fail(st, rc, "cannot find what to forget in the search index");
-	/* Only those the index holds: rows of other docs (a history item) are never in it. */
-	for (size_t i = 0; i < n; i++) {
-		_cleanup_stmt_ sqlite3_stmt *held = NULL;
-
-		r = store_row_args(st, "SELECT 1 FROM search_docsize WHERE id = ?1", NULL, 0, STORE_INTS(ids[i]),
-				   "cannot look in the search index", &held);
-		if (r == -ENOENT)
-			continue;
-		if (r < 0)
-			return r;
-		r = store_run(st, "INSERT INTO search(search, rowid, body) SELECT 'delete', id, body FROM search_text "
-				  "WHERE id = ?1", STORE_INTS(ids[i]), "cannot take a message out of the search index");
-		if (r < 0)
-			return r;
-		ids[kept++] = ids[i];
-	}
-	*ret_ids = TAKE_PTR(ids);
-	*ret_n = kept;
-	return 0;
-}
-
-int search_forget_end(struct store *st, const int64_t *ids, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		int r = store_run(st, "INSERT INTO search(rowid, body) SELECT t.id, t.body FROM search_text t "
-				      "JOIN elems e ON e.id = t.id WHERE t.id = ?1 AND e.rev_to IS NULL",
-				  STORE_INTS(ids[i]), "cannot put a message back in the search index");
-
-		if (r < 0)
-			return r;
-	}
-	return 0;
+	return store_run(st, "INSERT INTO search(rowid, body) SELECT e.id, " SEARCH_BODY("e") " FROM elems e "
+			     "JOIN docs d ON d.id = e.doc_id WHERE e.rev_to IS NULL AND convfs_stream(d.path) IS NOT NULL "
+			     "AND (?1 < 0 OR e.id <= ?1) AND NOT EXISTS (SELECT 1 FROM search_docsize z WHERE z.id = e.id)",
+			 STORE_INTS(st->search_cursor), "cannot put messages back in the search index");
 }
 
 /* What is left of the forgotten text in the index's pages goes: its segments merged into one. */
@@ -335,35 +337,44 @@ int search_forget_pages(struct store *st)
 	"  AND NOT EXISTS (SELECT 1 FROM search_docsize z WHERE z.id = e.id) " \
 	"FROM elems e JOIN docs d ON d.id = e.doc_id WHERE e.id > ?1 ORDER BY e.id LIMIT ?2"
 
-/* One step, in the transaction build_step() opened: *ret_cursor where it stopped, -1 if done. */
+/*
+ * One step, in the transaction store_search_build() opened: the rows past
+ * the cursor, up to max_rows of them or BUILD_BYTES of messages to take in,
+ * taken in with one statement (one segment of the index). *ret_cursor is
+ * where it stopped, -1 if nothing is left.
+ */
 static int build_rows(struct store *st, size_t max_rows, int64_t *ret_cursor)
 {
 	_cleanup_stmt_ sqlite3_stmt *rows = NULL;
 	int64_t cursor = st->search_cursor;
-	size_t seen = 0, bytes = 0;
-	bool full = false;
+	size_t seen = 0, bytes = 0, todo = 0;
 	int r, rc = SQLITE_DONE;
 
 	r = store_prepare_ints(st, BUILD_ROWS_SQL, STORE_INTS(cursor, (int64_t)max_rows), &rows);
 	if (r < 0)
 		return r;
-	while (!full && (rc = sqlite3_step(rows)) == SQLITE_ROW) {
-		int64_t id = sqlite3_column_int64(rows, 0), len = sqlite3_column_int64(rows, 1);
+	while (bytes < BUILD_BYTES && (rc = sqlite3_step(rows)) == SQLITE_ROW) {
+		int64_t len = sqlite3_column_int64(rows, 1);
 
 		seen++;
-		cursor = id;
+		cursor = sqlite3_column_int64(rows, 0);
 		if (!sqlite3_column_int(rows, 2))
 			continue;
-		r = store_run(st, "INSERT INTO search(rowid, body) SELECT id, body FROM search_text WHERE id = ?1",
-			      STORE_INTS(id), "cannot add a message to the search index");
-		if (r < 0)
-			return r;
+		todo++;
 		bytes += (size_t)len < SEARCH_ELEM_BYTES ? (size_t)len : SEARCH_ELEM_BYTES;
-		full = bytes >= BUILD_BYTES;
 	}
-	if (!full && rc != SQLITE_DONE)
+	if (bytes < BUILD_BYTES && rc != SQLITE_DONE)
 		return store_fail(st, rc, "cannot read the rows to index");
-	*ret_cursor = full || seen == max_rows ? cursor : -1;
+	store_stmt_release(TAKE_PTR(rows));
+	if (todo)
+		r = store_run(st, "INSERT INTO search(rowid, body) SELECT e.id, " SEARCH_BODY("e") " FROM elems e "
+				  "JOIN docs d ON d.id = e.doc_id WHERE e.id > ?1 AND e.id <= ?2 AND e.rev_to IS NULL "
+				  "AND convfs_stream(d.path) IS NOT NULL "
+				  "AND NOT EXISTS (SELECT 1 FROM search_docsize z WHERE z.id = e.id)",
+			      STORE_INTS(st->search_cursor, cursor), "cannot add messages to the search index");
+	if (r < 0)
+		return r;
+	*ret_cursor = bytes >= BUILD_BYTES || seen == max_rows ? cursor : -1;
 	return 0;
 }
 
@@ -402,10 +413,10 @@ int store_search_build(struct store *st, size_t max_rows, bool *ret_done)
 	return 0;
 }
 
-int store_search_state(struct store *st, struct store_search_state *ret)
+int store_search_state(struct store *st, bool count, struct store_search_state *ret)
 {
 	STORE_LOCK(st);
-	_cleanup_stmt_ sqlite3_stmt *count = NULL, *to_go = NULL;
+	_cleanup_stmt_ sqlite3_stmt *counted = NULL, *to_go = NULL;
 	struct store_search_state s = { .present = st->search };
 	int64_t cursor = -1;
 	int r;
@@ -417,11 +428,14 @@ int store_search_state(struct store *st, struct store_search_state *ret)
 	/* Another process may be building it: the cursor as the file has it now. */
 	if ((r = cursor_read(st, &cursor)) < 0)
 		return r;
-	r = store_row_args(st, "SELECT count(*) FROM search_docsize", NULL, 0, NULL, 0,
-			   "cannot count the messages of the search index", &count);
-	if (r < 0)
-		return r;
-	s.indexed = sqlite3_column_int64(count, 0);
+	s.indexed = -1;
+	if (count) {
+		r = store_row_args(st, "SELECT count(*) FROM search_docsize", NULL, 0, NULL, 0,
+				   "cannot count the messages of the search index", &counted);
+		if (r < 0)
+			return r;
+		s.indexed = sqlite3_column_int64(counted, 0);
+	}
 	s.building = cursor >= 0;
 	if (s.building) {
 		r = store_row_args(st, "SELECT count(*) FROM elems e JOIN docs d ON d.id = e.doc_id "

@@ -239,8 +239,9 @@ static int write_merged(struct store *st, const struct doc_row *d, const struct 
 					       .pre = pre, .pre_len = pre_len };
 			int64_t id;
 
-			if ((r = elem_copy_large(st, e->ref, &c, &id)) < 0 || (r = search_row_added(st, lay, id)) < 0)
+			if ((r = elem_copy_large(st, e->ref, &c, &id)) < 0)
 				return r;
+			search_row_added(st, lay, id);
 		} else if (e->origin == MERGE_FROM_HEAD) {
 			sqlite3_reset(copy);
 			sqlite3_clear_bindings(copy);
@@ -253,8 +254,7 @@ static int write_merged(struct store *st, const struct doc_row *d, const struct 
 			rc = sqlite3_step(copy);
 			if (rc != SQLITE_DONE)
 				return store_fail(st, rc, "cannot store a merged element");
-			if ((r = search_row_added(st, lay, sqlite3_last_insert_rowid(st->db))) < 0)
-				return r;
+			search_row_added(st, lay, sqlite3_last_insert_rowid(st->db));
 		} else {
 			/* The writer's element, from its bytes (or the bytes a field merge made). */
 			struct elem_new row = { .doc_id = d->id, .seq = (int64_t)i, .off = off, .rev = rev, .loff = loff,

@@ -395,8 +395,8 @@ const char elem_insert_sql[] = "INSERT INTO elems(doc_id, seq, off, pre, len, js
 
 /*
  * Inserts e with stmt, prepared from elem_insert_sql (and reset here), with
- * its identity (elem_bind_identity()), and into the search index if it is a
- * message (search_row_added()); what names a failure to store it.
+ * its identity (elem_bind_identity()), noted for the search index if it is
+ * a message (search_row_added()); what names a failure to store it.
  * An element of src larger than ELEM_INLINE is never held whole: its row is
  * made with a zeroblob and the bytes written into it a piece at a time (a
  * history item is always read, to learn from it). A smaller one read from
@@ -449,7 +449,8 @@ int elem_insert(struct store *st, sqlite3_stmt *stmt, const struct elem_new *e, 
 		e->rows->broken = true;
 	if (big && (r = src_to_blob(st, e->src, e->at, e->len, "elems", "json", id)) < 0)
 		return r;
-	return search_row_added(st, lay, id);
+	search_row_added(st, lay, id);
+	return 0;
 }
 
 /*

@@ -2,11 +2,12 @@
 /*
  * search.c: the query of the search index (store_search.h).
  *
- * Two steps. First the hits, ranked: the FTS5 match joined with each
- * message's row, doc, task and workspace, the filters applied, ordered by
- * bm25 (FTS5's rank), then by the message's time, the newest first; only
- * the ids, scores and times are kept (24 bytes a hit, whatever the
- * messages' size). Then, a few hits at a time, what a hit shows: its
+ * Two steps. First the hits, ranked: the FTS5 match (with filters, joined
+ * with each message's row, doc, task and workspace), its bm25 score
+ * (FTS5's rank), sorted here, the newest first among equal scores; only
+ * the ids and scores are kept (24 bytes a hit, whatever the messages'
+ * size), and the times of those that tie. Then, a few hits at a time,
+ * what a hit shows: its
  * snippet (FTS5's snippet(), which reads the text through the view
  * search_text), where it is (doc, position, task, workspace) and the
  * task's title; the callback runs on those with the store's lock let go.
@@ -38,19 +39,26 @@
 	"JOIN elems e ON e.id = s.rowid JOIN docs d ON d.id = e.doc_id "                                  \
 	"LEFT JOIN tasks k ON k.id = d.task_id LEFT JOIN workspaces w ON w.id = k.workspace_id "
 
-static const char hits_sql[] =
-	"SELECT s.rowid, s.rank, " TIME_OF_E " FROM search s " JOINS
+/* The hits and their scores, of a query without filters: FTS5 alone (its index holds only current messages). */
+static const char hits_sql[] = "SELECT rowid, rank FROM search WHERE search MATCH ?1";
+
+/* The same with filters: each hit's row, doc, task and workspace, and its time and role if asked for. */
+static const char filtered_hits_sql[] =
+	"SELECT s.rowid, s.rank FROM search s " JOINS
 	"LEFT JOIN revisions r ON r.id = e.rev_from "
 	"WHERE search MATCH ?1 AND e.rev_to IS NULL "
 	"  AND (?2 IS NULL OR (?2 = '' AND w.id IS NULL) OR w.key = ?2) "
 	"  AND (?3 IS NULL OR " TIME_OF_E " >= ?3) AND (?4 IS NULL OR " TIME_OF_E " < ?4) "
 	"  AND (?5 IS NULL OR convfs_stream(d.path) = ?5) "
-	"  AND (?6 IS NULL OR " ROLE_OF_E " IS ?6) "
-	"ORDER BY s.rank, 3 DESC, s.rowid DESC LIMIT ?7";
+	"  AND (?6 IS NULL OR " ROLE_OF_E " IS ?6)";
+
+static const char time_sql[] =
+	"SELECT " TIME_OF_E " FROM elems e LEFT JOIN revisions r ON r.id = e.rev_from WHERE e.id = ?1";
 
 static const char detail_sql[] =
 	"SELECT snippet(search, 0, ?2, ?3, '…', ?4), e.seq, d.path, d.task_id, w.key, w.path, " ROLE_OF_E ", "
-	"  convfs_stream(d.path) FROM search s " JOINS
+	"  convfs_stream(d.path), " TIME_OF_E " FROM search s " JOINS
+	"LEFT JOIN revisions r ON r.id = e.rev_from "
 	"WHERE search MATCH ?1 AND s.rowid = ?5";
 
 static const char task_title_sql[] =
@@ -170,18 +178,69 @@ static int title_of(struct store *st, struct titles *t, const char *task, char *
 	return 0;
 }
 
-/* The hits of q, ranked: *ret_v (free()), *ret_n of them. Store lock held. */
+static int by_score(const void *a, const void *b)
+{
+	const struct ranked *x = a, *y = b;
+
+	if (x->score != y->score)
+		return x->score < y->score ? -1 : 1;
+	return x->id < y->id ? 1 : x->id > y->id ? -1 : 0;
+}
+
+static int by_time(const void *a, const void *b)
+{
+	const struct ranked *x = a, *y = b;
+
+	if (x->time_ms != y->time_ms)
+		return x->time_ms < y->time_ms ? 1 : -1;
+	return x->id < y->id ? 1 : x->id > y->id ? -1 : 0;
+}
+
+/*
+ * The hits v[0, n) sorted by score: those of equal score among the first
+ * `out` are put newest first. Times are read for those alone, so that a
+ * word in most messages, shown by its best few, costs its scores, not a
+ * row and a revision looked up for each of its hits. Store lock held.
+ */
+static int order_ties(struct store *st, struct ranked *v, size_t n, size_t out)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	int r, rc;
+
+	qsort(v, n, sizeof(*v), by_score);
+	for (size_t a = 0, b; a < out; a = b) {
+		for (b = a + 1; b < n && v[b].score == v[a].score; b++)
+			;
+		if (b - a < 2)
+			continue;
+		if (!stmt && (r = store_prepare(st, time_sql, &stmt)) < 0)
+			return r;
+		for (size_t i = a; i < b; i++) {
+			sqlite3_reset(stmt);
+			sqlite3_bind_int64(stmt, 1, v[i].id);
+			if ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
+				v[i].time_ms = sqlite3_column_int64(stmt, 0);
+			else if (rc != SQLITE_DONE)
+				return store_fail(st, rc, "cannot read the time of a hit of the search index");
+		}
+		qsort(v + a, b - a, sizeof(*v), by_time);
+	}
+	return 0;
+}
+
+/* The hits of q, ranked, the best first: *ret_v (free()), *ret_n of them. Store lock held. */
 static int rank(struct store *st, const struct store_search_query *q, const char *expr, struct ranked **ret_v,
 		size_t *ret_n)
 {
 	static const char *const streams[] = { NULL, "api", "ui" };
 	static const char *const roles[] = { NULL, "user", "assistant" };
+	bool filtered = q->ws_key || q->since_ms || q->until_ms || q->stream > 0 || q->role > 0;
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
 	_cleanup_free_ struct ranked *v = NULL;
 	size_t n = 0, alloc = 0;
 	int r, rc;
 
-	r = store_prepare(st, hits_sql, &stmt);
+	r = store_prepare(st, filtered ? filtered_hits_sql : hits_sql, &stmt);
 	if (r < 0)
 		return r;
 	sqlite3_bind_text(stmt, 1, expr, -1, SQLITE_STATIC);
@@ -195,17 +254,22 @@ static int rank(struct store *st, const struct store_search_query *q, const char
 		sqlite3_bind_text(stmt, 5, streams[q->stream], -1, SQLITE_STATIC);
 	if (q->role > 0 && (size_t)q->role < ARRAY_SIZE(roles))
 		sqlite3_bind_text(stmt, 6, roles[q->role], -1, SQLITE_STATIC);
-	sqlite3_bind_int64(stmt, 7, q->limit > 0 ? q->limit : -1);
 	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
 		if ((r = ARRAY_GROW(v, n, alloc, 256)) < 0)
 			return r;
-		v[n++] = (struct ranked){ sqlite3_column_int64(stmt, 0), sqlite3_column_int64(stmt, 2),
-					  sqlite3_column_double(stmt, 1) };
+		v[n++] = (struct ranked){ .id = sqlite3_column_int64(stmt, 0), .score = sqlite3_column_double(stmt, 1) };
 	}
 	if (rc != SQLITE_DONE)
 		return store_fail(st, rc, "cannot search the index");
+	store_stmt_release(TAKE_PTR(stmt));
+	if (q->limit > 0 && (size_t)q->limit < n)
+		r = order_ties(st, v, n, (size_t)q->limit);
+	else
+		r = order_ties(st, v, n, n);
+	if (r < 0)
+		return r;
 	*ret_v = TAKE_PTR(v);
-	*ret_n = n;
+	*ret_n = q->limit > 0 && (size_t)q->limit < n ? (size_t)q->limit : n;
 	return 0;
 }
 
@@ -237,7 +301,7 @@ static int detail(struct store *st, const struct store_search_query *q, const ch
 		return -ENOENT; /* gone since it was ranked (another connection's commit) */
 	if (rc != SQLITE_ROW)
 		return store_fail(st, rc, "cannot read a hit of the search index");
-	*out = (struct hit){ .h = { .score = in->score, .elem_id = in->id, .time_ms = in->time_ms,
+	*out = (struct hit){ .h = { .score = in->score, .elem_id = in->id, .time_ms = sqlite3_column_int64(stmt, 8),
 				    .seq = sqlite3_column_int64(stmt, 1) } };
 	if ((r = column_line(stmt, 0, true, &out->snippet)) < 0 || (r = column_line(stmt, 2, false, &out->doc)) < 0 ||
 	    (r = column_line(stmt, 3, false, &out->task)) < 0 || (r = column_line(stmt, 4, false, &out->ws_key)) < 0 ||

@@ -38,6 +38,15 @@
 #define SEARCH_TOKEN_MAX 64
 
 /*
+ * The text a row of elems (named e in SQL) has in the index: the view
+ * search_text's body, and what the index is fed, always this one
+ * expression. A row's bytes are handed to convfs_text() up to 1 MiB; of a
+ * larger one (kept a piece at a time), convfs_text() reads its first MiB
+ * itself: SQLite would load the whole value to pass it.
+ */
+#define SEARCH_BODY(e) "convfs_text(" e ".len, CASE WHEN " e ".len <= 1048576 THEN " e ".json END, " e ".id)"
+
+/*
  * The migration that brings the index (schema.c's migrations[]; its number
  * is its place there, and nothing else depends on it: search_load() looks
  * for the table, so a migration of another change that lands first just
@@ -49,8 +58,7 @@
  * and the build completes it.
  */
 #define SEARCH_MIGRATION                                                                                      \
-	"CREATE VIEW IF NOT EXISTS search_text(id, body) AS "                                                   \
-	"  SELECT id, convfs_text(len, CASE WHEN len <= 1048576 THEN json END, id) FROM elems;"              \
+	"CREATE VIEW IF NOT EXISTS search_text(id, body) AS SELECT id, " SEARCH_BODY("elems") " FROM elems;"  \
 	"CREATE VIRTUAL TABLE IF NOT EXISTS search USING fts5(body, content = 'search_text', "                 \
 	"  content_rowid = 'id', tokenize = 'convfs');"                                                         \
 	"INSERT OR REPLACE INTO meta(key, value) VALUES ('search_cursor', '0');"
@@ -138,16 +146,34 @@ struct doc_layout;
 int search_register(sqlite3 *db);
 /* After the store is opened (and migrated): whether it has an index, and how far its build got. */
 int search_load(struct store *st);
-/* Row id of a doc of layout lay was made current: into the index, if it is a message. */
-int search_row_added(struct store *st, const struct doc_layout *lay, int64_t id);
-/* Revision rev made current rows of doc doc_id by copying them (a task back from the trash). */
+/*
+ * Row id of a doc of layout lay was made current: into the index, if it is
+ * a message, when the transaction ends (search_flush()).
+ */
+void search_row_added(struct store *st, const struct doc_layout *lay, int64_t id);
+/* Revision rev made current rows of doc doc_id by copying them (a task back from the trash): the same. */
 int search_doc_rows_added(struct store *st, int64_t doc_id, int64_t rev);
+/*
+ * At the end of a transaction (tx_commit()), before it commits: the rows it
+ * made current go into the index, in one statement. search_forget_end()
+ * clears what is noted, as a rollback does.
+ */
+int search_flush(struct store *st);
 /* Before elems_close(doc_id, from_seq, rev): the rows it closes leave the index. */
 int search_rows_closing(struct store *st, int64_t doc_id, int64_t from_seq, int64_t rev);
-/* `convfs forget`: the rows rows gives leave the index; *ret_ids (free()) for search_forget_end(). */
-int search_forget_begin(struct store *st, sqlite3_stmt *rows, int64_t **ret_ids, size_t *ret_n);
-/* Those of ids still current come back, with the text they hold now. */
-int search_forget_end(struct store *st, const int64_t *ids, size_t n);
+/*
+ * `convfs forget` (in its transaction): SEARCH_FORGET_SQL(cond), with the
+ * parameters cond has, takes the current rows it is about to blank or
+ * delete out of the index; search_forget_end() afterwards puts back those
+ * still current (blanked), with the text they hold then.
+ */
+#define SEARCH_FORGET_SQL(cond)                                                                                \
+	"INSERT INTO search(search, rowid, body) SELECT 'delete', e.id, " SEARCH_BODY("e") " FROM elems e "    \
+	"JOIN docs d ON d.id = e.doc_id WHERE e.rev_to IS NULL AND (" cond ") "                                \
+	"AND EXISTS (SELECT 1 FROM search_docsize z WHERE z.id = e.id)"
+int search_forget_end(struct store *st);
+/* Notes that the transaction ended without search_flush() (rolled back). */
+void search_forget_pending(struct store *st);
 /* The index's segments merged into one, so that no page keeps forgotten text. */
 int search_forget_pages(struct store *st);
 

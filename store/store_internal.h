@@ -97,6 +97,14 @@ struct store {
 	 */
 	bool search;
 	int64_t search_cursor;
+	/*
+	 * The first row the transaction open now made current that the index
+	 * is to take in when it ends (search_flush(); 0: none). One statement
+	 * a transaction: FTS5 writes what it was given to its tables at every
+	 * statement's savepoint, so a statement a row would make a segment a
+	 * row.
+	 */
+	int64_t search_from;
 	/* The current rows of the last large docs committed, newest first (store/array.c). */
 	struct doc_rows *rows_kept[STORE_ROWS_KEPT];
 	size_t rows_total; /* rows in them */

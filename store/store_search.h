@@ -77,10 +77,11 @@ int store_search(struct store *st, const struct store_search_query *q, store_sea
 struct store_search_state {
 	bool present;   /* the store has an index (schema 14 on) */
 	bool building;  /* it is being built: messages may be missing from it */
-	int64_t indexed; /* messages in it */
+	int64_t indexed; /* messages in it (-1: not counted) */
 	int64_t to_go;   /* while building: messages it has yet to take in */
 };
-int store_search_state(struct store *st, struct store_search_state *ret);
+/* With count, the messages in it are counted too (a read of search_docsize, some milliseconds a 100,000). */
+int store_search_state(struct store *st, bool count, struct store_search_state *ret);
 
 /*
  * One step of the index's build: takes in up to max_rows messages it does

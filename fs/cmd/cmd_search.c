@@ -496,7 +496,7 @@ static void note_build(struct store *st)
 {
 	struct store_search_state s;
 
-	if (store_search_state(st, &s) == 0 && s.building && s.to_go > 0)
+	if (store_search_state(st, false, &s) == 0 && s.building && s.to_go > 0)
 		fprintf(stderr, "convfs: search: note: the index is being built behind the mount: %lld messages are not "
 				"in it yet, and are not found\n", (long long)s.to_go);
 }

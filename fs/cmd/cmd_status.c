@@ -194,7 +194,7 @@ static void status_gather(struct status *s)
 		if (s->store_err == 0 && store_sync_status_get(st, &s->sync) < 0)
 			s->sync = (struct store_sync_status){ 0 };
 		if (s->store_err == 0)
-			s->store_err = -store_search_state(st, &s->search);
+			s->store_err = -store_search_state(st, true, &s->search);
 		store_free(st);
 	}
 	s->daemons_err = -registry_list(s->mount.store, keep_daemon, s);

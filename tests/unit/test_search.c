@@ -459,7 +459,7 @@ static void test_build(void **state)
 	struct store *st = *state;
 	struct store_search_state s;
 
-	assert_int_equal(store_search_state(st, &s), 0);
+	assert_int_equal(store_search_state(st, true, &s), 0);
 	assert_true(s.present && s.building); /* a new store: its first take-in is to come */
 	assert_int_equal(store_batch_begin(st), 0);
 	commit(st, UI("6"), "[" M(1, "batched ocelot") "," M(2, "more") "]");
@@ -468,7 +468,7 @@ static void test_build(void **state)
 	assert_int_equal(store_batch_end(st), 0);
 	commit(st, UI("7"), "[" M(1, "inline ocelot") "]"); /* outside a batch: at once */
 	assert_int_equal(hits(st, "ocelot"), 1);
-	assert_int_equal(store_search_state(st, &s), 0);
+	assert_int_equal(store_search_state(st, true, &s), 0);
 	assert_true(s.building);
 	assert_int_equal(s.indexed, 1);
 	assert_int_equal(s.to_go, 2);
@@ -482,7 +482,7 @@ static void test_build(void **state)
 		assert_int_equal(db_int(st->db, "SELECT CAST(value AS INTEGER) > 0 FROM meta WHERE key = 'search_cursor'"), 1);
 	}
 	build_all(st, 1);
-	assert_int_equal(store_search_state(st, &s), 0);
+	assert_int_equal(store_search_state(st, true, &s), 0);
 	assert_false(s.building);
 	assert_int_equal(s.indexed, 3);
 	assert_int_equal(hits(st, "ocelot"), 3);
@@ -516,7 +516,7 @@ static void test_migration(void **state)
 				      NULL), SQLITE_OK);
 	sqlite3_close(db);
 	assert_int_equal(store_open(path, 0, &st), 0);
-	assert_int_equal(store_search_state(st, &s), 0);
+	assert_int_equal(store_search_state(st, true, &s), 0);
 	assert_true(s.present && s.building);
 	assert_int_equal(s.indexed, 0);
 	assert_int_equal(s.to_go, 1);
