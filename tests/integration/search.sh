@@ -256,12 +256,24 @@ sqlite3 "$STORE" ".dbconfig defensive off" "DROP TABLE search_data; DROP TABLE s
 [[ $(sqlite3 "$STORE" 'PRAGMA integrity_check') == ok ]] || fail "the store made schema 12 is not sound"
 cs --store "$STORE" qmalpha
 ((rc == 2)) && grep -q "upgrade" "$T/err" || problem "--store on a schema-12 store: exit $rc: $(cat "$T/err")"
+# to_take_in N: what the build said it had to take in, once the log has N such lines (the build's
+# thread says it a moment after the mount).
+to_take_in()
+{
+	local i
+	for ((i = 0; i < 100 * SLOW; i++)); do
+		(($(grep -a -c 'building the search index behind the mount' "$STORE.log") >= $1)) && break
+		sleep 0.1
+	done
+	grep -a -o -E 'building the search index behind the mount: [0-9]+' "$STORE.log" | sed -n "$1p" | grep -o -E '[0-9]+$'
+}
+builds=$(grep -a -c 'building the search index behind the mount' "$STORE.log")
 export CONVFS_INDEX_DELAY_MS=1000 # a step a second: the build is cut in its middle
 mount_convfs "$M" "$STORE"
 unset CONVFS_INDEX_DELAY_MS
 log_has "$STORE.log" "migrated the store from schema version 12 to 13" "the migration"
-log_has "$STORE.log" "building the search index behind the mount: [0-9]+ messages to take in" "the build's start"
-first=$(grep -a -o -E 'building the search index behind the mount: [0-9]+' "$STORE.log" | tail -n 1 | grep -o -E '[0-9]+$')
+first=$(to_take_in $((builds + 1)))
+[[ -n $first ]] || fail "the build of the migrated store's index did not start"
 sleep 1.5
 cs qmalpha "$M"
 grep -q "the index is being built" "$T/err" || problem "a search while the index is built does not say so: $(cat "$T/err")"
@@ -270,7 +282,7 @@ remove_dead_mount "$M"
 cursor=$(sqlite3 "$STORE" "SELECT value FROM meta WHERE key = 'search_cursor'")
 ((cursor > 0)) || problem "the build cut by kill -9 left its cursor at '$cursor': the next would start over"
 mount_convfs "$M" "$STORE"
-second=$(grep -a -o -E 'building the search index behind the mount: [0-9]+' "$STORE.log" | tail -n 1 | grep -o -E '[0-9]+$')
+second=$(to_take_in $((builds + 2)))
 ((second > 0 && second < first)) || problem "the build did not go on where it stopped: $first to take in, then $second"
 wait_built "$M"
 while read -r word; do
