@@ -35,6 +35,7 @@ struct item {
 	bool neg, prefix, or_next; /* or_next: joined by OR to the item after it */
 };
 
+/* Says why in err (one line: a control character of the query quoted in it is shown as '?'); -EINVAL. */
 static int refuse(char *err, size_t errlen, const char *fmt, ...) _printf_(3, 4);
 static int refuse(char *err, size_t errlen, const char *fmt, ...)
 {
@@ -44,6 +45,9 @@ static int refuse(char *err, size_t errlen, const char *fmt, ...)
 		va_start(ap, fmt);
 		vsnprintf(err, errlen, fmt, ap);
 		va_end(ap);
+		for (char *c = err; *c; c++)
+			if ((unsigned char)*c < 0x20 || *c == 0x7f)
+				*c = '?';
 	}
 	return -EINVAL;
 }

@@ -4,7 +4,7 @@
 #
 #   run.sh FUZZER NAME [SECONDS]
 #
-# NAME is json or merge (which seeds to build). FUZZ_SECONDS overrides
+# NAME is json, merge or search (which seeds to build). FUZZ_SECONDS overrides
 # SECONDS (default 60). FIXTURES is the fixtures folder (default
 # tests/fixtures); a missing fixture is a failure.
 # FUZZ_CORPUS=DIR keeps the corpus in DIR/NAME, to grow it across runs

@@ -3,7 +3,7 @@
 # Cline folders, extracted to a temp dir and removed again; nothing of them is
 # kept in the repository) and the hand-written seeds beside this script.
 #
-#   seed.sh json|merge FIXTURES_DIR OUT
+#   seed.sh json|merge|search FIXTURES_DIR OUT
 #
 # json:  every JSON file of the fixtures (the torn ui_messages.json too), each
 #        array doc also compact and pretty-printed, and each element alone;
@@ -13,6 +13,9 @@
 #        identical versions, appends racing appends and truncations, items
 #        changed on both sides, no base, a writer's own merged base, and the
 #        same file from two fixtures; plus the rows of seeds/merge.tsv.
+# search: inputs of fuzz_search.c (a mode byte, then a message or a query):
+#        every message of the fixtures' conversations (byte 1), each also
+#        cut in half; and the queries of seeds/search/queries.txt (byte 0).
 set -euo pipefail
 
 name=$1 fixtures=$2 out=$3
@@ -52,6 +55,27 @@ if [ "$name" = json ]; then
 		done < <(jq -c '.[]' "$f")
 	done
 	cp "$here"/seeds/json/* "$out/"
+	exit 0
+fi
+if [ "$name" = search ]; then
+	i=0
+	for f in "${files[@]}"; do
+		case $f in
+		*/ui_messages.json | */api_conversation_history.json) filter='.[]' ;;
+		*.messages.json) filter='.messages[]' ;;
+		*) continue ;;
+		esac
+		while IFS= read -r line; do
+			printf '\x01%s' "$line" >"$out/message-$i"
+			printf '\x01%s' "${line:0:$((${#line} / 2))}" >"$out/message-$i.cut"
+			i=$((i + 1))
+		done < <(jq -c "$filter" "$f" 2>/dev/null || true)
+	done
+	i=0
+	while IFS= read -r line; do
+		printf '\x00%s' "$line" >"$out/query-$i"
+		i=$((i + 1))
+	done <"$here/seeds/search/queries.txt"
 	exit 0
 fi
 [ "$name" = merge ] || { echo "seed.sh: unknown target '$name'" >&2; exit 1; }

@@ -191,6 +191,7 @@ static void test_query(void **state)
 		{ "-a OR b", "'OR' goes between", true },
 		{ "a OR -b", "'OR' goes between", true },
 		{ "bad \xff utf", "not valid UTF-8", true },
+		{ "bell\x07\"x", "a quote inside a word: 'bell?\"x'", true },
 	};
 
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
