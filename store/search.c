@@ -207,7 +207,8 @@ static int order_ties(struct store *st, struct ranked *v, size_t n, size_t out)
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
 	int r, rc;
 
-	qsort(v, n, sizeof(*v), by_score);
+	if (n > 1) /* v is NULL with no hit, which qsort() may not be given */
+		qsort(v, n, sizeof(*v), by_score);
 	for (size_t a = 0, b; a < out; a = b) {
 		for (b = a + 1; b < n && v[b].score == v[a].score; b++)
 			;
