@@ -355,19 +355,26 @@ static int deliver(struct store *st, const struct store_search_query *q, const c
 	return r;
 }
 
+/* q's text as FTS5's expression, into expr: 0, -EINVAL for a query that is not one, or -ENOMEM. */
+static int query_expr(const struct store_search_query *q, struct sb *expr)
+{
+	char err[160];
+
+	if (search_query_parse(q->text, expr, err, sizeof(err)) < 0)
+		return -EINVAL;
+	return expr->buf ? 0 : -ENOMEM;
+}
+
 int store_search(struct store *st, const struct store_search_query *q, store_search_fn fn, void *ctx)
 {
 	_cleanup_sb_ struct sb expr = SB_INIT;
 	_cleanup_free_ struct ranked *v = NULL;
 	struct titles titles = { 0 };
-	char err[160];
 	size_t n = 0;
 	int r, count = 0;
 
-	if (search_query_parse(q->text, &expr, err, sizeof(err)) < 0)
-		return -EINVAL;
-	if (!expr.buf)
-		return -ENOMEM;
+	if ((r = query_expr(q, &expr)) < 0)
+		return r;
 	{
 		STORE_LOCK(st);
 
@@ -382,4 +389,97 @@ int store_search(struct store *st, const struct store_search_query *q, store_sea
 			    &count);
 	titles_release(&titles);
 	return r < 0 ? r : count;
+}
+
+/* ---- the tasks found ---------------------------------------------------------------------------- */
+
+/* A task's best score (bm25: the least) and its newest hit's time, to order the tasks as their hits are. */
+static const char tasks_sql[] =
+	"SELECT d.task_id, w.key, w.path, min(s.rank) AS best, max(coalesce(e.ts, 0)) AS latest FROM search s " JOINS
+	"WHERE search MATCH ?1 AND d.task_id IS NOT NULL GROUP BY d.task_id ORDER BY best, latest DESC, d.task_id";
+
+struct found_task {
+	char *task, *ws_key, *ws_path;
+};
+
+static void found_release(struct found_task *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(v[i].task);
+		free(v[i].ws_key);
+		free(v[i].ws_path);
+	}
+	free(v);
+}
+
+/* The tasks of expr, ranked, into *ret_v (found_release()). Store lock held. */
+static int tasks_ranked(struct store *st, const char *expr, int64_t limit, struct found_task **ret_v, size_t *ret_n)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	struct found_task *v = NULL;
+	size_t n = 0, alloc = 0;
+	int r, rc = SQLITE_DONE;
+
+	r = store_prepare(st, tasks_sql, &stmt);
+	if (r < 0)
+		return r;
+	sqlite3_bind_text(stmt, 1, expr, -1, SQLITE_STATIC);
+	while ((limit <= 0 || (int64_t)n < limit) && (rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		if ((r = ARRAY_GROW(v, n, alloc, 64)) < 0)
+			break;
+		v[n] = (struct found_task){ 0 };
+		if ((r = column_line(stmt, 0, false, &v[n].task)) < 0 || (r = column_line(stmt, 1, false, &v[n].ws_key)) < 0 ||
+		    (r = column_line(stmt, 2, false, &v[n].ws_path)) < 0) {
+			n++;
+			break;
+		}
+		n++;
+	}
+	if (r == 0 && (limit <= 0 || (int64_t)n < limit) && rc != SQLITE_DONE)
+		r = store_fail(st, rc, "cannot search the index for tasks");
+	if (r < 0) {
+		found_release(v, n);
+		return r;
+	}
+	*ret_v = v;
+	*ret_n = n;
+	return 0;
+}
+
+int store_search_tasks(struct store *st, const struct store_search_query *q, store_search_task_fn fn, void *ctx)
+{
+	_cleanup_sb_ struct sb expr = SB_INIT;
+	struct found_task *v = NULL;
+	size_t n = 0;
+	int r = 0;
+
+	if ((r = query_expr(q, &expr)) < 0)
+		return r;
+	{
+		STORE_LOCK(st);
+
+		if (!st->search)
+			return -ENOTSUP;
+		if ((r = tasks_ranked(st, expr.buf, q->limit, &v, &n)) < 0)
+			return r;
+	}
+	for (size_t i = 0; i < n && r == 0; i++) {
+		struct store_search_task t = { .rank = (int64_t)i + 1, .task = v[i].task, .ws_key = v[i].ws_key,
+					       .ws_path = v[i].ws_key ? v[i].ws_path : NULL };
+
+		r = fn(ctx, &t);
+	}
+	found_release(v, n);
+	return r < 0 ? r : (int)n;
+}
+
+int store_search_last(struct store *st, int64_t *ret_ns)
+{
+	STORE_LOCK(st);
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	int r = store_row_args(st, "SELECT time_ns FROM revisions ORDER BY id DESC LIMIT 1", NULL, 0, NULL, 0,
+			       "cannot read the time of the store's last change", &stmt);
+
+	*ret_ns = r == 0 ? sqlite3_column_int64(stmt, 0) : 0;
+	return r == -ENOENT ? 0 : r;
 }

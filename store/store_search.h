@@ -74,6 +74,32 @@ int store_search_query_check(const char *text, char *err, size_t errlen);
  */
 int store_search(struct store *st, const struct store_search_query *q, store_search_fn fn, void *ctx);
 
+/* One task found, with where it is. Its strings live as long as the callback runs. */
+struct store_search_task {
+	int64_t rank;        /* from 1: the place of its best hit among the tasks' */
+	const char *task;    /* the task or session id */
+	const char *ws_key;  /* its workspace; NULL: not known */
+	const char *ws_path; /* its path; NULL with ws_key */
+};
+typedef int (*store_search_task_fn)(void *ctx, const struct store_search_task *t);
+
+/*
+ * The tasks that have a message matching q->text (q's filters and marks
+ * are not looked at), each once, the task of the best hit first (bm25;
+ * among equals the one with the newest message); at most q->limit of them
+ * (0: all). One query, no snippets: what a view of searches lists. fn is
+ * called after the store's lock is let go. Returns the number of tasks,
+ * -EINVAL for a query that is not one, -ENOTSUP for a store without an
+ * index, fn's negative return, or -errno.
+ */
+int store_search_tasks(struct store *st, const struct store_search_query *q, store_search_task_fn fn, void *ctx);
+
+/*
+ * When the store last changed (its last revision's time; 0 for none): what
+ * any search may find changes only then. The time of a view of searches.
+ */
+int store_search_last(struct store *st, int64_t *ret_ns);
+
 struct store_search_state {
 	bool present;   /* the store has an index (schema 14 on) */
 	bool building;  /* it is being built: messages may be missing from it */

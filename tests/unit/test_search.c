@@ -677,6 +677,43 @@ static void test_forget(void **state)
 	remove_store_file(dir, path);
 }
 
+static int add_task(void *ctx, const struct store_search_task *t)
+{
+	struct found *f = ctx;
+	size_t used = strlen(f->lines);
+
+	f->n++;
+	snprintf(f->lines + used, sizeof(f->lines) - used, "%lld %s %s\n", (long long)t->rank, t->task,
+		 t->ws_key ? t->ws_path : "-");
+	return 0;
+}
+
+/*
+ * The tasks of a query (a view of searches): each once, in the order of
+ * its best hit, ties the newest first; a limit; the workspace; a query
+ * that is not one.
+ */
+static void test_tasks(void **state)
+{
+	struct store *st = *state;
+	struct store_search_query q = { .text = "heron" };
+	struct found f = { 0 };
+
+	commit(st, HIST, "[{\"id\":\"20\",\"ts\":1,\"task\":\"a\",\"cwdOnTaskInitialization\":\"/w/a\"}]");
+	commit(st, UI("20"), "[" M(5000, "heron") "," M(5001, "heron and more words here") "]"); /* the newest */
+	commit(st, UI("21"), "[" M(2000, "heron heron heron") "]");
+	commit(st, API("22"), "[" U("heron and many other words in it to make it weak") "]");
+	commit(st, UI("23"), "[" M(3000, "no such bird") "]");
+	assert_int_equal(store_search_tasks(st, &q, add_task, &f), 3);
+	assert_string_equal(f.lines, "1 21 -\n2 20 /w/a\n3 22 -\n");
+	f = (struct found){ 0 };
+	q.limit = 2;
+	assert_int_equal(store_search_tasks(st, &q, add_task, &f), 2);
+	assert_string_equal(f.lines, "1 21 -\n2 20 /w/a\n");
+	q.text = "\"heron";
+	assert_int_equal(store_search_tasks(st, &q, add_task, &f), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -692,6 +729,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_build, setup, teardown),
 		cmocka_unit_test(test_migration),
 		cmocka_unit_test_setup_teardown(test_filters, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_tasks, setup, teardown),
 		cmocka_unit_test(test_check),
 		cmocka_unit_test(test_forget),
 	};
