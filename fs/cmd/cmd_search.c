@@ -21,7 +21,6 @@
  * workspace's name get theirs made '?', so that no message can move the
  * cursor or change the colours of the terminal it is shown on.
  */
-#include <cjson/cJSON.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -36,13 +35,11 @@
 #include "fs/cmd/cmd.h"
 #include "fs/cmd/mounts.h"
 #include "fs/view/view.h"
+#include "fs/view/view_search.h"
 #include "store/store_search.h"
 #include "store/store_view.h"
 #include "store/util.h"
 
-/* The snippet's marks as the store puts them; printed as colours or brackets. */
-#define MARK_OPEN "\x01"
-#define MARK_CLOSE "\x02"
 #define TITLE_CHARS 40
 
 static const char usage_text[] =
@@ -86,7 +83,6 @@ struct search_cmd {
 	struct fs_mount mount;
 	const char *prefix; /* before a view path: the mount point and "/", or "" */
 	char ws_key[16];
-	cJSON *line;
 };
 
 static int usage_error(const char *fmt, ...) _printf_(1, 2);
@@ -396,64 +392,13 @@ static int find_workspace(struct search_cmd *c, struct store *st)
 
 /* ---- a hit ------------------------------------------------------------------------------------ */
 
-/*
- * Appends s to out, each control character made '?' (C0, DEL, and the C1
- * range a terminal may take for an escape), and the marks turned into
- * open and close; at most max characters (0: all), then "…".
- */
-static int add_clean(struct sb *out, const char *s, const char *open, const char *close, size_t max)
+static int print_json(struct search_cmd *c, const struct store_search_hit *h)
 {
-	size_t chars = 0;
-	int r = 0;
-
-	for (const unsigned char *p = (const unsigned char *)s; *p && r == 0; p++) {
-		if (max && chars == max)
-			return sb_adds(out, "…");
-		if ((*p & 0xc0) != 0x80)
-			chars++;
-		if (*p == MARK_OPEN[0])
-			r = sb_adds(out, open);
-		else if (*p == MARK_CLOSE[0])
-			r = sb_adds(out, close);
-		else if (*p < 0x20 || *p == 0x7f)
-			r = sb_add(out, "?", 1);
-		else if (*p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f)
-			r = sb_add(out, "?", 1), p++;
-		else
-			r = sb_add(out, p, 1);
-	}
-	return r;
-}
-
-/* The hit's view path (no prefix) and its workspace's folder, or the doc and "unknown" if it has none. */
-static void where(const struct store_search_hit *h, char *path, size_t n, char *folder, size_t fn)
-{
-	if (view_path_of(h->doc, h->ws_path, h->ws_key, path, n) < 0)
-		snprintf(path, n, "%s", h->doc);
-	view_ws_folder(h->ws_path, h->ws_key, folder, fn);
-}
-
-static int print_json(struct search_cmd *c, const struct store_search_hit *h, const char *path, const char *folder)
-{
-	_cleanup_(cjson_deletep) cJSON *o = cJSON_CreateObject();
-	_cleanup_sb_ struct sb snippet = SB_INIT, full = SB_INIT;
 	_cleanup_free_ char *text = NULL;
-	char t[40];
-	bool ok;
+	int r = view_search_json(h, c->prefix, &text);
 
-	if (add_clean(&snippet, h->snippet, "[", "]", 0) < 0 || sb_addf(&full, "%s%s", c->prefix, path) < 0)
-		return -ENOMEM;
-	ok = o && cJSON_AddStringToObject(o, "task", h->task) && cJSON_AddStringToObject(o, "workspace", folder) &&
-	     (h->ws_path ? cJSON_AddStringToObject(o, "workspace_path", h->ws_path)
-			 : cJSON_AddNullToObject(o, "workspace_path")) &&
-	     cJSON_AddStringToObject(o, "title", h->title) &&
-	     cJSON_AddStringToObject(o, "time", iso_time(h->time_ms * 1000000, t, sizeof(t))) &&
-	     cJSON_AddStringToObject(o, "path", full.buf) && cJSON_AddNumberToObject(o, "line", (double)(h->seq + 1)) &&
-	     cJSON_AddStringToObject(o, "snippet", sb_str(&snippet)) && cJSON_AddStringToObject(o, "stream", h->stream) &&
-	     (h->role ? cJSON_AddStringToObject(o, "role", h->role) : cJSON_AddNullToObject(o, "role")) &&
-	     cJSON_AddNumberToObject(o, "score", h->score) && cJSON_AddStringToObject(o, "doc", h->doc);
-	if (!ok || !(text = cJSON_PrintUnformatted(o)))
-		return -ENOMEM;
+	if (r < 0)
+		return r;
 	return printf("%s\n", text) < 0 ? -EIO : 0;
 }
 
@@ -468,12 +413,12 @@ static int print_text(struct search_cmd *c, const struct store_search_hit *h, co
 	if (!localtime_r(&t, &tm) || strftime(when, sizeof(when), "%Y-%m-%d %H:%M", &tm) == 0)
 		snprintf(when, sizeof(when), "?");
 	r = sb_addf(&line, "%s  ", when);
-	if (r == 0 && (r = add_clean(&line, folder, "", "", 0)) == 0 && (r = sb_addf(&line, "  %s  ", h->task)) == 0 &&
-	    (r = add_clean(&line, *h->title ? h->title : "(no title)", "", "", TITLE_CHARS)) == 0 &&
+	if (r == 0 && (r = view_search_clean(&line, folder, "", "", 0)) == 0 && (r = sb_addf(&line, "  %s  ", h->task)) == 0 &&
+	    (r = view_search_clean(&line, *h->title ? h->title : "(no title)", "", "", TITLE_CHARS)) == 0 &&
 	    (r = sb_adds(&line, "  ")) == 0 &&
-	    (r = add_clean(&line, h->snippet, c->colour ? "\033[1;31m" : "[", c->colour ? "\033[0m" : "]", 0)) == 0 &&
-	    (r = sb_adds(&line, "  ")) == 0 && (r = add_clean(&line, c->prefix, "", "", 0)) == 0 &&
-	    (r = add_clean(&line, path, "", "", 0)) == 0)
+	    (r = view_search_clean(&line, h->snippet, c->colour ? "\033[1;31m" : "[", c->colour ? "\033[0m" : "]", 0)) == 0 &&
+	    (r = sb_adds(&line, "  ")) == 0 && (r = view_search_clean(&line, c->prefix, "", "", 0)) == 0 &&
+	    (r = view_search_clean(&line, path, "", "", 0)) == 0)
 		r = sb_addf(&line, ":%" PRId64 "\n", h->seq + 1);
 	if (r < 0)
 		return r;
@@ -485,8 +430,10 @@ static int one_hit(void *ctx, const struct store_search_hit *h)
 	struct search_cmd *c = ctx;
 	char path[PATH_MAX], folder[160];
 
-	where(h, path, sizeof(path), folder, sizeof(folder));
-	return c->json ? print_json(c, h, path, folder) : print_text(c, h, path, folder);
+	if (c->json)
+		return print_json(c, h);
+	view_search_where(h, path, sizeof(path), folder, sizeof(folder));
+	return print_text(c, h, path, folder);
 }
 
 /* ---- the command -------------------------------------------------------------------------------- */
@@ -541,7 +488,7 @@ out:
 
 int cmd_search(int argc, char **argv)
 {
-	struct search_cmd c = { .q = { .mark_open = MARK_OPEN, .mark_close = MARK_CLOSE } };
+	struct search_cmd c = { .q = { .mark_open = VIEW_SEARCH_MARK_OPEN, .mark_close = VIEW_SEARCH_MARK_CLOSE } };
 	const char *store_path = NULL;
 	char err[200];
 	int r;

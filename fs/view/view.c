@@ -194,20 +194,71 @@ static int find_child(struct fs *fs, struct view_path *vp, const struct view_ste
 	return -ENOENT;
 }
 
+/*
+ * The folders at the mount's root the view's walks start from: workspaces/
+ * (whose names the client shares), and search/, which a client's own entry
+ * of that name takes whole.
+ */
+static const struct {
+	const char *name;
+	enum view_kind kind;
+} tops[] = {
+	{ "workspaces", VIEW_ROOT },
+	{ "search", VIEW_SEARCH },
+};
+
+const char *view_top_name(enum view_kind kind)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(tops); i++)
+		if (tops[i].kind == kind)
+			return tops[i].name;
+	return NULL;
+}
+
+/* Whether the client has an entry of its own named name at the mount's root. */
+static bool client_has_at_root(struct fs *fs, const char *name)
+{
+	const char *leaf;
+	struct stat st;
+	int dfd = plain_open_parent(fs, name, &leaf);
+	bool has;
+
+	if (dfd < 0)
+		return false;
+	has = fstatat(dfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0;
+	close(dfd);
+	return has;
+}
+
+/* The top rel begins with, and where its rest begins (*ret_p); VIEW_NONE: none. */
+static enum view_kind top_of(struct fs *fs, const char *rel, const char **ret_p)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(tops); i++) {
+		size_t n = strlen(tops[i].name);
+
+		if (strncmp(rel, tops[i].name, n) != 0 || (rel[n] != '\0' && rel[n] != '/'))
+			continue;
+		if (tops[i].kind == VIEW_SEARCH && client_has_at_root(fs, tops[i].name))
+			return VIEW_NONE; /* the client's own: plain */
+		*ret_p = rel[n] ? rel + n + 1 : "";
+		return tops[i].kind;
+	}
+	return VIEW_NONE;
+}
+
 int view_parse(struct fs *fs, const char *rel, struct view_path *ret)
 {
 	struct view_path vp = { 0 };
-	const char *p;
+	const char *p = "";
 	int r = 0;
 
 	*ret = vp;
-	if (strncmp(rel, "workspaces", 10) != 0 || (rel[10] != '\0' && rel[10] != '/'))
+	vp.kind = top_of(fs, rel, &p);
+	if (vp.kind == VIEW_NONE)
 		return 0;
 	/* ls -l of a checkpoint's files/ resolves the same folder once a file: from where it was last. */
-	if (!ckpt_cache_hit(fs, rel, &vp, &p)) {
-		vp.kind = VIEW_ROOT;
-		p = rel[10] ? rel + 11 : "";
-	}
+	if (vp.kind == VIEW_ROOT)
+		(void)ckpt_cache_hit(fs, rel, &vp, &p);
 	while (*p) {
 		size_t len = strcspn(p, "/");
 		char name[NAME_MAX + 1];
@@ -256,9 +307,12 @@ int view_parse(struct fs *fs, const char *rel, struct view_path *ret)
 
 enum view_kind view_shape_kind(const char *const *up, size_t n)
 {
-	enum view_kind kind = VIEW_ROOT;
+	enum view_kind kind = VIEW_NONE;
 
-	if (n == 0 || strcmp(up[n - 1], "workspaces") != 0)
+	for (size_t i = 0; n > 0 && i < ARRAY_SIZE(tops) && kind == VIEW_NONE; i++)
+		if (strcmp(up[n - 1], tops[i].name) == 0)
+			kind = tops[i].kind;
+	if (kind == VIEW_NONE)
 		return VIEW_NONE;
 	for (size_t i = n - 1; i-- > 0 && kind != VIEW_NONE;) {
 		enum view_kind found = VIEW_NONE;

@@ -14,6 +14,7 @@
  *   .../tasks/<id>/checkpoints/<NNN>-<short>/{messages.jsonl,ui_messages.jsonl,
  *                                            commit.json,changes.diff,files/}
  *   .../tasks/<id>/versions/<NNNNNN>-<time>/{messages.jsonl,ui_messages.jsonl,metadata.json}
+ *   search/<query>/{results.jsonl,<rank>-<taskId>}   at the mount's root: the tasks a query finds
  *
  * The client's own entries in workspaces/ (Cline CLI 2.x keeps
  * workspaces/<hash>/workspaceState.json there, 3.x workspaces/chat/) are
@@ -30,6 +31,7 @@
  * at a time, so a kind and its parse rule are one place.
  */
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -77,6 +79,10 @@
 	X(VIEW_VERSION_MESSAGES, view_version_messages)                                                          \
 	X(VIEW_VERSION_UI, view_version_ui)                                                                      \
 	X(VIEW_VERSION_METADATA, view_version_metadata)                                                          \
+	X(VIEW_SEARCH, view_search)               /* search/: a top of its own, found by name (view_search.c) */ \
+	X(VIEW_SEARCH_QUERY, view_search_query)   /* search/<query>/: the tasks it finds */                      \
+	X(VIEW_SEARCH_RESULTS, view_search_results) /* its results.jsonl: the best hits, as convfs search --json */ \
+	X(VIEW_SEARCH_HIT, view_search_hit)       /* its <rank>-<taskId>: a symlink to the task's folder */      \
 	X(VIEW_MISSING, view_missing)             /* a name the view does not have */
 
 enum view_kind {
@@ -117,6 +123,8 @@ struct view_path {
 	int64_t ver_n;       /* position among the task's saves, from 1 */
 	int64_t ver_rev;     /* the revision of that save */
 	int64_t ver_time_ns; /* its time */
+	/* search/<query>/ */
+	char query[NAME_MAX + 1]; /* the query, its %XX made bytes */
 };
 
 /* Whether a folder's listing names a kind it holds (view_list_named()). */
@@ -173,8 +181,14 @@ struct view_doc_file {
  */
 int view_parse(struct fs *fs, const char *rel, struct view_path *ret);
 
-/* The kind of a view path by its shape alone (no store): up[] is its names from the leaf up, "workspaces" last. */
+/*
+ * The kind of a view path by its shape alone (no store): up[] is its names
+ * from the leaf up, the top folder last ("workspaces", or "search").
+ */
 enum view_kind view_shape_kind(const char *const *up, size_t n);
+
+/* The name at the mount's root of a top kind of the view (VIEW_ROOT, VIEW_SEARCH); NULL for any other. */
+const char *view_top_name(enum view_kind kind);
 
 /*
  * The compat doc behind rel (a path from the mount's root), by its shape

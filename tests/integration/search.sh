@@ -27,6 +27,11 @@
 #     files the mount shows, and convfs check finds the index sound;
 #   - a daemon killed with kill -9 while a writer commits large saves
 #     leaves an index that matches the store (convfs check);
+#   - search/<query>/ (not listed) holds a link for each task convfs search
+#     finds (<rank>-<taskId>, to its folder in the view) and results.jsonl,
+#     the --json output; a query with '/' written %2F; a bad query answers
+#     EINVAL and says why in the log; nothing can be made there; a commit
+#     shows at once in the listing; a client's own search/ wins;
 #   - a store from before the index (schema 13) gets it on its first mount,
 #     built behind the mount; a build cut by kill -9 goes on at the next
 #     mount from where it stopped, and then finds everything.
@@ -154,6 +159,48 @@ grep -q "one argument" "$T/err" || problem "two words as two arguments: no hint 
 cs zzznothingzzz "$M"
 ((rc == 1)) || problem "a word found nowhere exited $rc, expected 1"
 
+# ---- search/<query>/ ----------------------------------------------------------------------------
+
+say "search/<query>/: found by name, a link a task, results.jsonl the --json output"
+! ls -A "$M" | grep -q -x search || problem "the mount's root lists search/"
+[[ -z $(ls -A "$M/search") ]] || problem "search/ lists something: $(ls -A "$M/search")"
+# folder_tasks DIR: the task ids its links name, sorted, on one line.
+folder_tasks()
+{
+	ls "$1" | grep -E '^[0-9]{3,}-' | sed -E 's/^[0-9]+-//' | sort | tr '\n' ' ' | sed 's/ $//'
+}
+for q in qmalpha 'race condition' 'src/utils/fileName.ts'; do
+	name=${q//\//%2F}
+	cs --json "$q" "$M"
+	((rc == 0)) || { problem "convfs search '$q' found nothing: the corpus should have it"; continue; }
+	[[ $(folder_tasks "$M/search/$name") == "$(tasks_of_hits)" ]] ||
+		problem "search/$name/ links [$(folder_tasks "$M/search/$name")], convfs search finds [$(tasks_of_hits)]"
+	n=$(ls "$M/search/$name" | grep -c -E '^[0-9]{3,}-')
+	[[ $(ls "$M/search/$name" | grep -E '^[0-9]{3,}-' | cut -d- -f1 | tr '\n' ' ') == "$(seq -f %03g 1 "$n" | tr '\n' ' ')" ]] ||
+		problem "search/$name/: the ranks are not 001 to $n"
+	jq -c ".path |= ltrimstr(\"$M/\")" "$T/out" | head -n 1000 >"$T/want.jsonl"
+	jq -c . "$M/search/$name/results.jsonl" >"$T/got.jsonl" || problem "search/$name/results.jsonl is not JSON Lines"
+	same "$T/want.jsonl" "$T/got.jsonl" "search/$name/results.jsonl against convfs search --json"
+done
+link=$(ls "$M/search/qmalpha" | grep -m 1 -E '^001-')
+[[ $(readlink "$M/search/qmalpha/$link") == ../../workspaces/*/tasks/"${link#001-}" ]] ||
+	problem "search/qmalpha/$link points at '$(readlink "$M/search/qmalpha/$link")'"
+grep -r -q -i qmalpha "$M/search/qmalpha/$link/" || problem "the task search/qmalpha/$link leads to has no qmalpha"
+! ls "$M/search/%22open%20phrase" 2>"$T/ls.err" && grep -q "Invalid argument" "$T/ls.err" ||
+	problem "a folder of a bad query: $(cat "$T/ls.err")"
+log_has "$STORE.log" "search/%22open%20phrase: not a query: " "the bad query"
+! touch "$M/search/qmalpha/x" 2>/dev/null || problem "a file was made in search/qmalpha/"
+# a commit shows at once in a listing the kernel keeps (the folder's time is the store's last change)
+mapfile -t SOME < <(cd "$P/tasks" && ls | sort | tail -n 2)
+ls "$M/search/qmfresh" >/dev/null
+for id in "${SOME[@]}"; do
+	printf '%s\n' '{"role":"user","content":[{"type":"text","text":"a qmfresh word"}]}' \
+		>>"$(compgen -G "$M/workspaces/*/tasks/$id" | head -n 1)/messages.jsonl"
+	want=$(printf '%s\n' "${SOME[@]}" | sed -n "0,/^$id\$/p" | sort | tr '\n' ' ' | sed 's/ $//')
+	[[ $(folder_tasks "$M/search/qmfresh") == "$want" ]] ||
+		problem "after a >> to $id, search/qmfresh/ links [$(folder_tasks "$M/search/qmfresh")], not [$want]"
+done
+
 # ---- changes through the mount, then the reference ------------------------------------------
 
 say "changes through the mount"
@@ -245,6 +292,13 @@ say "--store on the store, unmounted"
 cs --json --store "$STORE" qmalpha
 ((rc == 0)) || problem "--store: exit $rc: $(cat "$T/err")"
 [[ $(jq -r .path "$T/out" | head -n 1) == workspaces/*/tasks/*.jsonl ]] || problem "--store: paths are not from a mount's root: $(head -n 1 "$T/out")"
+
+say "a client's own search at the root wins"
+mkdir "$M/search" && echo mine >"$M/search/own.txt" # underneath, not mounted
+mount_convfs "$M" "$STORE"
+[[ $(ls "$M/search") == own.txt && ! -e $M/search/qmalpha ]] || problem "the client's search/ is not what shows: $(ls "$M/search")"
+rm -r "$M/search" # the backing tree's copy; what is underneath, unchanged, is not taken in again
+unmount_convfs "$M"
 
 # ---- a store from before the index ----------------------------------------------------------
 

@@ -97,7 +97,7 @@ static void test_what_names_nothing(void **state)
 	for (int k = 1; k < VIEW_KIND_COUNT; k++) {
 		const struct path_ops *row = view_rows[k];
 
-		if (k == VIEW_ROOT) {
+		if (view_top_name(k)) { /* workspaces/, search/: where the walks start */
 			assert_false(has_shape(k));
 			assert_non_null(row->getattr);
 			continue;
@@ -124,8 +124,10 @@ static void test_shapes_are_a_tree(void **state)
 			assert_true(sh->in > VIEW_NONE && sh->in < VIEW_KIND_COUNT);
 			assert_non_null(view_rows[sh->in]->list);
 			assert_true(sh->name || sh->match);
-			assert_true(sh->type == S_IFDIR || sh->type == S_IFREG);
+			assert_true(sh->type == S_IFDIR || sh->type == S_IFREG || sh->type == S_IFLNK);
 			assert_int_equal(sh->type == S_IFDIR, view_rows[k]->list != NULL);
+			if (sh->type == S_IFLNK) /* a link's target (a checkpoint's files/ may hold links too) */
+				assert_non_null(view_rows[k]->readlink);
 			/* a listed name is a fixed one; a match's names are listed by the folder's own list */
 			if (sh->listed != VIEW_UNLISTED)
 				assert_non_null(sh->name);
@@ -158,11 +160,13 @@ static void test_shape_walk_finds_every_kind(void **state)
 		if (!has_shape(k))
 			continue;
 		/* its names from the leaf up: fixed ones as they are, a match's as a name no fixed one has */
-		for (enum view_kind at = k; at != VIEW_ROOT; at = view_rows[at]->shape->in) {
+		enum view_kind at;
+
+		for (at = k; !view_top_name(at); at = view_rows[at]->shape->in) {
 			assert_true(n < ARRAY_SIZE(up) - 1);
 			up[n++] = view_rows[at]->shape->name ? view_rows[at]->shape->name : "x-1";
 		}
-		up[n++] = "workspaces";
+		up[n++] = view_top_name(at);
 		print_message("%-22s found at depth %zu\n", view_names[k], n);
 		assert_int_equal(view_shape_kind(up, n), k);
 		/* below a kind that takes the rest of the path, anything is that kind */
