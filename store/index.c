@@ -33,7 +33,7 @@
  * Each runs in the transaction of the change, so a commit and its index
  * are one: a daemon killed mid-commit leaves both as they were.
  *
- * The build. A store from before the index (the migration to schema 14),
+ * The build. A store from before the index (the migration to schema 15),
  * or a new one, has every row to take in: meta 'search_cursor' records how
  * far store_search_build() got, in steps of one transaction each, so that
  * a build cut short goes on where it stopped. Rows inserted meanwhile are

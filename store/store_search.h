@@ -101,7 +101,7 @@ int store_search_tasks(struct store *st, const struct store_search_query *q, sto
 int store_search_last(struct store *st, int64_t *ret_ns);
 
 struct store_search_state {
-	bool present;   /* the store has an index (schema 14 on) */
+	bool present;   /* the store has an index (schema 15 on) */
 	bool building;  /* it is being built: messages may be missing from it */
 	int64_t indexed; /* messages in it (-1: not counted) */
 	int64_t to_go;   /* while building: messages it has yet to take in */

@@ -32,7 +32,7 @@
 #     the --json output; a query with '/' written %2F; a bad query answers
 #     EINVAL and says why in the log; nothing can be made there; a commit
 #     shows at once in the listing; a client's own search/ wins;
-#   - a store from before the index (schema 13) gets it on its first mount,
+#   - a store from before the index (schema 14) gets it on its first mount,
 #     built behind the mount; a build cut by kill -9 goes on at the next
 #     mount from where it stopped, and then finds everything.
 
@@ -302,14 +302,14 @@ unmount_convfs "$M"
 
 # ---- a store from before the index ----------------------------------------------------------
 
-say "a store of schema 13: the index comes with the first mount, built behind it, resumed after kill -9"
+say "a store of schema 14: the index comes with the first mount, built behind it, resumed after kill -9"
 sqlite3 "$STORE" ".dbconfig defensive off" "DROP TABLE search_data; DROP TABLE search_idx; DROP TABLE search_docsize;
 	DROP TABLE search_config; DROP VIEW search_text; PRAGMA writable_schema = ON;
 	DELETE FROM sqlite_master WHERE name = 'search'; PRAGMA writable_schema = OFF;
-	DELETE FROM meta WHERE key = 'search_cursor'; PRAGMA user_version = 13" >/dev/null
-[[ $(sqlite3 "$STORE" 'PRAGMA integrity_check') == ok ]] || fail "the store made schema 13 is not sound"
+	DELETE FROM meta WHERE key = 'search_cursor'; PRAGMA user_version = 14" >/dev/null
+[[ $(sqlite3 "$STORE" 'PRAGMA integrity_check') == ok ]] || fail "the store made schema 14 is not sound"
 cs --store "$STORE" qmalpha
-((rc == 2)) && grep -q "upgrade" "$T/err" || problem "--store on a schema-13 store: exit $rc: $(cat "$T/err")"
+((rc == 2)) && grep -q "upgrade" "$T/err" || problem "--store on a schema-14 store: exit $rc: $(cat "$T/err")"
 # to_take_in N: what the build said it had to take in, once the log has N such lines (the build's
 # thread says it a moment after the mount).
 to_take_in()
@@ -325,7 +325,7 @@ builds=$(grep -a -c 'building the search index behind the mount' "$STORE.log")
 export CONVFS_INDEX_DELAY_MS=1000 # a step a second: the build is cut in its middle
 mount_convfs "$M" "$STORE"
 unset CONVFS_INDEX_DELAY_MS
-log_has "$STORE.log" "migrated the store from schema version 13 to 14" "the migration"
+log_has "$STORE.log" "migrated the store from schema version 14 to 15" "the migration"
 first=$(to_take_in $((builds + 1)))
 [[ -n $first ]] || fail "the build of the migrated store's index did not start"
 sleep 1.5

@@ -510,10 +510,10 @@ static void test_migration(void **state)
 	build_all(st, 100);
 	commit(st, UI("9"), "[" M(1, "migrated meerkat") "]");
 	store_free(st);
-	/* back to schema 13, as the convfs before the index left it */
+	/* back to schema 14, as the convfs before the index left it */
 	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
 	assert_int_equal(search_register(db), 0);
-	assert_int_equal(sqlite3_exec(db, "DROP TABLE search; DROP VIEW search_text; PRAGMA user_version = 13", NULL, NULL,
+	assert_int_equal(sqlite3_exec(db, "DROP TABLE search; DROP VIEW search_text; PRAGMA user_version = 14", NULL, NULL,
 				      NULL), SQLITE_OK);
 	sqlite3_close(db);
 	assert_int_equal(store_open(path, 0, &st), 0);

@@ -220,7 +220,7 @@ static void test_migrate_from_v1(void **state)
 
 	/*
 	 * Every migration in turn, the search index's after the folders' (11 ->
-	 * 12 -> 13 -> 14): the index is there, its build takes in the old message.
+	 * 12 -> 13 -> 14 -> 15): the index is there, its build takes in the old message.
 	 */
 	assert_true(index_built(f->st));
 }
