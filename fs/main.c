@@ -53,7 +53,7 @@
 #include "fs/cmd/cmd.h"
 #include "fs/cmd/registry.h"
 #include "fs/fs.h"
-#include "fs/indexer.h"
+#include "fs/backing/indexer.h"
 #include "fs/kernel/kcache.h"
 #include "fs/kernel/loop.h"
 #include "fs/ops/shares.h"

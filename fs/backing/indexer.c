@@ -26,7 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fs/indexer.h"
+#include "fs/backing/indexer.h"
 #include "store/store_search.h"
 #include "store/util.h"
 
