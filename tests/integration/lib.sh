@@ -240,21 +240,23 @@ mount_convfs()
 }
 
 # mount_convfs_log DIR LOG [convfs options...]: the same with any options.
+# (MOUNT_SECS, default 10: how long the mount may take; a first take-in of a
+# large folder comes before it.)
 mount_convfs_log()
 {
-	local dir=$1 pid i
+	local dir=$1 pid i secs=${MOUNT_SECS:-10}
 	CONVFS_LOG=$2
 	shift 2
 	LOGS[$CONVFS_LOG]=1
 	"${VALGRIND[@]}" "$CONVFS" -f "$@" "$dir" 2>>"$CONVFS_LOG" &
 	pid=$!
 	echo "$pid" >>"$T/daemons"
-	for ((i = 0; i < 100 * SLOW; i++)); do
+	for ((i = 0; i < secs * 10 * SLOW; i++)); do
 		mountpoint -q "$dir" && break
 		kill -0 "$pid" 2>/dev/null || fail "convfs exited before mounting '$dir':\n$(cat "$CONVFS_LOG")"
 		sleep 0.1
 	done
-	mountpoint -q "$dir" || fail "'$dir' is not mounted after $((10 * SLOW)) s"
+	mountpoint -q "$dir" || fail "'$dir' is not mounted after $((secs * SLOW)) s"
 	DAEMON_PID[$dir]=$pid
 }
 

@@ -3,7 +3,11 @@
 // what; `--expect-loss` inverts that (the same run on a plain folder must
 // lose, or the test could not fail).
 //
-//   node run.js DIR N TASKS MESSAGES [--expect-loss]
+//   node run.js DIR[,DIR...] N TASKS MESSAGES [--expect-loss]
+//
+// Several DIRs are several mounts of one store: the windows are spread over
+// them in turn (the first window on the first, the next on the second, ...),
+// and what was lost is counted through the first.
 //
 // TORTURE_FIRST_WINDOW=K numbers the windows K..K+N-1 (default 1), so that
 // runs on several machines at once (sync.sh) make tasks and message ts of
@@ -13,13 +17,17 @@ const fs = require('fs');
 const path = require('path');
 const { spawn } = require('child_process');
 
-const [dir, n, ntasks, nmsgs] = process.argv.slice(2, 6);
+const [dirList, n, ntasks, nmsgs] = process.argv.slice(2, 6);
+const dirs = dirList.split(',');
+const dir = dirs[0];
+const first = Number(process.env.TORTURE_FIRST_WINDOW || 1);
 const expectLoss = process.argv.includes('--expect-loss');
 const sharedId = '1799999999999';
 
 function runWindow(win) {
+	const wdir = dirs[(win - first) % dirs.length];
 	return new Promise((resolve, reject) => {
-		const p = spawn(process.execPath, [path.join(__dirname, 'window.js'), dir, win, ntasks, nmsgs, sharedId, 50],
+		const p = spawn(process.execPath, [path.join(__dirname, 'window.js'), wdir, win, ntasks, nmsgs, sharedId, 50],
 			{ stdio: ['ignore', 'pipe', 'inherit'] });
 		let out = '';
 		p.stdout.on('data', (d) => (out += d));
@@ -30,7 +38,6 @@ function runWindow(win) {
 async function main() {
 	fs.mkdirSync(path.join(dir, 'state'), { recursive: true });
 	fs.mkdirSync(path.join(dir, 'tasks', sharedId), { recursive: true });
-	const first = Number(process.env.TORTURE_FIRST_WINDOW || 1);
 	const results = await Promise.all(Array.from({ length: Number(n) }, (_, i) => runWindow(first + i)));
 	const history = JSON.parse(fs.readFileSync(path.join(dir, 'state', 'taskHistory.json'), 'utf8'));
 	const ids = new Set(history.map((h) => h.id));
@@ -68,7 +75,7 @@ async function main() {
 			if (JSON.stringify(mine) !== JSON.stringify(tss.filter((t) => have.includes(t)))) disordered++;
 		}
 	}
-	const summary = `${n} windows: lost ${lostTasks} of ${total} tasks from history, ` +
+	const summary = `${n} windows${dirs.length > 1 ? ` on ${dirs.length} mounts` : ''}: lost ${lostTasks} of ${total} tasks from history, ` +
 		`${lostMessages} of ${totalMsgs * 2} messages; ${disordered} files out of order`;
 	console.log(summary);
 	const lost = lostTasks + lostMessages + disordered > 0;
