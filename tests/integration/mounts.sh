@@ -63,7 +63,7 @@ mkdir -p "$B" "$C" "$D"
 # The clients this test starts in the background end with it, whatever happens.
 declare -a BG=()
 status_is() { return "$1"; }
-trap 'st=$?; trap - ERR; for p in "${BG[@]}"; do kill "$p" 2>/dev/null; done; status_is $st; cleanup' EXIT
+trap 'st=$?; set +e; trap - ERR; for p in "${BG[@]}"; do kill "$p" 2>/dev/null; done; status_is $st; cleanup' EXIT
 
 # mount_at DIR NAME: a daemon of the store at DIR, its log $T/NAME.log.
 mount_at() { mount_convfs_log "$1" "$T/$2.log" -o "store=$S"; }
