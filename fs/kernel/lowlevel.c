@@ -351,16 +351,27 @@ static void ll_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
  * on the doc as it is now (the node leaves). -ESTALE only if a
  * handle open on the node has no copy of its version to share, which a
  * reader's always has.
+ *
+ * Not so while other daemons serve the store (share false): a change made
+ * through one of them reaches this kernel only when the watcher tells it, a
+ * moment after that change returned, so the reader's lookup may have found
+ * the old version in the kernel's cache though its open began after the
+ * change. It must not read the old version then: it gets the doc as it is
+ * now, through an ordinary node, and if others have the version node open
+ * (their pages and size stay the old version's), through -ESTALE: the kernel
+ * looks the name up again and retries once, finding an ordinary node kept
+ * at the name for this thread (nodes_open_stale() with again).
  */
-static int open_stale_version(struct fs *fs, fuse_ino_t ino, const struct route *rt, int64_t ver, struct fuse_file_info *fi)
+static int open_stale_version(struct fs *fs, fuse_ino_t ino, const struct route *rt, int64_t ver,
+			      struct fuse_file_info *fi, bool share)
 {
-	bool again = false;
+	bool again = !share;
 	int r;
 
 	do {
 		struct op_version_snap v = { .ver = ver };
 
-		if (nodes_with_open(fs->nodes, ino, op_version_snap, &v))
+		if (share && nodes_with_open(fs->nodes, ino, op_version_snap, &v))
 			return v.r < 0 ? v.r : op_open_version_snap(rt, v.snap, fi);
 		r = nodes_open_stale(fs->nodes, ino, fs_caller_pid, again, NULL);
 		again = true;
@@ -373,7 +384,7 @@ static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct fs *fs = begin(req);
 	_cleanup_sb_ struct sb path = SB_INIT;
 	struct route rt;
-	bool writes = (fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC), removed;
+	bool writes = (fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC), removed, peers;
 	int64_t ver = 0;
 	int r;
 
@@ -387,9 +398,18 @@ static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, -r);
 		return;
 	}
+	/*
+	 * While other daemons serve the store, a reader of a version node reads
+	 * what the store holds now (a blob kept open for reads would show this
+	 * daemon an older snapshot), and never an older version than the
+	 * store's (open_stale_version()).
+	 */
+	peers = ver && watch_peers(fs) > 0;
+	if (peers)
+		store_read_anew(fs->store);
 	r = ver ? op_open_version(&rt, ver, fi) : op_open(&rt, fi);
 	if (r == -ESTALE && ver)
-		r = open_stale_version(fs, ino, &rt, ver, fi);
+		r = open_stale_version(fs, ino, &rt, ver, fi, !peers);
 	if (r == 0 && nodes_open_end(fs->nodes, ino, &fi->fh) < 0) {
 		op_release(fi);
 		fuse_reply_err(req, ENOMEM);

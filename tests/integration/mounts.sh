@@ -22,8 +22,9 @@
 #     in place, growing, its last message completed now and then), every
 #     read through B is whole JSON, the writer's messages in order, and never
 #     fewer of them than the last save that had returned before the read
-#     began (clients/follow.js; on a plain folder, the control, it reads a
-#     save cut short);
+#     began, while another reader of the same file through B keeps a handle
+#     of some version open (clients/follow.js; on a plain folder, the
+#     control, it reads a save cut short);
 #   - locks: an O_EXCL create of a *.lock file through A makes the same
 #     create through B fail with EEXIST (the backing tree decides), while an
 #     flock() taken through A does not hold against B (each mount's kernel

@@ -11,8 +11,10 @@
 // before it begins, reads the file whole through READ_MOUNT and parses it.
 // Every read must be valid JSON, hold the messages of the sequence in order,
 // and hold at least as many as the last save that had returned before the
-// read began. Prints one line of counts; fails (exit 1) with the first bad
-// read described on stderr.
+// read began. Another reader (a second worker, as another window or a grep
+// would) reads the same file through READ_MOUNT all along, so that a handle
+// of some version is open there at any moment. Prints one line of counts;
+// fails (exit 1) with the first bad read described on stderr.
 'use strict';
 
 const fs = require('fs');
@@ -53,6 +55,19 @@ function writer({ file, shared, seconds }) {
 	Atomics.store(done, 2, 1);
 }
 
+// The other reader: reads the file whole, over and over, until the writer is done.
+function other({ file, shared }) {
+	const done = new Int32Array(shared);
+	while (!Atomics.load(done, 2)) {
+		try {
+			fs.readFileSync(file);
+			Atomics.add(done, 3, 1);
+		} catch (e) {
+			// not there yet
+		}
+	}
+}
+
 function main() {
 	const [wmount, rmount, task, seconds] = process.argv.slice(2);
 	const rel = path.join('tasks', task, 'ui_messages.json');
@@ -61,6 +76,7 @@ function main() {
 	const done = new Int32Array(shared);
 	const w = new Worker(__filename, { workerData: { role: 'writer', file: path.join(wmount, rel), shared,
 		seconds: Number(seconds) } });
+	const o = new Worker(__filename, { workerData: { role: 'other', file: path.join(rmount, rel), shared } });
 	let failed = null;
 	w.on('error', (e) => {
 		failed = failed || `the writer failed: ${e.code || ''} ${e.message}`;
@@ -112,10 +128,10 @@ function main() {
 		}
 		if (failed || Atomics.load(done, 2)) {
 			Atomics.store(done, 2, 1);
-			w.terminate().then(() => {
+			Promise.all([w.terminate(), o.terminate()]).then(() => {
 				const saves = Atomics.load(done, 1);
-				console.log(`${saves} saves through the writer's mount, ${reads} reads through the reader's; ` +
-					`up to ${maxSeen} messages`);
+				console.log(`${saves} saves through the writer's mount, ${reads} reads through the reader's ` +
+					`(and ${Atomics.load(done, 3)} by the other reader); up to ${maxSeen} messages`);
 				if (failed) {
 					console.error(`follow.js: ${failed}`);
 					process.exit(1);
@@ -134,5 +150,7 @@ function main() {
 
 if (isMainThread)
 	main();
-else
+else if (workerData.role === 'writer')
 	writer(workerData);
+else
+	other(workerData);
