@@ -61,6 +61,7 @@
 #include "fs/sync/sync_glue.h"
 #include "fs/view/shadow.h"
 #include "fs/cmd/warnings.h"
+#include "store/store_changes.h"
 #include "store/store_seen.h"
 #include "store/store_ops.h"
 #include "store/util.h"
@@ -317,6 +318,23 @@ static int check_store(struct fs *fs, const char *store_path, const char *mountp
 }
 
 /*
+ * The writers of the daemons of one store take turns through the folder
+ * they register in (store_turns()): a take-in's batches would otherwise
+ * keep another daemon's save from SQLite's lock until it failed. Not fatal:
+ * without the folder (registry_join() said why) this daemon waits as before.
+ */
+static void turns_join(struct fs *fs, const char *store_path)
+{
+	_cleanup_sb_ struct sb dir = SB_INIT;
+	int r = sb_addf(&dir, "%s%s", store_path, REGISTRY_SUFFIX);
+
+	if (r == 0)
+		r = store_turns(fs->store, dir.buf);
+	if (r < 0)
+		log_debug("cannot take turns with the other daemons of '%s': %s", store_path, strerror(-r));
+}
+
+/*
  * Step 1: open (or create) the store and, unless -o no_import, open the
  * folder underneath: *ret_under_fd, the caller's to close (-1 with
  * no_import), set only on success. A folder the store has never taken in
@@ -370,6 +388,7 @@ static int prepare_store(struct fs *fs, const char *store_path, const char *moun
 	 * folder): status will not list this daemon, and it said why.
 	 */
 	registry_join(store_path, mountpoint, &fs->registry);
+	turns_join(fs, store_path);
 	if (fs->registry.path)
 		warnings_start(fs->registry.path);
 	if (fs->salvage)
@@ -417,6 +436,7 @@ static int serve_open(struct fs *fs, const char *store_path)
 	r = store_open(store_path, fs->salvage ? STORE_OPEN_READONLY | STORE_OPEN_AS_IS : 0, &fs->store);
 	if (r < 0)
 		return r;
+	turns_join(fs, store_path);
 	r = plain_root_load(fs);
 	/* Not fatal: without it the client's databases are shared, as before (it said why). */
 	if (r == 0 && fs->folder_id > 0)

@@ -227,7 +227,7 @@ int commit_array(struct store *st, const struct store_commit *c, const struct do
 	if (ret_merged)
 		*ret_merged = a.merged;
 unlock:
-	pthread_mutex_unlock(&st->lock);
+	store_unlock(st);
 	array_commit_release(&a);
 	return r;
 }

@@ -18,8 +18,12 @@
  * by their primary keys.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "store/store_changes.h"
 #include "store/store_internal.h"
@@ -183,7 +187,86 @@ bool store_is_shared(const struct store *st)
 	return __atomic_load_n(&st->shared, __ATOMIC_ACQUIRE);
 }
 
+/* Whether a writer of another daemon (or another thread of this one) waits for SQLite's lock. */
+static bool turn_wanted(struct store *st)
+{
+	if (st->turn_yield < 0)
+		return false;
+	if (flock(st->turn_yield, LOCK_EX | LOCK_NB) == 0) {
+		flock(st->turn_yield, LOCK_UN);
+		return false;
+	}
+	return errno == EWOULDBLOCK;
+}
+
 bool store_batch_due(struct store *st)
 {
-	return store_is_shared(st) && st->batch_depth > 0 && now_ns() - st->batch_ns > STORE_BATCH_NS;
+	return st->batch_depth > 0 && now_ns() - st->batch_ns > STORE_BATCH_NS &&
+	       (store_is_shared(st) || turn_wanted(st));
+}
+
+int store_turns(struct store *st, const char *dir)
+{
+	int fd[2];
+
+	for (int i = 0; i < 2; i++) {
+		/* Two opens, two locks: flock() locks an open file, not the folder. */
+		fd[i] = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd[i] < 0) {
+			int r = -errno;
+
+			if (i == 1)
+				close(fd[0]);
+			return r;
+		}
+	}
+	st->turn_wait = fd[0];
+	st->turn_yield = fd[1];
+	return 0;
+}
+
+void store_turns_end(struct store *st)
+{
+	if (st->turn_wait >= 0)
+		close(st->turn_wait);
+	if (st->turn_yield >= 0)
+		close(st->turn_yield);
+	st->turn_wait = st->turn_yield = -1;
+}
+
+void store_turn_end(struct store *st)
+{
+	flock(st->turn_wait, LOCK_UN);
+	st->turn_held = false;
+}
+
+void store_turn_give(struct store *st)
+{
+	int64_t start;
+
+	if (!turn_wanted(st))
+		return;
+	start = now_ns();
+	/* They hold their turn from their wait until their write is done: then it can be taken. */
+	while (turn_wanted(st) && now_ns() - start < STORE_TURN_NS)
+		nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
+}
+
+int store_busy_wait(void *ctx, int count)
+{
+	/* Short naps: the lock may be free for a moment only (a batch that gives its turn waits for us). */
+	static const int nap_ms[] = { 1, 2, 5, 10 };
+	struct store *st = ctx;
+	int64_t now = now_ns();
+	int nap = nap_ms[count < 3 ? count : 3];
+
+	if (count == 0)
+		st->busy_ns = now;
+	else if (now - st->busy_ns >= STORE_BUSY_NS)
+		return 0;
+	/* A take-in's batch waits its turn too: two take-ins then take turns. */
+	if (st->turn_wait >= 0 && !st->turn_held && flock(st->turn_wait, LOCK_SH | LOCK_NB) == 0)
+		st->turn_held = true;
+	nanosleep(&(struct timespec){ .tv_nsec = nap * 1000000L }, NULL);
+	return 1;
 }

@@ -757,7 +757,7 @@ int store_doc_create(struct store *st, const char *path, const struct store_who 
 rollback:
 	tx_rollback(st);
 unlock:
-	pthread_mutex_unlock(&st->lock);
+	store_unlock(st);
 	doc_row_release(&d);
 	return r;
 }

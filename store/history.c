@@ -177,7 +177,7 @@ int store_doc_versions(struct store *st, const char *path, const char *const *pa
 	if (r == 0)
 		r = store_bind_version_docs(stmt, paths, npaths);
 	if (r < 0) {
-		pthread_mutex_unlock(&st->lock);
+		store_unlock(st);
 		return r;
 	}
 	sqlite3_bind_int64(stmt, 5, d.id);
@@ -216,7 +216,7 @@ int store_doc_versions(struct store *st, const char *path, const char *const *pa
 	if (r == 0 && rc != SQLITE_DONE)
 		r = store_fail(st, rc, "cannot read the revision log");
 	store_stmt_release(TAKE_PTR(stmt));
-	pthread_mutex_unlock(&st->lock);
+	store_unlock(st);
 	/* The callbacks run without the lock: they may call the store. */
 	for (size_t i = 0; r == 0 && i < n; i++) {
 		v[i].v.comm = v[i].comm;

@@ -63,7 +63,7 @@ static int list_query(struct store *st, const char *sql, const char *arg, store_
 	store_lock(st);
 	r = store_prepare(st, sql, &stmt);
 	if (r < 0) {
-		pthread_mutex_unlock(&st->lock);
+		store_unlock(st);
 		return r;
 	}
 	if (arg)
@@ -82,7 +82,7 @@ static int list_query(struct store *st, const char *sql, const char *arg, store_
 	if (r == 0 && rc != SQLITE_DONE)
 		r = store_fail(st, rc, "cannot list docs");
 	store_stmt_release(TAKE_PTR(stmt));
-	pthread_mutex_unlock(&st->lock);
+	store_unlock(st);
 	for (size_t i = 0; i < n; i++) {
 		if (r == 0)
 			r = fn(ctx, v[i].name, &v[i].stat);
@@ -386,7 +386,7 @@ ssize_t store_snap_read(struct store *st, struct store_snap *s, char *buf, size_
 		r = read_array(st, s, buf, off, end);
 	else
 		r = blob_read(st, "blobs", "data", s->blob_rowid, buf, (size_t)(end - off), off) < 0 ? -EIO : end - off;
-	pthread_mutex_unlock(&st->lock);
+	store_unlock(st);
 	return r;
 }
 

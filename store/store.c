@@ -318,6 +318,7 @@ int store_open(const char *path, int flags, struct store **ret)
 	if (!st)
 		return -ENOMEM;
 	st->readonly = flags & STORE_OPEN_READONLY;
+	st->turn_wait = st->turn_yield = -1;
 	oflags = SQLITE_OPEN_NOMUTEX | (st->readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
 	{
 		/* History holds secrets: a new store is created owner-only. */
@@ -339,7 +340,8 @@ int store_open(const char *path, int flags, struct store **ret)
 		sqlite3_close(st->db);
 		return r;
 	}
-	sqlite3_busy_timeout(st->db, 5000);
+	/* Another connection's write waited out up to 5 s, its turn taken (store_turns()). */
+	sqlite3_busy_handler(st->db, store_busy_wait, st);
 	r = pthread_mutex_init(&st->lock, NULL);
 	if (r != 0) {
 		sqlite3_close(st->db);
@@ -451,6 +453,7 @@ void store_free(struct store *st)
 	free(st->task_last.key);
 	if (sqlite3_close(st->db) != SQLITE_OK)
 		log_err("cannot close the store: %s", sqlite3_errmsg(st->db));
+	store_turns_end(st);
 	pthread_cond_destroy(&st->batch_over);
 	pthread_mutex_destroy(&st->lock);
 	free(st);
@@ -526,12 +529,13 @@ int store_batch_begin(struct store *st)
 			st->tx_open = true;
 		st->batch_ns = now_ns();
 	}
-	pthread_mutex_unlock(&st->lock);
+	store_unlock(st);
 	return r;
 }
 
 int store_batch_end(struct store *st)
 {
+	bool ended = false;
 	int r = 0;
 
 	store_lock(st);
@@ -544,7 +548,11 @@ int store_batch_end(struct store *st)
 			__atomic_add_fetch(&st->placement, 1, __ATOMIC_RELEASE);
 		st->placement_pending = false;
 		pthread_cond_broadcast(&st->batch_over);
+		ended = true;
 	}
-	pthread_mutex_unlock(&st->lock);
+	store_unlock(st);
+	/* Other daemons' writers that waited for it go first. */
+	if (ended)
+		store_turn_give(st);
 	return r;
 }

@@ -75,7 +75,25 @@ int store_plain_changed(struct store *st, const char *path);
 void store_set_shared(struct store *st, bool shared);
 bool store_is_shared(const struct store *st);
 #define STORE_BATCH_NS (100LL * 1000000)
-/* True if the batch open now has run past STORE_BATCH_NS while others share the store: end it. */
+/*
+ * True if the batch open now has run past STORE_BATCH_NS while others share
+ * the store, or while a writer of another daemon waits for it: end it.
+ */
 bool store_batch_due(struct store *st);
+
+/*
+ * Writers of the daemons of one store take turns through the folder dir
+ * (where they register). SQLite's lock is no queue: a writer that waits
+ * for it looks again now and then, and a batch that ends and begins again
+ * at once would take it back every time: a save through another mount
+ * would wait out its 5 s behind a take-in, and fail. So a writer that
+ * waits says so (a shared flock() of dir, held until it is done), and a
+ * batch that ends waits until no one says so, up to STORE_TURN_NS, before
+ * it goes on; a batch that is due (store_batch_due()) ends when someone
+ * waits. Without turns (dir cannot be opened: -errno) a writer waits as
+ * before, and may wait in vain.
+ */
+int store_turns(struct store *st, const char *dir);
+#define STORE_TURN_NS (2000LL * 1000000)
 
 #endif

@@ -54,6 +54,16 @@ struct store {
 	 */
 	bool sync_track;
 	/*
+	 * Turns with the other daemons' writers (store_turns(), changes.c):
+	 * two open files of the daemons' meeting place, flock()ed shared by a
+	 * writer that waits for SQLite's lock (turn_wait, held from its first
+	 * wait until the store's lock is let go) and tried exclusively by a
+	 * batch that ends (turn_yield). -1 without.
+	 */
+	int turn_wait, turn_yield;
+	bool turn_held;   /* turn_wait is flock()ed shared now */
+	int64_t busy_ns;  /* when the statement waiting for SQLite's lock first found it taken */
+	/*
 	 * The last blob read, kept open: SQLite finds offset k of a blob by
 	 * walking its overflow pages from the start, unless one handle reads
 	 * on (it remembers the pages). Without it, reading a 100 MB message
@@ -160,11 +170,31 @@ static inline void stmt_finalizep(sqlite3_stmt **p)
  */
 void store_lock(struct store *st);
 
+/* Lets go of a turn taken while waiting for SQLite's lock (changes.c). */
+void store_turn_end(struct store *st);
+
+/* Lets go of st->lock, and of the turn its holder took, if any. */
+static inline void store_unlock(struct store *st)
+{
+	if (st->turn_held)
+		store_turn_end(st);
+	pthread_mutex_unlock(&st->lock);
+}
+
 static inline void store_unlockp(struct store **p)
 {
 	if (*p)
-		pthread_mutex_unlock(&(*p)->lock);
+		store_unlock(*p);
 }
+
+/* A batch ended: waits (bounded) until the writers that waited for it have had their turn (changes.c). */
+void store_turn_give(struct store *st);
+/* Closes the files of store_turns(). */
+void store_turns_end(struct store *st);
+
+/* SQLite's busy handler of a writable store: waits up to STORE_BUSY_NS, taking a turn (changes.c). */
+int store_busy_wait(void *ctx, int count);
+#define STORE_BUSY_NS (5000LL * 1000000)
 
 /*
  * Holds st->lock until the end of the enclosing scope. Declare it before any

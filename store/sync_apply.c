@@ -631,7 +631,7 @@ static int batch_end(struct store *st, bool ok)
 	st->tx_open = false;
 	st->placement_pending = false;
 	pthread_cond_broadcast(&st->batch_over);
-	pthread_mutex_unlock(&st->lock);
+	store_unlock(st);
 	return 0;
 }
 

@@ -84,9 +84,10 @@ static int batch_end(struct import_ctx *c)
 
 /*
  * Ends the batch once it holds enough, so that a take-in cut short keeps
- * most of its work; and, while other daemons serve the store, once it has
- * run for STORE_BATCH_NS: their saves wait for it (SQLite's write lock),
- * at most 5 s before they fail.
+ * most of its work; and, while other daemons serve the store or a writer
+ * of one waits, once it has run for STORE_BATCH_NS: their saves wait for
+ * it (SQLite's write lock, at most 5 s before they fail), and go first
+ * once it ends (store_turns()).
  */
 static int batch_tick(struct import_ctx *c, bool doc)
 {
