@@ -19,6 +19,13 @@
 #     (workspaces/*/tasks/<id>); 1.0.10's shadow checkpoint repos pass
 #     `git fsck`; the daemon logs nothing unexpected; after a remount the
 #     history and the view still hold every task.
+# Then, for each of 2.x and 3.x:
+#   - mounts: two mounts of one store (a daemon each, as the host's editor and
+#     a container's), each the data folder of a client HOME of its own; two
+#     tasks at once through each, all four at once: every task ends well, and
+#     each mount's own history (state/taskHistory.json; `cline history
+#     --json`, made from the session files, as each mount keeps its own
+#     db/) lists all four.
 # Then, with 3.0.65 on the mount:
 #   - kill: the daemon is killed (-9) in the middle of a session save (strace
 #     delays every ftruncate; the kill lands when the client has written the
@@ -40,7 +47,7 @@
 #   REAL_CLIENTS         the versions to run (default "1.0.10 2.18.0 3.0.65")
 #   REAL_CLIENT_TIMEOUT  seconds one client run may take (default 240)
 #   REAL_CLIENT_GAP      seconds between the starts of 1.x tasks run at once (default 8)
-#   REAL_CLIENT_PARTS    which parts run (default "plain mount kill unmount")
+#   REAL_CLIENT_PARTS    which parts run (default "plain mount mounts kill unmount")
 #   CI=true              a reason to skip (no npm registry, node < 20) fails
 # Outside CI it skips (exit 77) without node >= 20 or, when a CLI is not yet
 # in the cache, without the npm registry.
@@ -52,7 +59,7 @@
 
 read -r -a VERSIONS <<<"${REAL_CLIENTS:-1.0.10 2.18.0 3.0.65}"
 N=4 # tasks at once
-PARTS=" ${REAL_CLIENT_PARTS:-plain mount kill unmount} "
+PARTS=" ${REAL_CLIENT_PARTS:-plain mount mounts kill unmount} "
 
 # ---- preconditions -------------------------------------------------------------
 
@@ -264,6 +271,56 @@ for v in "${VERSIONS[@]}"; do
 	[[ $PARTS != *" plain "* ]] || generation "$v" plain
 	[[ $PARTS != *" mount "* ]] || generation "$v" mount
 done
+
+# ---- two mounts of one store, two tasks at once through each -------------------
+
+# mounts_test V: two layouts (a, b) whose data folders are two mounts of one
+# store; two tasks at once through each mount, the four at once.
+mounts_test()
+{
+	local v=$1 store=$T/$v-mounts.db m i id why hist pids=() ids=() lost
+	step "$v: two tasks at once through each of two mounts of one store"
+	for m in a b; do
+		layout "$v" "$T/$v-mounts-$m"
+		mount_convfs_log "$DATA" "$B/convfs.log" -o "store=$store"
+		auth "$v" || problem "mounts: $v: \`cline auth\` through mount $m failed: $(err_text "$B/auth.out" "$B/auth.err")"
+	done
+	for m in a b; do
+		(layout "$v" "$T/$v-mounts-$m" && run_tasks "$v" 1 2) &
+		pids+=($!)
+	done
+	wait "${pids[@]}" || true
+	for m in a b; do
+		layout "$v" "$T/$v-mounts-$m"
+		for i in 1 2; do
+			id=$(task_id "$v" "$i")
+			why=$(task_problems "$v" "$i" "$id")
+			[[ -z $why ]] || problem "mounts: $v: task $i through mount $m${id:+ ($id)}: $why"
+			[[ -z $id ]] || ids+=("$id")
+		done
+	done
+	((${#ids[@]} == 4)) || problem "mounts: $v: ${#ids[@]} of the 4 tasks found in the data folders"
+	for m in a b; do
+		layout "$v" "$T/$v-mounts-$m"
+		hist=$(history_ids "$v")
+		lost=()
+		for id in "${ids[@]}"; do has_line "$hist" "$id" || lost+=("$id"); done
+		note "mounts: $v: $((${#ids[@]} - ${#lost[@]})) of the ${#ids[@]} tasks of both mounts in mount $m's $(history_name "$v")$(retries)"
+		((${#lost[@]} == 0)) || problem "mounts: $v: $(history_name "$v") through mount $m lacks ${lost[*]}"
+	done
+	for m in a b; do
+		layout "$v" "$T/$v-mounts-$m"
+		sweep "$HOME_" "$DATA" "mounts: $v, mount $m"
+		unmount_convfs "$DATA"
+		check_log "$B/convfs.log"
+	done
+}
+
+if [[ $PARTS == *" mounts "* ]]; then
+	for v in "${VERSIONS[@]}"; do
+		[[ $v == 1.* ]] || mounts_test "$v"
+	done
+fi
 
 V3=
 for v in "${VERSIONS[@]}"; do [[ $v == 3.* ]] && V3=$v; done
