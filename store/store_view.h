@@ -92,6 +92,8 @@ struct store_checkpoint {
 	int64_t ts;        /* that message's ts (ms) */
 	const char *hash;  /* lastCheckpointHash */
 	int64_t api_index; /* its conversationHistoryIndex (-1: none) */
+	/* its conversationHistoryDeletedRange, the client's when it goes back there (range_end -1: none) */
+	int64_t range_start, range_end;
 };
 typedef int (*store_checkpoint_fn)(void *ctx, const struct store_checkpoint *c);
 

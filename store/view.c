@@ -411,9 +411,27 @@ int store_history_render_ws(struct store *st, const char *ws_key, char **ret, si
 }
 
 struct ckpt_row {
-	int64_t seq, ts, api_index;
+	int64_t seq, ts, api_index, range_start, range_end;
 	char hash[48];
 };
+
+/* A conversationHistoryDeletedRange, [start, end] with end >= 0, from the JSON at j[a..b); false if none. */
+static bool deleted_range(const char *j, size_t a, size_t b, int64_t *ret_start, int64_t *ret_end)
+{
+	char buf[64];
+	long long x, y;
+	char close;
+
+	if (b - a >= sizeof(buf) || j[a] != '[')
+		return false;
+	memcpy(buf, j + a, b - a);
+	buf[b - a] = '\0';
+	if (sscanf(buf, "[ %lld , %lld %c", &x, &y, &close) != 3 || close != ']' || y < 0)
+		return false;
+	*ret_start = x;
+	*ret_end = y;
+	return true;
+}
 
 int store_checkpoints(struct store *st, const char *task_id, store_checkpoint_fn fn, void *ctx)
 {
@@ -436,7 +454,7 @@ int store_checkpoints(struct store *st, const char *task_id, store_checkpoint_fn
 		while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
 			const char *j = (const char *)sqlite3_column_text(stmt, 1);
 			size_t jlen = (size_t)sqlite3_column_bytes(stmt, 1), a, b;
-			struct ckpt_row c = { .seq = sqlite3_column_int64(stmt, 0), .api_index = -1 };
+			struct ckpt_row c = { .seq = sqlite3_column_int64(stmt, 0), .api_index = -1, .range_end = -1 };
 			long long x;
 			bool seen = false;
 
@@ -456,6 +474,9 @@ int store_checkpoints(struct store *st, const char *task_id, store_checkpoint_fn
 			if (json_object_member(j, jlen, "conversationHistoryIndex", &a, &b) == 0 &&
 			    json_to_int64(j + a, b - a, &x) == 0)
 				c.api_index = x;
+			if (json_object_member(j, jlen, "conversationHistoryDeletedRange", &a, &b) == 0 &&
+			    !deleted_range(j, a, b, &c.range_start, &c.range_end))
+				c.range_end = -1;
 			if ((r = ARRAY_GROW(v, n, alloc, 16)) < 0)
 				break;
 			v[n++] = c;
@@ -464,7 +485,8 @@ int store_checkpoints(struct store *st, const char *task_id, store_checkpoint_fn
 			r = store_fail(st, rc, "cannot read checkpoints");
 	}
 	for (size_t i = 0; r == 0 && i < n; i++) {
-		struct store_checkpoint c = { v[i].seq, v[i].ts, v[i].hash, v[i].api_index };
+		struct store_checkpoint c = { v[i].seq, v[i].ts, v[i].hash, v[i].api_index, v[i].range_start,
+					      v[i].range_end };
 
 		r = fn(ctx, &c);
 	}

@@ -146,7 +146,7 @@ static void ckpt_git_dir(struct fs *fs, struct view_path *vp)
  * long task, a listing read the conversation once a checkpoint.
  */
 struct ckpt_entry {
-	int64_t seq, ts, api_index;
+	int64_t seq, ts, api_index, range_start, range_end;
 	char hash[48];
 };
 
@@ -170,7 +170,8 @@ static int ckpt_collect(void *ctx, const struct store_checkpoint *c)
 
 	if (r < 0)
 		return r;
-	cc->v[cc->n] = (struct ckpt_entry){ .seq = c->seq, .ts = c->ts, .api_index = c->api_index };
+	cc->v[cc->n] = (struct ckpt_entry){ .seq = c->seq, .ts = c->ts, .api_index = c->api_index,
+					    .range_start = c->range_start, .range_end = c->range_end };
 	snprintf(cc->v[cc->n].hash, sizeof(cc->v[cc->n].hash), "%s", c->hash);
 	cc->n++;
 	return 0;
@@ -216,7 +217,8 @@ int ckpt_each(struct fs *fs, const char *task, store_checkpoint_fn fn, void *ctx
 		}
 	}
 	for (size_t i = 0; r == 0 && i < cc.n; i++) {
-		struct store_checkpoint c = { cc.v[i].seq, cc.v[i].ts, cc.v[i].hash, cc.v[i].api_index };
+		struct store_checkpoint c = { cc.v[i].seq, cc.v[i].ts, cc.v[i].hash, cc.v[i].api_index,
+					      cc.v[i].range_start, cc.v[i].range_end };
 
 		r = fn(ctx, &c);
 	}
