@@ -3,8 +3,8 @@
  * view_context.c: context.jsonl, a Cline task's conversation as the model
  * last saw it (view_context.h; the client's rules are in context.c).
  *
- * The conversation is read once, a line (a message) at a time through a
- * window of CONTEXT_CHUNK bytes, and the text is kept as pieces: a run of
+ * The conversation is read once, a line (a message) at a time (lines.c),
+ * and the text is kept as pieces: a run of
  * messages.jsonl's own lines is kept as where it lies (read again from the
  * store's snapshot when it is read), a message the client changes as its new
  * bytes. A message of more than CONTEXT_LINE_KEEP bytes is never held: it is
@@ -35,12 +35,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fs/view/lines.h"
 #include "fs/view/view_context.h"
 #include "store/json.h"
 #include "store/store_view.h"
 #include "store/util.h"
 
-#define CONTEXT_CHUNK (1 << 20)
 #define CONTEXT_LINE_KEEP (16 << 20) /* a message the client changes is held whole up to this */
 #define CONTEXT_EDITS_MAX (16 << 20) /* context_history.json read whole up to this */
 
@@ -108,142 +108,65 @@ static int add_piece(struct view_context *c, int64_t src, int64_t len, char *tex
 
 /* ---- one pass over the conversation ---------------------------------------------- */
 
-/* The line being read: held while it is short, else only looked through. */
-struct line {
-	struct sb buf;
-	int64_t off, len, index;
-	bool held;
-	bool use, result;
-	char tail[sizeof(CONTEXT_TOOL_RESULT)];
-	size_t ntail;
+struct pieces_ctx {
+	struct view_context *c;
+	struct context_walk *w;
+	const char *what;
 };
 
-static void look_through(struct line *l, const char *p, size_t n)
+static const char *const tool_words[] = { CONTEXT_TOOL_USE, CONTEXT_TOOL_RESULT, NULL };
+
+/* One message of the conversation: what the client does with it. */
+static int piece_of_line(void *ctx, const struct lines_line *l)
 {
-	char edge[2 * sizeof(l->tail)];
-	size_t k = n < sizeof(l->tail) - 1 ? n : sizeof(l->tail) - 1;
-
-	/* What spans the last piece and this one, then this one. */
-	memcpy(edge, l->tail, l->ntail);
-	memcpy(edge + l->ntail, p, k);
-	l->use |= memmem(edge, l->ntail + k, CONTEXT_TOOL_USE, strlen(CONTEXT_TOOL_USE)) != NULL ||
-		  memmem(p, n, CONTEXT_TOOL_USE, strlen(CONTEXT_TOOL_USE)) != NULL;
-	l->result |= memmem(edge, l->ntail + k, CONTEXT_TOOL_RESULT, strlen(CONTEXT_TOOL_RESULT)) != NULL ||
-		     memmem(p, n, CONTEXT_TOOL_RESULT, strlen(CONTEXT_TOOL_RESULT)) != NULL;
-	if (n >= sizeof(l->tail) - 1) {
-		l->ntail = sizeof(l->tail) - 1;
-		memcpy(l->tail, p + n - l->ntail, l->ntail);
-	} else {
-		size_t keep = l->ntail + n > sizeof(l->tail) - 1 ? sizeof(l->tail) - 1 - n : l->ntail;
-
-		memmove(l->tail, l->tail + l->ntail - keep, keep);
-		memcpy(l->tail + keep, p, n);
-		l->ntail = keep + n;
-	}
-}
-
-static int line_add(struct line *l, const char *p, size_t n)
-{
-	l->len += (int64_t)n;
-	if (l->held && l->buf.len + n <= CONTEXT_LINE_KEEP)
-		return sb_add(&l->buf, p, n);
-	if (l->held) { /* too long to hold: look through what was held, then let it go */
-		look_through(l, l->buf.buf ? l->buf.buf : "", l->buf.len);
-		sb_release(&l->buf);
-		l->held = false;
-	}
-	look_through(l, p, n);
-	return 0;
-}
-
-/* The line is whole: what the client does with it. */
-static int line_end(struct view_context *c, struct context_walk *w, struct line *l, const char *what)
-{
-	enum context_need need;
+	struct pieces_ctx *pc = ctx;
+	enum context_need need = context_walk_need(pc->w, l->index, l->found & 1, l->found & 2);
 	char *json = NULL;
 	size_t len;
 	bool kept;
 	int r;
 
-	if (l->held) {
-		l->use = memmem(l->buf.buf ? l->buf.buf : "", l->buf.len, CONTEXT_TOOL_USE, strlen(CONTEXT_TOOL_USE));
-		l->result = memmem(l->buf.buf ? l->buf.buf : "", l->buf.len, CONTEXT_TOOL_RESULT,
-				   strlen(CONTEXT_TOOL_RESULT));
-	}
-	need = context_walk_need(w, l->index, l->use, l->result);
 	if (need == CONTEXT_LEFT_OUT)
 		return 0;
 	if (need == CONTEXT_AS_IS)
-		return add_piece(c, l->off, l->len + 1, NULL);
-	if (!l->held) {
+		return add_piece(pc->c, l->off, l->len + l->nl, NULL);
+	if (!l->bytes) {
 		log_warn("cannot show what the model saw of '%s': message %" PRId64 " (%" PRId64
-			 " bytes) is over %d MiB and the client changes it", what, l->index, l->len,
+			 " bytes) is over %d MiB and the client changes it", pc->what, l->index, l->len,
 			 CONTEXT_LINE_KEEP >> 20);
 		return -EFBIG;
 	}
-	r = context_walk_next(w, l->index, sb_str(&l->buf), l->buf.len, &kept, &json, &len);
+	r = context_walk_next(pc->w, l->index, l->bytes, (size_t)l->len, &kept, &json, &len);
 	if (r == -EINVAL)
-		log_warn("cannot show what the model saw of '%s': message %" PRId64 " is not JSON", what, l->index);
+		log_warn("cannot show what the model saw of '%s': message %" PRId64 " is not JSON", pc->what, l->index);
 	if (r < 0 || !kept)
 		return r;
 	if (!json)
-		return add_piece(c, l->off, l->len + 1, NULL);
+		return add_piece(pc->c, l->off, l->len + l->nl, NULL);
 	json[len] = '\n'; /* cJSON's text ends in its NUL: room for the line break */
-	return add_piece(c, -1, (int64_t)len + 1, json);
+	return add_piece(pc->c, -1, (int64_t)len + 1, json);
 }
 
-static void line_reset(struct line *l, int64_t off, int64_t index)
-{
-	sb_release(&l->buf);
-	*l = (struct line){ .off = off, .index = index, .held = true };
-}
-
-/* Reads the whole snapshot a window at a time, each line through the walk. */
+/* Reads the whole snapshot once, each line through the walk. */
 static int make_pieces(struct fs *fs, struct view_context *c, struct context_walk *w, const char *what)
 {
-	int64_t size = store_snap_size(c->api), at = 0, nlines = 0;
-	_cleanup_free_ char *chunk = malloc(CONTEXT_CHUNK);
-	struct line l = { 0 };
-	int r = 0;
+	struct pieces_ctx pc = { c, w, what };
+	int64_t n = lines_each(fs->store, c->api, CONTEXT_LINE_KEEP, tool_words, piece_of_line, &pc);
 
-	if (!chunk)
-		return -ENOMEM;
-	line_reset(&l, 0, 0);
-	while (r == 0 && at < size) {
-		ssize_t got = store_snap_read(fs->store, c->api, chunk, CONTEXT_CHUNK, at);
-		const char *p = chunk, *end;
-
-		if (got <= 0) {
-			r = got < 0 ? (int)got : -EIO;
-			break;
-		}
-		end = chunk + got;
-		while (r == 0 && p < end) {
-			const char *nl = memchr(p, '\n', (size_t)(end - p));
-
-			r = line_add(&l, p, (size_t)((nl ? nl : end) - p));
-			if (r == 0 && nl) {
-				r = line_end(c, w, &l, what);
-				nlines++;
-				line_reset(&l, at + (nl + 1 - chunk), nlines);
-			}
-			p = nl ? nl + 1 : end;
-		}
-		at += got;
-	}
-	sb_release(&l.buf);
-	if (r < 0)
-		return r;
+	if (n < 0)
+		return (int)n;
 	/* The client sends a conversation of one message as it is (the walk could not know). */
-	if (nlines <= 1) {
+	if (n <= 1) {
+		int64_t size = store_snap_size(c->api);
+
 		for (size_t i = 0; i < c->n; i++)
 			free(c->v[i].text);
 		c->n = 0;
 		c->size = 0;
 		if (size > 0)
-			r = add_piece(c, 0, size, NULL);
+			return add_piece(c, 0, size, NULL);
 	}
-	return r;
+	return 0;
 }
 
 static int context_make(struct fs *fs, struct context_input *in, const char *what, struct view_context **ret)

@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "fs/fs.h"
+#include "fs/view/lines.h"
 #include "fs/view/view_context.h"
 #include "store/store_view.h"
 #include "store/util.h"
@@ -204,6 +205,60 @@ static void test_none(void **state)
 	assert_int_equal(context_input_live(&fs, "2", &in), -ENOENT);
 }
 
+struct seen {
+	int64_t n, len[4];
+	unsigned found[4];
+	bool held[4];
+};
+
+static int see(void *ctx, const struct lines_line *l)
+{
+	struct seen *s = ctx;
+
+	assert_true(s->n < 4);
+	assert_int_equal(l->index, s->n);
+	s->len[s->n] = l->len;
+	s->found[s->n] = l->found;
+	s->held[s->n] = l->bytes != NULL;
+	s->n++;
+	return 0;
+}
+
+/* Lines past the keep are looked through as they stream, a word found where it spans two windows. */
+static void test_lines(void **state)
+{
+	static const char *const words[] = { "\"tool_use\"", "needle", NULL };
+	struct fixture *f = *state;
+	struct store_snap *snap;
+	struct seen s = { 0 };
+	struct sb json = SB_INIT;
+	size_t pad;
+
+	/* Element 1 puts "tool_use" across the first 1 MiB window's end; element 2 is short and held. */
+	assert_int_equal(sb_adds(&json, "[{\"a\":\"x\"},{\"p\":\""), 0);
+	/*
+	 * As JSON Lines: line 0 is {"a":"x"} and its "\n" (10 bytes), line 1 opens
+	 * with {"p":" (6), then the pad, then ","type": (9): "tool_use" begins at
+	 * 25 + pad, 5 bytes before the window's end.
+	 */
+	pad = (1 << 20) - 5 - 25;
+	for (size_t i = 0; i < pad; i++)
+		assert_int_equal(sb_add(&json, "y", 1), 0);
+	assert_int_equal(sb_adds(&json, "\",\"type\":\"tool_use\"},{\"n\":\"needle\"}]"), 0);
+	assert_int_equal(commit(f->st, API, json.buf), 0);
+	assert_int_equal(store_snap_open_jsonl(f->st, API, &snap), 0);
+	assert_int_equal(lines_each(f->st, snap, 1024, words, see, &s), 3);
+	assert_int_equal(s.found[0], 0);
+	assert_true(s.held[0]);
+	assert_int_equal(s.found[1], 1);
+	assert_false(s.held[1]);
+	assert_true(s.len[1] > (1 << 20) - 64);
+	assert_int_equal(s.found[2], 2);
+	assert_true(s.held[2]);
+	store_snap_free(snap);
+	sb_release(&json);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -214,6 +269,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_kept, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_short, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_none, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_lines, setup_store, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
