@@ -32,6 +32,7 @@
 #include "fs/ops/ops_internal.h"
 #include "fs/ops/ops.h"
 #include "fs/view/shadow.h"
+#include "fs/view/view_context.h"
 #include "store/store_changes.h"
 #include "store/store_view.h"
 #include "store/util.h"
@@ -54,6 +55,7 @@ void file_free(struct fs_file *f)
 	sb_release(&f->text);
 	free(f->ws_key);
 	free(f->vp);
+	view_context_put(f->context);
 	pthread_mutex_destroy(&f->lock);
 	free(f);
 	/* glibc would keep the memory of a large text (a changes.diff of megabytes) for good. */
@@ -488,6 +490,7 @@ static const struct file_ops *const file_ops[] = {
 	[FILE_JSONL] = &file_jsonl_ops,
 	[FILE_TEXT] = &file_text_ops,
 	[FILE_CKPT] = &file_ckpt_ops,
+	[FILE_CONTEXT] = &file_context_ops,
 };
 
 static struct fs_file *file_of(const struct fuse_file_info *fi)

@@ -26,7 +26,7 @@ struct file_ops {
 };
 
 /* The view's rows (file_view.c). */
-extern const struct file_ops file_jsonl_ops, file_text_ops, file_ckpt_ops;
+extern const struct file_ops file_jsonl_ops, file_text_ops, file_ckpt_ops, file_context_ops;
 
 /* Who wrote f, for the revision log and the merge base: its opener (file.c says why). */
 void file_who(const struct fs_file *f, struct fs_proc *proc, struct store_who *who);

@@ -16,6 +16,7 @@
 #include "fs/ops/ops_internal.h"
 #include "fs/ops/ops.h"
 #include "fs/view/shadow.h"
+#include "fs/view/view_context.h"
 #include "fs/view/view_ckpt.h"
 #include "store/store_view.h"
 #include "store/util.h"
@@ -319,6 +320,20 @@ static int ckpt_truncate(struct fs *fs, struct fs_file *f, off_t size)
 	return -EROFS;
 }
 
+/* ---- context.jsonl ----------------------------------------------------------------- */
+
+/* Its attributes are those it had when opened: the handle reads that text to the end. */
+static int context_getattr(struct fs *fs, struct fs_file *f, struct stat *st)
+{
+	*st = f->text_st;
+	return 0;
+}
+
+static ssize_t context_read(struct fs *fs, struct fs_file *f, char *buf, size_t size, off_t off)
+{
+	return view_context_read(fs, f->context, buf, size, off);
+}
+
 /* ---- the rows ---------------------------------------------------------------------- */
 
 const struct file_ops file_jsonl_ops = {
@@ -331,6 +346,12 @@ const struct file_ops file_text_ops = {
 	.getattr = text_getattr, .read = text_read, .write = text_write, .flush = text_flush,
 	.release = view_release, .fsync = nothing_to_sync, .truncate = text_truncate,
 	.fallocate = no_fallocate,
+};
+
+/* Opened for reading only: its flush and sync have nothing to do. */
+const struct file_ops file_context_ops = {
+	.getattr = context_getattr, .read = context_read, .write = ckpt_write, .flush = plain_flush,
+	.fsync = nothing_to_sync, .truncate = ckpt_truncate, .fallocate = no_fallocate, .attrs = -EROFS,
 };
 
 const struct file_ops file_ckpt_ops = {

@@ -238,6 +238,12 @@ typedef int (*path_render_fn)(const struct route *rt, char **ret, size_t *ret_le
 int path_open_text(const struct route *rt, struct fuse_file_info *fi, path_render_fn render, bool history);
 /* A handle that reads snap (taken, freed on failure too) and nothing else: never written. */
 int path_open_fixed(const struct route *rt, struct fuse_file_info *fi, struct store_snap *snap);
+/*
+ * A context.jsonl (view_context_kind.c): a handle that reads the text c
+ * (taken, put on failure too) with the attributes st, and is never written.
+ */
+struct view_context;
+int path_open_context(const struct route *rt, struct fuse_file_info *fi, struct view_context *c, const struct stat *st);
 /* A file of a checkpoint's commit, read with libgit2. */
 int path_open_ckpt_file(const struct route *rt, struct fuse_file_info *fi);
 /* True if fi is opened to write (or to truncate). */

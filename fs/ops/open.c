@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "fs/ops/ops_internal.h"
+#include "fs/view/view_context.h"
 #include "store/store_view.h"
 #include "store/util.h"
 
@@ -244,6 +245,20 @@ int path_open_ckpt_file(const struct route *rt, struct fuse_file_info *fi)
 		return -ENOMEM;
 	}
 	*f->vp = rt->vp;
+	fi->fh = (uintptr_t)f;
+	return 0;
+}
+
+int path_open_context(const struct route *rt, struct fuse_file_info *fi, struct view_context *c, const struct stat *st)
+{
+	struct fs_file *f = file_new(rt->fs, FILE_CONTEXT, -1, NULL);
+
+	if (!f) {
+		view_context_put(c);
+		return -ENOMEM;
+	}
+	f->context = c;
+	f->text_st = *st;
 	fi->fh = (uintptr_t)f;
 	return 0;
 }

@@ -30,6 +30,7 @@ enum file_kind {
 	FILE_JSONL, /* a doc as JSON Lines (workspaces view) */
 	FILE_TEXT,  /* a generated file of the view (workspaces/<ws>/taskHistory.json: writable) */
 	FILE_CKPT,  /* a file of a checkpoint's commit, read with libgit2 */
+	FILE_CONTEXT, /* a context.jsonl: what the model saw, made when it was opened (view_context.h) */
 };
 
 struct fs_file {
@@ -53,6 +54,7 @@ struct fs_file {
 	bool fixed;             /* a checkpoint or trash file: never refreshed, never written */
 	const struct path_ops *row; /* fixed: the kind it was opened as (its fstat() is its path's stat()) */
 	struct view_path *vp;   /* snap: the checkpoint file */
+	struct view_context *context; /* context: its text, held until the handle goes */
 	pthread_mutex_t lock;
 };
 

@@ -15,6 +15,8 @@
  *                                            commit.json,changes.diff,files/}
  *   .../tasks/<id>/versions/<NNNNNN>-<time>/{messages.jsonl,ui_messages.jsonl,metadata.json}
  *   search/<query>/{results.jsonl,<rank>-<taskId>}   at the mount's root: the tasks a query finds
+ *   .../tasks/<id>/context.jsonl, and in each checkpoint and version: what the
+ *                                          model saw (found by name, not listed)
  *
  * The client's own entries in workspaces/ (Cline CLI 2.x keeps
  * workspaces/<hash>/workspaceState.json there, 3.x workspaces/chat/) are
@@ -26,7 +28,7 @@
  * fs/ops/kinds.h), defined beside its code: view_ws.c (workspaces/, a
  * workspace's folder and files, tasks/, the trash, a name the view does not
  * have), view_task.c (a task's folder and its files, live and in the trash),
- * view_ckpt.c, view_version.c, view_readme.c. A row's shape (struct view_shape) says where
+ * view_ckpt.c, view_version.c, view_readme.c, view_context_kind.c. A row's shape (struct view_shape) says where
  * its kind is found: view_parse() is a walk of those shapes, one component
  * at a time, so a kind and its parse rule are one place.
  */
@@ -62,6 +64,7 @@
 	X(VIEW_UI, view_ui)                       /* ui_messages.jsonl: the ui messages as lines */              \
 	X(VIEW_TASK_JSON, view_task_json)         /* task.json: the task's history item (a session's manifest) */ \
 	X(VIEW_METADATA, view_metadata)           /* metadata.json: task_metadata.json */                        \
+	X(VIEW_CONTEXT, view_context_jsonl)       /* context.jsonl: what the model saw (view_context_kind.c) */ \
 	X(VIEW_SUBAGENT, view_subagent)           /* <stem>.messages.jsonl: a session's subagent, as lines */   \
 	X(VIEW_TRASH_MESSAGES, view_trash_messages) /* the trash's: the last version, read-only */              \
 	X(VIEW_TRASH_UI, view_trash_ui)                                                                          \
@@ -74,6 +77,7 @@
 	X(VIEW_CKPT_COMMIT, view_ckpt_commit)     /* commit.json */                                              \
 	X(VIEW_CKPT_DIFF, view_ckpt_diff)         /* changes.diff: against the previous checkpoint */            \
 	X(VIEW_CKPT_FILES, view_ckpt_files)       /* files/ and anything below: the commit's tree */             \
+	X(VIEW_CKPT_CONTEXT, view_ckpt_context)   /* context.jsonl there: what the model saw then */             \
 	X(VIEW_VERSIONS, view_versions)           /* .../tasks/<id>/versions/: found by name, not listed */      \
 	X(VIEW_VERSION, view_version)             /* .../versions/<NNNNNN>-<time>/: the task after one save */   \
 	X(VIEW_VERSION_MESSAGES, view_version_messages)                                                          \
@@ -83,6 +87,7 @@
 	X(VIEW_SEARCH_QUERY, view_search_query)   /* search/<query>/: the tasks it finds */                      \
 	X(VIEW_SEARCH_RESULTS, view_search_results) /* its results.jsonl: the best hits, as convfs search --json */ \
 	X(VIEW_SEARCH_HIT, view_search_hit)       /* its <rank>-<taskId>: a symlink to the task's folder */      \
+	X(VIEW_VERSION_CONTEXT, view_version_context) /* context.jsonl there: what the model saw then */         \
 	X(VIEW_MISSING, view_missing)             /* a name the view does not have */
 
 enum view_kind {
@@ -117,6 +122,7 @@ struct view_path {
 	int64_t ckpt_seq;   /* the ui message that carries the hash */
 	int64_t ckpt_api;   /* its conversationHistoryIndex */
 	int64_t ckpt_ts;    /* its ts, ms */
+	int64_t ckpt_range_start, ckpt_range_end; /* its conversationHistoryDeletedRange (end -1: none) */
 	char git_dir[512];  /* the shadow repo of the task's workspace */
 	char sub[1024];     /* below files/: the path inside the commit ("" its root) */
 	/* versions */

@@ -56,6 +56,8 @@ static int ckpt_find_one(void *ctx, const struct store_checkpoint *c)
 		f->vp->ckpt_seq = c->seq;
 		f->vp->ckpt_api = c->api_index;
 		f->vp->ckpt_ts = c->ts;
+		f->vp->ckpt_range_start = c->range_start;
+		f->vp->ckpt_range_end = c->range_end;
 	}
 	snprintf(f->prev, sizeof(f->prev), "%s", c->hash);
 	return 0;

@@ -39,6 +39,8 @@ static const char readme[] =
 	"\n"
 	"In a task's folder, found by their names but not listed:\n"
 	"\n"
+	"    context.jsonl                the conversation as the model last saw it,\n"
+	"                                 once the client cut it to fit its window\n"
 	"    versions/<NNNNNN>-<time>/    the task right after each save, read-only\n"
 	"    checkpoints/<NNN>-<hash>/    the conversation and the workspace's files\n"
 	"                                 at each checkpoint, read-only\n"

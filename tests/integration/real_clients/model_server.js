@@ -26,6 +26,24 @@
 // one JSON line {t, method, url, tools, messages, reply, tool, last} for the
 // report. With PARENT_PID it exits once that process is gone (a test that
 // died leaves no server behind).
+//
+// Scripted tasks, for tests/integration/memory.sh (the task's first message
+// holds the marker; each conversation's turns are counted here, by its first
+// message, since a truncated conversation no longer shows them all):
+//   [window]  classic Cline: write hello.txt, read it twice, write notes.txt,
+//             then complete; from the first request that holds 6 messages
+//             (the system prompt aside) on, the usage reported is near the
+//             context window of a model the client does not know (99,000 of
+//             its 128,000 less 30,000), so that the client drops part of the
+//             conversation before its next request
+//   [spawn]   Cline 3.x with its spawn_agent tool: the parent's first reply
+//             spawns a subagent (its task holds "[child]"), whose first
+//             reply writes child.txt with the editor tool, and whose second
+//             ends it; the parent then ends
+//   [spawn nested]  the same, but the subagent (its task holds "[nest]")
+//             spawns one of its own, which writes grandchild.txt
+// With MODEL_SERVER_RECORD=FILE in its environment, each request's whole
+// body is appended to FILE as one JSON line {n, t, body}, n from 1.
 'use strict';
 
 const http = require('http');
@@ -38,7 +56,14 @@ if (!portFile || !logFile) {
 }
 
 let calls = 0;
+let requests = 0;
 const endDelay = Number(process.env.MODEL_SERVER_END_DELAY_MS || 0);
+const recordFile = process.env.MODEL_SERVER_RECORD || '';
+// The turns each scripted conversation has had, by its first message.
+const turns = new Map();
+// The usage a model near its window reports: the client counts the window
+// of a model it does not know as 128,000 tokens less 30,000.
+const WINDOW_USAGE = 99000;
 
 function log(entry)
 {
@@ -72,10 +97,70 @@ function toolNames(body)
 	return (body.tools || []).map((t) => (t.function ? t.function.name : t.name)).filter(Boolean);
 }
 
+// The conversation's messages, the system prompt aside.
+function chatOf(messages)
+{
+	return messages.filter((m) => m.role !== 'system');
+}
+
+// The next turn of a scripted conversation (1 for its first reply).
+function nextTurn(messages)
+{
+	const chat = chatOf(messages);
+	const key = chat.length ? textOf(chat[0].content).slice(0, 4000) : '';
+	const n = (turns.get(key) || 0) + 1;
+	turns.set(key, n);
+	return n;
+}
+
+const xmlWrite = (path, content) => '<write_to_file>\n<path>' + path + '</path>\n<content>\n' + content + '\n</content>\n</write_to_file>';
+const xmlRead = (path) => '<read_file>\n<path>' + path + '</path>\n</read_file>';
+const xmlDone = (result) => '<attempt_completion>\n<result>\n' + result + '\n</result>\n</attempt_completion>';
+
+// A scripted reply, or null for a conversation that is not scripted.
+function scripted(body, messages, first, tools)
+{
+	const chat = chatOf(messages);
+	if (/\[window\]/.test(first) && !tools.length) {
+		const n = nextTurn(messages);
+		const steps = [
+			() => xmlWrite('hello.txt', 'Hello from fake LLM'),
+			() => xmlRead('hello.txt'),
+			() => xmlRead('hello.txt'),
+			() => xmlWrite('notes.txt', 'Notes of the fake LLM'),
+		];
+		const r = n <= steps.length ? { step: 'write', text: '<thinking>Step ' + n + '.</thinking>\n' + steps[n - 1]() }
+			: { step: 'done', text: xmlDone('Created hello.txt and notes.txt. Task done.') };
+		if (chat.length >= 6)
+			r.usage = { prompt_tokens: WINDOW_USAGE, completion_tokens: 20, total_tokens: WINDOW_USAGE + 20 };
+		return r;
+	}
+	const answered = messages.some((m) => m.role === 'tool');
+	const spawn = (task) => ({ step: 'spawn', tool: { name: 'spawn_agent', args: { systemPrompt: 'You write files when asked.', task } }, text: 'I will ask a subagent.' });
+	if (/\[child\]/.test(first) && /\[nest\]/.test(first) && tools.includes('spawn_agent'))
+		return answered ? { step: 'done', text: 'The nested subagent is done.' } : spawn('Write grandchild.txt containing a greeting [child]');
+	if (/\[child\]/.test(first) && tools.includes('editor')) {
+		const file = (/Write (\S+)/.exec(first) || [])[1] || 'child.txt';
+		if (!answered)
+			return { step: 'write', tool: { name: 'editor', args: { path: file, new_text: 'Written by a subagent\n' } }, text: 'I will write ' + file + '.' };
+		return { step: 'done', text: 'The subagent wrote ' + file + '.' };
+	}
+	if (/\[spawn( nested)?\]/.test(first) && tools.includes('spawn_agent')) {
+		if (answered)
+			return { step: 'done', text: 'The subagent is done. Task done.' };
+		return spawn(/\[spawn nested\]/.test(first) ? 'Spawn a helper that writes a file [child] [nest]' : 'Write child.txt containing a greeting [child]');
+	}
+	return null;
+}
+
 // The reply: {text} or {tool: {name, args}}, and which step it is.
 function decide(body)
 {
 	const messages = body.messages || [];
+	const chat = chatOf(messages);
+	const s = scripted(body, messages, chat.length ? textOf(chat[0].content) : '', toolNames(body));
+	if (s)
+		return s;
 	const all = messages.map((m) => textOf(m.content)).join('\n');
 	const tools = toolNames(body);
 	const native = tools.length > 0;
@@ -114,6 +199,7 @@ function reply(res, body, r)
 	const callId = 'call_fake_' + n;
 	const toolCall = r.tool && { index: 0, id: callId, type: 'function', function: { name: r.tool.name, arguments: JSON.stringify(r.tool.args) } };
 	const finish = r.tool ? 'tool_calls' : 'stop';
+	const use = r.usage || usage;
 	if (body.stream !== true) {
 		const message = { role: 'assistant', content: r.text || null };
 		if (toolCall) {
@@ -121,7 +207,7 @@ function reply(res, body, r)
 			message.tool_calls = [c];
 		}
 		res.writeHead(200, { 'content-type': 'application/json' });
-		res.end(JSON.stringify({ id, object: 'chat.completion', created: Math.floor(Date.now() / 1000), model: 'fake-model', choices: [{ index: 0, message, finish_reason: finish }], usage }));
+		res.end(JSON.stringify({ id, object: 'chat.completion', created: Math.floor(Date.now() / 1000), model: 'fake-model', choices: [{ index: 0, message, finish_reason: finish }], usage: use }));
 		return;
 	}
 	res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
@@ -143,7 +229,7 @@ function reply(res, body, r)
 	send(chunk(id, {}, finish));
 	const last = chunk(id, {}, null);
 	last.choices = [];
-	last.usage = usage;
+	last.usage = use;
 	send(last);
 	res.write('data: [DONE]\n\n');
 	res.end();
@@ -171,6 +257,8 @@ const server = http.createServer((req, res) => {
 				res.end();
 				return;
 			}
+			if (recordFile)
+				fs.appendFileSync(recordFile, JSON.stringify({ n: ++requests, t: Date.now(), body }) + '\n');
 			const r = decide(body);
 			const msgs = body.messages || [];
 			const lastMsg = msgs.length ? textOf(msgs[msgs.length - 1].content).slice(0, 200) : '';

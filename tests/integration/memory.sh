@@ -1,0 +1,262 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# memory.sh: what the model saw, context.jsonl beside a task's messages.jsonl
+# (live, at each checkpoint and at each version): found by its name, never
+# listed, read-only.
+#
+#   A. Over the 1.0.10 fixture (a task never cut, two checkpoints, three
+#      saves): the task's context.jsonl is byte for byte its messages.jsonl,
+#      and so is each checkpoint's and each version's; the task's folder does
+#      not list it, and grep -r over workspaces/ finds each message of the
+#      conversation in one file; it is mode 0400 and refuses writes.
+#   B. A task cut as Cline cuts it (conversationHistoryDeletedRange [2, 3] on
+#      its history item, and a context_history.json that puts the notice on
+#      message 1 and shortens a file read in message 4), written into the
+#      client's folder before the mount: context.jsonl is messages 0, 1, 4, 5,
+#      6 and 7, with the two edits applied (compared with what jq makes of
+#      the client's files), and the messages the client sends as they are
+#      are messages.jsonl's own lines, byte for byte. Then the client writes
+#      a new history item through the mount (range [2, 5]): context.jsonl
+#      follows at once. grep -r still finds each message once.
+#   C. The real Cline CLI 2.18.0 (from ${CONVFS_CLIENT_CACHE:-~/.cache/convfs/
+#      clients}, as real_clients.sh installs it) on the mount, driven into
+#      a cut by the test's model server (real_clients/model_server.js, task
+#      [window]: from 6 messages on it reports 99,000 tokens of a window the
+#      client takes for 98,000): the client cuts (a range on its history
+#      item, a context_history.json), and the messages of its last request
+#      (the server records each), the system prompt aside and taken out of
+#      the OpenAI format (a message's texts), are context.jsonl's. Skipped
+#      (noted) without the CLI, or while another worktree's real-client run
+#      goes on (it times its clients); under CI=true either fails. Not run
+#      under valgrind (CONVFS_VALGRIND=1), as real_clients.sh is not.
+
+. "$(dirname "$0")/lib.sh"
+
+TASK=1795306331217
+CUT=1799000000001
+WS=webapp-691006855
+
+# not_listed DIR NAME: `ls -A DIR` does not show NAME.
+not_listed()
+{
+	! ls -A "$1" | grep -qxF -- "$2" || problem "$1 lists $2: $(ls -A "$1" | tr '\n' ' ')"
+}
+
+# once_each VIEW MESSAGES WHAT: grep -r over VIEW finds each message of
+# MESSAGES (the longest line of its first text, as a fixed string) in
+# MESSAGES alone, leaving aside the files that quote the conversation on
+# purpose (ui_messages.jsonl, task.json, taskHistory.json): not in a
+# context.jsonl, a checkpoint or a version, which are not listed.
+once_each()
+{
+	local n=0 line key hits
+	while IFS= read -r line; do
+		n=$((n + 1))
+		key=$(jq -r '[.content[]? | .text? // empty] | first // empty' <<<"$line" |
+			awk 'length > max { max = length; l = $0 } END { print substr(l, 1, 80) }')
+		[[ -n $key ]] || continue
+		hits=$(grep -r -l -F -- "$key" "$1" | grep -v -E '/(ui_messages\.jsonl|task\.json|taskHistory\.json)$' || true)
+		[[ $hits == "$2" ]] || problem "$3: grep -r finds message $n ('$key') in:\n$hits\nexpected in $2 alone"
+	done <"$2"
+}
+
+# ---- A. never cut: context.jsonl is messages.jsonl ----------------------------
+say "A. the 1.0.10 fixture: a task never cut"
+mnt=$(fixture_extract 1.0.10 "$T/a")
+store=$T/a/store.db
+mount_convfs "$mnt" "$store"
+V=$(echo "$mnt"/workspaces/*/tasks/$TASK)
+[[ -d $V ]] || fail "no view folder of task $TASK"
+same "$V/context.jsonl" "$V/messages.jsonl" "the live task's context.jsonl (never cut)"
+not_listed "$V" context.jsonl
+[[ $(stat -c %a "$V/context.jsonl") == 400 ]] || problem "context.jsonl has mode $(stat -c %a "$V/context.jsonl"); expected 400"
+[[ $(stat -c %s "$V/context.jsonl") == $(stat -c %s "$V/messages.jsonl") ]] ||
+	problem "context.jsonl's stat size $(stat -c %s "$V/context.jsonl") is not messages.jsonl's"
+rc=0
+(echo '{"role":"user","content":"x"}' >>"$V/context.jsonl") 2>"$T/w.err" || rc=$?
+((rc != 0)) || problem "an append to context.jsonl succeeded"
+grep -q 'Permission denied' "$T/w.err" || problem "an append to context.jsonl failed, but not with EACCES: $(cat "$T/w.err")"
+same "$V/context.jsonl" "$V/messages.jsonl" "context.jsonl after a refused append"
+# each_point KIND MIN: each checkpoint's (or version's) context.jsonl is its messages.jsonl, not listed.
+each_point()
+{
+	local n=0 s
+	for s in "$V/$1"/*/; do
+		same "$s/context.jsonl" "$s/messages.jsonl" "$1/$(basename "$s")/context.jsonl"
+		not_listed "$s" context.jsonl
+		n=$((n + 1))
+	done
+	((n >= $2)) || problem "the fixture's task shows $n $1; expected $2"
+}
+each_point checkpoints 2
+each_point versions 3
+once_each "$mnt/workspaces" "$V/messages.jsonl" "the fixture"
+
+unmount_convfs "$mnt"
+check_log "$store.log"
+
+# ---- B. a task cut by the client ------------------------------------------------
+say "B. a task the client cut"
+mnt=$(fixture_extract 2.18.0 "$T/b")
+store=$T/b/store.db
+C=$mnt/tasks/$CUT
+mkdir -p "$C"
+cp "$mnt/tasks/1795306269021/ui_messages.json" "$mnt/tasks/1795306269021/task_metadata.json" "$C/"
+# Eight messages, as Cline's XML-tool conversations are: text blocks.
+node -e '
+	const m = [];
+	const say = (role, text) => m.push({ role, content: [{ type: "text", text }] });
+	say("user", "<task>\nRemember the marker task-0\n</task>");
+	for (let i = 1; i < 8; i++)
+		say(i % 2 ? "assistant" : "user", "marker-" + i + " " + "x".repeat(200));
+	process.stdout.write(JSON.stringify(m));' >"$C/api_conversation_history.json"
+# What Cline CLI 1.0.10 wrote when it cut: the notice on message 1, a file read in message 4 made short.
+cat >"$C/context_history.json" <<'EOF'
+[[2,[3,[[0,[[1000,"text",["[write_to_file for 'hello.txt'] Result: short"],[]]]]]]],[4,[2,[[0,[[1000,"text",["[read_file for 'hello.txt'] Result:\n[[NOTE] removed]"],[]]]]]]],[1,[0,[[0,[[1000,"text",["[NOTE] Some previous conversation history has been removed."],[]]]]]]]]
+EOF
+jq -c --arg id "$CUT" '. + [(.[0] | .id = $id | .ts = 1799000000999 | .task = "Remember the marker task-0" |
+	.conversationHistoryDeletedRange = [2, 3])]' "$mnt/state/taskHistory.json" >"$T/b/hist"
+cp "$T/b/hist" "$mnt/state/taskHistory.json"
+mount_convfs "$mnt" "$store"
+V=$mnt/workspaces/$WS/tasks/$CUT
+[[ -d $V ]] || fail "no view folder of task $CUT: $(ls "$mnt/workspaces/$WS/tasks")"
+
+# want END: what the client sends with the range [2, END]: jq's own rebuild.
+want()
+{
+	jq -c --argjson cut "$1" '
+		(.[1].content[0].text = "[NOTE] Some previous conversation history has been removed.") |
+		(.[4].content[0].text = "[read_file for '"'hello.txt'"'] Result:\n[[NOTE] removed]") |
+		.[0:2] + .[($cut + 1):] | .[]' "$C/api_conversation_history.json"
+}
+# check_cut END WHAT: context.jsonl is want END (as JSON), and the messages it
+# sends unchanged are messages.jsonl's own lines.
+check_cut()
+{
+	want "$1" >"$T/b/want"
+	jq -c . "$V/context.jsonl" >"$T/b/got" 2>"$T/b/jq.err" || problem "$2: context.jsonl is not JSON Lines: $(cat "$T/b/jq.err")"
+	if ! cmp -s "$T/b/got" "$T/b/want"; then
+		problem "$2: context.jsonl is not the client's rebuild (< want, > got):\n$({ diff "$T/b/want" "$T/b/got" || true; } | cut -c1-200 | head -n 20)"
+	fi
+	sed -n 1p "$V/messages.jsonl" >"$T/b/m0"
+	sed -n 1p "$V/context.jsonl" >"$T/b/c0"
+	same "$T/b/c0" "$T/b/m0" "$2: message 0, sent as stored"
+	tail -n 2 "$V/messages.jsonl" >"$T/b/mt"
+	tail -n 2 "$V/context.jsonl" >"$T/b/ct"
+	same "$T/b/ct" "$T/b/mt" "$2: messages 6 and 7, sent as stored"
+	[[ $(stat -c %s "$V/context.jsonl") == $(wc -c <"$V/context.jsonl") ]] ||
+		problem "$2: stat gives context.jsonl $(stat -c %s "$V/context.jsonl") bytes; it reads $(wc -c <"$V/context.jsonl")"
+}
+check_cut 3 "the range [2, 3] of the history item"
+(($(wc -l <"$V/messages.jsonl") == 8)) || problem "messages.jsonl has $(wc -l <"$V/messages.jsonl") lines; expected 8"
+once_each "$mnt/workspaces" "$V/messages.jsonl" "a cut task"
+
+# The client cuts again: a new item, written as Cline writes the history (whole).
+jq -c --arg id "$CUT" 'map(if .id == $id then .conversationHistoryDeletedRange = [2, 5] else . end)' \
+	"$mnt/state/taskHistory.json" >"$T/b/hist2"
+cp "$T/b/hist2" "$mnt/state/taskHistory.json"
+check_cut 5 "the range [2, 5] written through the mount"
+unmount_convfs "$mnt"
+check_log "$store.log"
+
+# ---- C. the real CLI cuts its conversation ----------------------------------------
+CACHE=${CONVFS_CLIENT_CACHE:-$HOME/.cache/convfs/clients}
+CLI=$CACHE/2.18.0/node_modules/.bin/cline
+
+# others_running: another run of the real clients is going on (not ours: we run none).
+others_running() { pgrep -f 'real_clients\.sh|drive\.sh|fixtures_rerun\.sh' >/dev/null; }
+
+# skip_c WHY: part C cannot run here; a failure under CI.
+skip_c()
+{
+	[[ ${CI:-} != true ]] || problem "C: $1 (CI=true)"
+	say "C. skipped: $1"
+}
+
+# texts FILE: each JSON Lines message as {role, text} (its texts joined), as
+# the OpenAI format has it; the system prompt left out.
+texts()
+{
+	jq -c 'select(.role != "system") | {role, text: (if (.content | type) == "string" then .content
+		else [.content[] | select(.type == "text") | .text] | join("\n") end)}' "$1"
+}
+
+# model_up DIR PART: the model server, its port in DIR/port, its log in DIR/model.log.
+model_up()
+{
+	node "$TESTS_DIR/real_clients/model_server.js" "$1/port" "$1/model.log" $$ 2>"$1/model.err" &
+	echo $! >"$1/model.pid"
+	wait_for "$1/port" 20 || fail "$2: the model server did not start: $(cat "$1/model.err")"
+}
+
+# cli VERSION HOME ARGS...: the real CLI VERSION, with HOME, against nothing but the model server.
+cli()
+{
+	local v=$1 home=$2
+	shift 2
+	env -u CLINE_DIR -u CLINE_DATA_DIR -u XDG_CONFIG_HOME -u XDG_DATA_HOME HOME="$home" NO_COLOR=1 \
+		NO_AUTO_UPDATE=1 CLINE_NO_AUTO_UPDATE=1 CLINE_SESSION_BACKEND_MODE=local \
+		PATH="$CACHE/$v/node_modules/.bin:$PATH" timeout -k 10 "$((120 * SLOW))" \
+		"$CACHE/$v/node_modules/.bin/cline" "$@" </dev/null
+}
+
+# run_task DIR PART CMD...: the client's task CMD (its output in DIR/task.out), then the model server ends.
+run_task()
+{
+	local dir=$1 part=$2 rc=0
+	shift 2
+	"$@" >"$dir/task.out" 2>&1 || rc=$?
+	kill "$(cat "$dir/model.pid")" 2>/dev/null || true
+	((rc == 0)) || problem "$part: the task ended with status $rc: $(tail -c 500 "$dir/task.out")"
+}
+
+run_c()
+{
+	local B=$T/c HOME_=$T/c/home CFG=$T/c/config id
+	local DATA=$CFG/data
+	mkdir -p "$HOME_" "$DATA" "$B/ws"
+	model_up "$B" C
+	mount_convfs "$DATA" "$B/store.db"
+	cli 2.18.0 "$HOME_" auth -p openai -k sk-fake -m fake-model -b "http://127.0.0.1:$(cat "$B/port")/v1" \
+		--config "$CFG" >"$B/auth.out" 2>&1 || fail "C: cline auth failed: $(tail -c 500 "$B/auth.out")"
+	run_task "$B" C cli 2.18.0 "$HOME_" task "Write the files [window]" -y --config "$CFG" -c "$B/ws"
+	id=$(jq -r '.[-1].id' "$DATA/state/taskHistory.json")
+	V=$(echo "$DATA"/workspaces/*/tasks/"$id")
+	[[ -d $V ]] || fail "C: no view folder of task '$id'"
+	jq -e --arg id "$id" '.[] | select(.id == $id) | .conversationHistoryDeletedRange[1] >= 2' \
+		"$DATA/state/taskHistory.json" >/dev/null ||
+		fail "C: the client did not cut the conversation (its item: $(jq -c --arg id "$id" '.[] | select(.id == $id)' "$DATA/state/taskHistory.json" | cut -c1-400))"
+	[[ -s $DATA/tasks/$id/context_history.json ]] || problem "C: the client wrote no context_history.json"
+	# The record of the requests is the server's log: each line's messages.
+	tail -n 1 "$B/record.jsonl" | jq -c '.body.messages[]' >"$B/last.jsonl"
+	texts "$B/last.jsonl" >"$B/sent"
+	texts "$V/context.jsonl" >"$B/seen"
+	if ! cmp -s "$B/sent" "$B/seen"; then
+		problem "C: context.jsonl is not what the client sent last (< sent, > context.jsonl):\n$({ diff "$B/sent" "$B/seen" || true; } | cut -c1-200 | head -n 20)"
+	fi
+	(($(wc -l <"$B/seen") < $(wc -l <"$V/messages.jsonl"))) ||
+		problem "C: context.jsonl has $(wc -l <"$B/seen") messages, messages.jsonl $(wc -l <"$V/messages.jsonl"): nothing was cut"
+	unmount_convfs "$DATA"
+	check_log "$B/store.db.log"
+}
+
+if [[ ${CONVFS_VALGRIND:-} == 1 ]]; then
+	say "C: not under valgrind (the clients' own time limits would end them; as for real_clients)"
+elif [[ ! -x $CLI ]]; then
+	skip_c "the Cline CLI 2.18.0 is not installed in '$CACHE' (tests/integration/real_clients.sh installs it)"
+else
+	i=0
+	while others_running && ((i++ < 60)); do
+		sleep 1
+	done
+	if others_running; then
+		skip_c "another run of the real clients goes on"
+	else
+		say "C. the real CLI 2.18.0 cuts its conversation"
+		export MODEL_SERVER_RECORD=$T/c/record.jsonl
+		run_c
+	fi
+fi
+
+pass
