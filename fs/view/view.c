@@ -349,9 +349,9 @@ int view_doc_file_path(const struct view_doc_file *f, const char *task, char *bu
 int view_doc_of(const char *rel, char *buf, size_t n)
 {
 	struct view_path vp = { 0 };
-	char comp[4][NAME_MAX + 1];
+	char comp[16][NAME_MAX + 1];
 	struct view_step at;
-	size_t nc = 0;
+	size_t nc = 0, first;
 	const char *p;
 
 	if (store_path_kind(rel) == STORE_PATH_ARRAY || store_path_kind(rel) == STORE_PATH_WHOLE)
@@ -369,18 +369,29 @@ int view_doc_of(const char *rel, char *buf, size_t n)
 	}
 	if (*p)
 		return -ENOENT;
-	/* workspaces/.trash/<id>/<file>, workspaces/<ws>/tasks/<id>/<file>: by shape, taking no store */
+	/*
+	 * workspaces/.trash/<id>/<file>, workspaces/<ws>/tasks/<id>/<file>, and a
+	 * session's subagents/<agent>/... down to a file: by shape, taking no store.
+	 */
 	if (nc == 3 && strcmp(comp[0], ".trash") == 0)
 		vp.kind = VIEW_TRASH_TASK;
-	else if (nc == 4 && strcmp(comp[1], "tasks") == 0)
+	else if (nc >= 4 && nc % 2 == 0 && strcmp(comp[1], "tasks") == 0)
 		vp.kind = VIEW_TASK;
 	else
 		return -ENOENT;
-	if (!store_is_conversation_id(comp[nc - 2]) || strlen(comp[nc - 2]) >= sizeof(vp.task))
+	first = vp.kind == VIEW_TASK ? 2 : 1;
+	for (size_t i = first + 1; i + 1 < nc; i += 2)
+		if (strcmp(comp[i], "subagents") != 0)
+			return -ENOENT;
+	if (!store_is_conversation_id(comp[first]) || strlen(comp[first]) >= sizeof(vp.task))
 		return -ENOENT;
-	memcpy(vp.task, comp[nc - 2], strlen(comp[nc - 2]) + 1);
-	at = (struct view_step){ .name = comp[nc - 1], .rel = rel, .end = strlen(rel), .rest = "" };
-	if (find_child(NULL, &vp, &at, NULL) < 0 || !vp.doc[0])
+	memcpy(vp.task, comp[first], strlen(comp[first]) + 1);
+	for (size_t i = first + 1; i < nc; i++) {
+		at = (struct view_step){ .name = comp[i], .rel = rel, .end = strlen(rel), .rest = "" };
+		if (find_child(NULL, &vp, &at, NULL) < 0)
+			return -ENOENT;
+	}
+	if (!vp.doc[0])
 		return -ENOENT;
 	return (size_t)snprintf(buf, n, "%s", vp.doc) < n ? 0 : -ENAMETOOLONG;
 }

@@ -28,7 +28,7 @@
  * fs/ops/kinds.h), defined beside its code: view_ws.c (workspaces/, a
  * workspace's folder and files, tasks/, the trash, a name the view does not
  * have), view_task.c (a task's folder and its files, live and in the trash),
- * view_ckpt.c, view_version.c, view_readme.c, view_context_kind.c. A row's shape (struct view_shape) says where
+ * view_ckpt.c, view_version.c, view_readme.c. A row's shape (struct view_shape) says where
  * its kind is found: view_parse() is a walk of those shapes, one component
  * at a time, so a kind and its parse rule are one place.
  */
@@ -65,7 +65,11 @@
 	X(VIEW_TASK_JSON, view_task_json)         /* task.json: the task's history item (a session's manifest) */ \
 	X(VIEW_METADATA, view_metadata)           /* metadata.json: task_metadata.json */                        \
 	X(VIEW_CONTEXT, view_context_jsonl)       /* context.jsonl: what the model saw (view_context_kind.c) */ \
-	X(VIEW_SUBAGENT, view_subagent)           /* <stem>.messages.jsonl: a session's subagent, as lines */   \
+	X(VIEW_SUBAGENTS, view_subagents)         /* a session's subagents/ (view_subagents.c) */                \
+	X(VIEW_SUBAGENT_DIR, view_subagent_dir)   /* subagents/<agent>/: one subagent */                         \
+	X(VIEW_SUBAGENT, view_subagent)           /* its messages.jsonl: its conversation, as lines */           \
+	X(VIEW_SUBAGENT_SPAWN, view_subagent_spawn) /* its spawn.json: what spawned it, how it ended */         \
+	X(VIEW_SUBAGENTS_NESTED, view_subagents_nested) /* its own subagents/ (a VIEW_SUBAGENTS once found) */  \
 	X(VIEW_TRASH_MESSAGES, view_trash_messages) /* the trash's: the last version, read-only */              \
 	X(VIEW_TRASH_UI, view_trash_ui)                                                                          \
 	X(VIEW_TRASH_METADATA, view_trash_metadata)                                                              \
@@ -111,6 +115,7 @@ struct view_path {
 	bool aside;     /* under a top folder shown by its other name (<name>.view) */
 	char key[16];   /* the workspace's key */
 	char task[72];  /* the task id */
+	char agent[64]; /* a session's subagent, under subagents/ ("": the session itself) */
 	char doc[96];   /* the compat doc behind a file */
 	bool lines;     /* doc is shown as JSON Lines (else whole) */
 	const char *require; /* a member each line appended to doc must have */
@@ -266,6 +271,10 @@ int view_readonly_setxattr(const struct route *rt, const char *name, const char 
 int view_unlink_with_folder(const struct route *rt);
 
 /* ---- view_task.c ------------------------------------------------------------------ */
+
+/* A subagent's messages.jsonl (view_subagents.c): its doc, sessions/<id>/<agent>.messages.json. */
+int view_subagent_messages_match(struct fs *fs, const struct view_shape *sh, struct view_path *vp,
+				 const struct view_step *at);
 
 /* A live task's time: its ui stream's, or its session's conversation's; 0 if it has neither. */
 int64_t view_task_time(struct fs *fs, const char *task);

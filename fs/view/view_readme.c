@@ -34,6 +34,7 @@ static const char readme[] =
 	"            ui_messages.jsonl    what the chat showed, a message a line\n"
 	"            task.json            the task's item of the history\n"
 	"            metadata.json        its task_metadata.json\n"
+	"            subagents/<agent>/   a CLI 3.x session's subagent: messages.jsonl, spawn.json\n"
 	"    unknown/tasks/<id>/          tasks of no known workspace\n"
 	"    .trash/<id>/                 tasks removed with rm -r, read-only\n"
 	"\n"

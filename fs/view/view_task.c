@@ -153,30 +153,8 @@ static int trash_task_getattr(const struct route *rt, struct stat *st)
 	return 0;
 }
 
-struct subagent_list {
-	const char *task;
-	op_list_fn fn;
-	void *ctx;
-};
-
-/* store_doc_list() of a session's folder: its subagents' conversations, as <stem>.messages.jsonl. */
-static int list_subagent(void *ctx, const char *name, const struct store_stat *stat)
-{
-	struct subagent_list *sl = ctx;
-	size_t n = strlen(name), tl = strlen(sl->task), sfx = strlen(".messages.json");
-	char view_name[NAME_MAX + 1];
-
-	if (n <= sfx || strcmp(name + n - sfx, ".messages.json") != 0 ||
-	    (n == tl + sfx && strncmp(name, sl->task, tl) == 0))
-		return 0; /* not a conversation, or the session's own */
-	if (snprintf(view_name, sizeof(view_name), "%.*s%s", (int)(n - sfx), name, SUBAGENT_SUFFIX) >=
-	    (int)sizeof(view_name))
-		return 0;
-	return sl->fn(sl->ctx, view_name, S_IFREG, 0);
-}
-
 /*
- * The task's files that are there, then a session's subagents. versions/
+ * The task's files that are there (a session's subagents/ among them). versions/
  * and checkpoints/ are not listed, only found by their names (as ZFS's
  * .zfs and NetApp's .snapshot): listed, every grep -r, find, du and rsync
  * of the view would read each conversation once a version and once a
@@ -185,16 +163,9 @@ static int list_subagent(void *ctx, const char *name, const struct store_stat *s
  */
 static int task_list(const struct route *rt, op_list_fn fn, void *ctx)
 {
-	struct subagent_list sl = { rt->vp.task, fn, ctx };
-	char dir[96];
 	int r = view_list_dots(fn, ctx);
 
-	if (r == 0)
-		r = view_list_named(rt->fs, rt, fn, ctx);
-	if (r < 0 || !store_is_session_id(rt->vp.task))
-		return r;
-	snprintf(dir, sizeof(dir), "sessions/%s", rt->vp.task);
-	return store_doc_list(rt->fs->store, dir, list_subagent, &sl);
+	return r < 0 ? r : view_list_named(rt->fs, rt, fn, ctx);
 }
 
 static int trash_task_list(const struct route *rt, op_list_fn fn, void *ctx)
@@ -522,9 +493,12 @@ const struct path_ops view_metadata = {
 	.shape = &metadata_shape,
 };
 
-static const struct view_shape subagent_shape = { .in = VIEW_TASK, .match = subagent_match, .type = S_IFREG };
+static const struct view_shape subagent_shape = {
+	.in = VIEW_SUBAGENT_DIR, .name = "messages.jsonl", .match = view_subagent_messages_match, .listed = VIEW_LISTED,
+	.type = S_IFREG,
+};
 
-/* A subagent's conversation: listed by its task's folder (task_list()); commits do not tell at its name. */
+/* A subagent's conversation (subagents/<agent>/, view_subagents.c); commits do not tell at its name. */
 const struct path_ops view_subagent = {
 	.name = "view-subagent",
 	LINES_MEMBERS,

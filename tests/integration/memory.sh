@@ -30,6 +30,17 @@
 #      (noted) without the CLI, or while another worktree's real-client run
 #      goes on (it times its clients); under CI=true either fails. Not run
 #      under valgrind (CONVFS_VALGRIND=1), as real_clients.sh is not.
+#   D. The real Cline CLI 3.0.65 on the mount, made by the model server to
+#      spawn a subagent that spawns its own (task [spawn nested]): the
+#      session's folder holds subagents/<agent>/ with messages.jsonl (the
+#      child's conversation, a message a line) and spawn.json (its task, the
+#      system prompt, status "completed", its result, times, and spawnedBy
+#      "../../messages.jsonl:N", the line of the parent's spawn_agent call),
+#      the grandchild in the child's own subagents/; no flat
+#      <agent>.messages.jsonl is left; grep -r finds each subagent's messages
+#      (by their ids) in its messages.jsonl alone; rm -r of the session puts
+#      it in the trash and mv brings it back with its subagents. Skipped as C
+#      is.
 
 . "$(dirname "$0")/lib.sh"
 
@@ -241,8 +252,81 @@ run_c()
 	check_log "$B/store.db.log"
 }
 
+# ---- D. the real CLI 3.0.65 spawns subagents -----------------------------------------
+CLI3=$CACHE/3.0.65/node_modules/.bin/cline
+
+# check_spawn SPAWN_DIR WANT_TASK WHAT: spawn.json says what spawned it, and its
+# spawnedBy line of the parent's messages.jsonl makes that call.
+check_spawn()
+{
+	local s=$1/spawn.json got line
+	jq -e . "$s" >/dev/null 2>&1 || {
+		problem "$3: spawn.json does not parse: $(head -c 300 "$s" 2>&1)"
+		return
+	}
+	got=$(jq -r '[.task, .status, .systemPrompt, .agent] | join("|")' "$s")
+	[[ $got == "$2|completed|You write files when asked.|$(basename "$1")" ]] ||
+		problem "$3: spawn.json has task|status|systemPrompt|agent '$got'"
+	[[ $(jq -r .startedAt "$s") =~ ^20[0-9-]{8}T[0-9:.]{12}Z$ && $(jq -r .updatedAt "$s") != null ]] ||
+		problem "$3: spawn.json's times: $(jq -c '[.startedAt, .updatedAt]' "$s")"
+	got=$(jq -r .spawnedBy "$s")
+	[[ $got =~ ^\.\./\.\./messages\.jsonl:([0-9]+)$ ]] || {
+		problem "$3: spawnedBy is '$got'"
+		return
+	}
+	line=$(sed -n "${BASH_REMATCH[1]}p" "$1/../../messages.jsonl")
+	jq -e --arg t "$2" '[.content[]? | select(.type == "tool_use" and .name == "spawn_agent" and .input.task == $t)] | length == 1' \
+		<<<"$line" >/dev/null 2>&1 || problem "$3: line ${BASH_REMATCH[1]} of the parent's messages.jsonl makes no spawn_agent call of '$2': $(cut -c1-300 <<<"$line")"
+}
+
+run_d()
+{
+	local B=$T/d HOME_=$T/d/home S child grand n a d doc pair id hits
+	local DATA=$HOME_/.cline/data
+	mkdir -p "$DATA" "$B/ws"
+	model_up "$B" D
+	mount_convfs "$DATA" "$B/store.db"
+	cli 3.0.65 "$HOME_" auth -p openai -k sk-fake -m fake-model -b "http://127.0.0.1:$(cat "$B/port")/v1" \
+		>"$B/auth.out" 2>&1 || fail "D: cline auth failed: $(tail -c 500 "$B/auth.out")"
+	cd "$B/ws"
+	run_task "$B" D cli 3.0.65 "$HOME_" --json "Spawn a nested helper [spawn nested]" -c "$B/ws"
+	cd "$T"
+	[[ -s $B/ws/grandchild.txt ]] || problem "D: the subagent of the subagent wrote no grandchild.txt"
+	S=$(echo "$DATA"/workspaces/*/tasks/*_*)
+	[[ -d $S ]] || fail "D: no view folder of the session: $(ls -R "$DATA/workspaces" | head -20)"
+	mapfile -t child < <(ls "$S/subagents" 2>/dev/null)
+	((${#child[@]} == 1)) || fail "D: the session's subagents/ holds '${child[*]}'; expected one subagent ($(ls "$S"))"
+	mapfile -t grand < <(ls "$S/subagents/$child/subagents" 2>/dev/null)
+	((${#grand[@]} == 1)) || fail "D: the subagent's subagents/ holds '${grand[*]}'; expected one"
+	[[ $(ls "$S/subagents/$child" | tr '\n' ' ') == "messages.jsonl spawn.json subagents " ]] ||
+		problem "D: the subagent's folder holds '$(ls "$S/subagents/$child" | tr '\n' ' ')'"
+	! ls "$S" | grep -q '\.messages\.jsonl$' || problem "D: the session's folder still lists $(ls "$S" | grep '\.messages\.jsonl$')"
+	for pair in "$child ${S##*/}/$child" "$grand ${S##*/}/$grand"; do
+		read -r a doc <<<"$pair"
+		n=$(jq '.messages | length' "$DATA/sessions/$doc.messages.json")
+		[[ $a == "$child" ]] && d=$S/subagents/$a || d=$S/subagents/$child/subagents/$a
+		(($(wc -l <"$d/messages.jsonl") == n)) ||
+			problem "D: $a's messages.jsonl has $(wc -l <"$d/messages.jsonl") lines; its conversation $n messages"
+		# Each message by its id (the fake model's texts repeat from one conversation to the next).
+		while read -r id; do
+			hits=$(grep -r -l -F -- "\"$id\"" "$DATA/workspaces")
+			[[ $hits == "$d/messages.jsonl" ]] || problem "D: grep -r finds $a's message $id in:\n$hits"
+		done < <(jq -r '.id // empty' "$d/messages.jsonl")
+	done
+	check_spawn "$S/subagents/$child" "Spawn a helper that writes a file [child] [nest]" "D: the subagent"
+	check_spawn "$S/subagents/$child/subagents/$grand" "Write grandchild.txt containing a greeting [child]" \
+		"D: the subagent's subagent"
+	# rm -r of the session goes to the trash (its subagents' folders go with it), mv brings all back.
+	rm -r "$S" 2>"$B/rm.err" || problem "D: rm -r of the session failed: $(cat "$B/rm.err")"
+	[[ ! -e $S ]] || problem "D: the session's folder is still there after rm -r"
+	mv "$DATA/workspaces/.trash/${S##*/}" "$S" 2>"$B/mv.err" || problem "D: mv back from the trash failed: $(cat "$B/mv.err")"
+	[[ -s $S/subagents/$child/subagents/$grand/spawn.json ]] || problem "D: after rm -r and mv back, the subagents are gone"
+	unmount_convfs "$DATA"
+	check_log "$B/store.db.log"
+}
+
 if [[ ${CONVFS_VALGRIND:-} == 1 ]]; then
-	say "C: not under valgrind (the clients' own time limits would end them; as for real_clients)"
+	say "C, D: not under valgrind (the clients' own time limits would end them; as for real_clients)"
 elif [[ ! -x $CLI ]]; then
 	skip_c "the Cline CLI 2.18.0 is not installed in '$CACHE' (tests/integration/real_clients.sh installs it)"
 else
@@ -256,6 +340,15 @@ else
 		say "C. the real CLI 2.18.0 cuts its conversation"
 		export MODEL_SERVER_RECORD=$T/c/record.jsonl
 		run_c
+		unset MODEL_SERVER_RECORD
+		if [[ ! -x $CLI3 ]]; then
+			skip_c "the Cline CLI 3.0.65 is not installed in '$CACHE'"
+		elif others_running; then
+			skip_c "another run of the real clients goes on"
+		else
+			say "D. the real CLI 3.0.65 spawns subagents"
+			run_d
+		fi
 	fi
 fi
 

@@ -19,7 +19,7 @@
 #     object's array; a save that is not a session's shape is refused with
 #     EINVAL at close and changes nothing;
 #   - a subagent's conversation (<stem>.messages.json) is a doc of the session
-#     and shows as <stem>.messages.jsonl in its folder;
+#     and shows as subagents/<stem>/messages.jsonl in its folder;
 #   - sqlite3 works on db/sessions.db in WAL mode, through the mount;
 #   - rm -r of the session in the view moves it to the trash, mv brings it back;
 #   - the daemon logs no warning but the refusal this test provokes.
@@ -125,7 +125,8 @@ sub=$mnt/sessions/$S1/sub-agent_1.messages.json
 jq '.agent = "sub" | .messages = [.messages[0]]' "$M1" >"$sub" || problem "writing a subagent's conversation failed"
 [[ $(sqlite3 "$store" "SELECT task_id FROM docs WHERE path = 'sessions/$S1/sub-agent_1.messages.json'") == "$S1" ]] ||
 	problem "the subagent's conversation is not a doc of session $S1"
-[[ $(wc -l <"$V1/sub-agent_1.messages.jsonl" 2>&1) == 1 ]] || problem "the view does not show sub-agent_1.messages.jsonl with one line:\n$(ls "$V1")"
+[[ $(wc -l <"$V1/subagents/sub-agent_1/messages.jsonl" 2>&1) == 1 ]] ||
+	problem "the view does not show subagents/sub-agent_1/messages.jsonl with one line:\n$(ls -R "$V1")"
 
 say "sqlite3 on db/sessions.db in WAL mode"
 sqlite3 "$mnt/db/sessions.db" "PRAGMA journal_mode=WAL; CREATE TABLE convfs_test(x); INSERT INTO convfs_test VALUES (42);" \

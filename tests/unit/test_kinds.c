@@ -281,8 +281,12 @@ static void test_doc_of(void **state)
 	assert_string_equal(buf, "tasks/17/api_conversation_history.json");
 	assert_int_equal(view_doc_of("workspaces/.trash/17/metadata.json", buf, sizeof(buf)), 0);
 	assert_string_equal(buf, "tasks/17/task_metadata.json");
-	assert_int_equal(view_doc_of("workspaces/a-1/tasks/17_s/sub.messages.jsonl", buf, sizeof(buf)), 0);
+	assert_int_equal(view_doc_of("workspaces/a-1/tasks/17_s/subagents/sub/messages.jsonl", buf, sizeof(buf)), 0);
 	assert_string_equal(buf, "sessions/17_s/sub.messages.json");
+	assert_int_equal(view_doc_of("workspaces/a-1/tasks/17_s/subagents/a/subagents/b/messages.jsonl", buf,
+				     sizeof(buf)), 0);
+	assert_string_equal(buf, "sessions/17_s/b.messages.json");
+	assert_int_equal(view_doc_of("workspaces/a-1/tasks/17_s/sub.messages.jsonl", buf, sizeof(buf)), -ENOENT);
 	assert_int_equal(view_doc_of("workspaces/a-1/tasks/17_s/task.json", buf, sizeof(buf)), 0);
 	assert_string_equal(buf, "sessions/17_s/17_s.json");
 	assert_int_equal(view_doc_of("tasks/17/ui_messages.json", buf, sizeof(buf)), 0);
