@@ -31,6 +31,13 @@ int shadow_readlink(const char *git_dir, const char *hash, const char *path, cha
 int shadow_commit_json(const char *git_dir, const char *hash, char **ret, size_t *ret_len, int64_t *ret_time_ns);
 /* changes.diff: the diff from prev (NULL: the commit's parent) to hash, as git diff prints it (free()). */
 int shadow_diff(const char *git_dir, const char *prev, const char *hash, char **ret, size_t *ret_len);
+/*
+ * The same from commit from to commit to, of paths[0..n) alone (exact paths
+ * of the workspace); each other file that changed between them is handed to
+ * other (may be NULL). The text is free()d by the caller.
+ */
+int shadow_diff_only(const char *git_dir, const char *from, const char *to, const char *const *paths, size_t n,
+		     void (*other)(void *ctx, const char *path), void *ctx, char **ret, size_t *ret_len);
 /* True if hash names a commit of the repo. */
 int shadow_has_commit(const char *git_dir, const char *hash);
 

@@ -282,9 +282,32 @@ static int diff_text(git_diff *diff, const char *prev, const char *hash, const s
 	return 0;
 }
 
-/* changes.diff of trees pt (NULL: none) and ct, walked within bounds first. Lock held. */
+/* What a diff is limited to (agent.diff): those paths alone, the others changed handed to other. */
+struct diff_only {
+	const char *const *paths;
+	size_t n;
+	void (*other)(void *ctx, const char *path);
+	void *ctx;
+};
+
+/* The changed files of diff that only leaves out, to only->other. */
+static void others_tell(git_diff *diff, const struct diff_only *only)
+{
+	for (size_t i = 0; i < git_diff_num_deltas(diff); i++) {
+		const git_diff_delta *dl = git_diff_get_delta(diff, i);
+		const char *path = dl->new_file.path ? dl->new_file.path : dl->old_file.path;
+		bool in = false;
+
+		for (size_t k = 0; k < only->n && !in; k++)
+			in = strcmp(only->paths[k], path) == 0;
+		if (!in)
+			only->other(only->ctx, path);
+	}
+}
+
+/* changes.diff of trees pt (NULL: none) and ct, walked within bounds first (only: those paths). Lock held. */
 static int diff_trees(git_repository *repo, git_tree *pt, git_tree *ct, const char *prev, const char *hash,
-		      struct diff_out *d)
+		      const struct diff_only *only, struct diff_out *d)
 {
 	git_diff_options o;
 	enum walk_verdict v = WALK_OK;
@@ -313,6 +336,20 @@ static int diff_trees(git_repository *repo, git_tree *pt, git_tree *ct, const ch
 	if ((rc = git_diff_options_init(&o, GIT_DIFF_OPTIONS_VERSION)) < 0)
 		return shadow_errno(rc, "diff", hash);
 	o.max_size = (git_off_t)SHADOW_DIFF_FILE_MAX;
+	if (only && only->other) {
+		if ((rc = git_diff_tree_to_tree(&diff, repo, pt, ct, &o)) < 0)
+			return shadow_errno(rc, "diff", hash);
+		others_tell(diff, only);
+		git_diff_free(diff);
+		diff = NULL;
+	}
+	if (only) {
+		if (!only->n)
+			return 0; /* nothing of theirs changed */
+		o.pathspec.strings = (char **)only->paths;
+		o.pathspec.count = only->n;
+		o.flags |= GIT_DIFF_DISABLE_PATHSPEC_MATCH;
+	}
 	rc = git_diff_tree_to_tree(&diff, repo, pt, ct, &o);
 	if (rc < 0)
 		return shadow_errno(rc, "diff", hash);
@@ -325,7 +362,8 @@ static int diff_trees(git_repository *repo, git_tree *pt, git_tree *ct, const ch
 	return r;
 }
 
-int shadow_diff(const char *git_dir, const char *prev, const char *hash, char **ret, size_t *ret_len)
+static int diff_commits(const char *git_dir, const char *prev, const char *hash, const struct diff_only *only,
+			char **ret, size_t *ret_len)
 {
 	git_repository *repo;
 	git_commit *c = NULL, *p = NULL;
@@ -349,7 +387,7 @@ int shadow_diff(const char *git_dir, const char *prev, const char *hash, char **
 	if (r == 0 && p)
 		r = shadow_tree_get(git_commit_tree_id(p), "", &pt);
 	if (r == 0)
-		r = diff_trees(repo, pt, ct, p ? git_oid_tostr(pid, sizeof(pid), git_commit_id(p)) : NULL, hash, &d);
+		r = diff_trees(repo, pt, ct, p ? git_oid_tostr(pid, sizeof(pid), git_commit_id(p)) : NULL, hash, only, &d);
 	git_tree_free(ct);
 	git_tree_free(pt);
 	git_commit_free(c);
@@ -362,4 +400,17 @@ int shadow_diff(const char *git_dir, const char *prev, const char *hash, char **
 		r = -ENOMEM;
 	sb_release(&d.out);
 	return r;
+}
+
+int shadow_diff(const char *git_dir, const char *prev, const char *hash, char **ret, size_t *ret_len)
+{
+	return diff_commits(git_dir, prev, hash, NULL, ret, ret_len);
+}
+
+int shadow_diff_only(const char *git_dir, const char *from, const char *to, const char *const *paths, size_t n,
+		     void (*other)(void *ctx, const char *path), void *ctx, char **ret, size_t *ret_len)
+{
+	struct diff_only only = { paths, n, other, ctx };
+
+	return diff_commits(git_dir, from, to, &only, ret, ret_len);
 }

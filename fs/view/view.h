@@ -12,11 +12,12 @@
  *   workspaces/.trash/<id>/                tasks removed with rm -r
  *   workspaces/README.md                   what this is
  *   .../tasks/<id>/checkpoints/<NNN>-<short>/{messages.jsonl,ui_messages.jsonl,
- *                                            commit.json,changes.diff,files/}
+ *                                            commit.json,changes.diff,agent.diff,files/}
  *   .../tasks/<id>/versions/<NNNNNN>-<time>/{messages.jsonl,ui_messages.jsonl,metadata.json}
  *   search/<query>/{results.jsonl,<rank>-<taskId>}   at the mount's root: the tasks a query finds
  *   .../tasks/<id>/context.jsonl, and in each checkpoint and version: what the
  *                                          model saw (found by name, not listed)
+ *   .../tasks/<session>/subagents/<agent>/{messages.jsonl,spawn.json,subagents/}
  *
  * The client's own entries in workspaces/ (Cline CLI 2.x keeps
  * workspaces/<hash>/workspaceState.json there, 3.x workspaces/chat/) are
@@ -28,7 +29,8 @@
  * fs/ops/kinds.h), defined beside its code: view_ws.c (workspaces/, a
  * workspace's folder and files, tasks/, the trash, a name the view does not
  * have), view_task.c (a task's folder and its files, live and in the trash),
- * view_ckpt.c, view_version.c, view_readme.c. A row's shape (struct view_shape) says where
+ * view_ckpt.c, view_agent_diff.c, view_version.c, view_readme.c,
+ * view_context_kind.c, view_subagents.c. A row's shape (struct view_shape) says where
  * its kind is found: view_parse() is a walk of those shapes, one component
  * at a time, so a kind and its parse rule are one place.
  */
@@ -82,16 +84,17 @@
 	X(VIEW_CKPT_DIFF, view_ckpt_diff)         /* changes.diff: against the previous checkpoint */            \
 	X(VIEW_CKPT_FILES, view_ckpt_files)       /* files/ and anything below: the commit's tree */             \
 	X(VIEW_CKPT_CONTEXT, view_ckpt_context)   /* context.jsonl there: what the model saw then */             \
+	X(VIEW_CKPT_AGENT_DIFF, view_ckpt_agent_diff) /* agent.diff: the agent's edits since (view_agent_diff.c) */ \
 	X(VIEW_VERSIONS, view_versions)           /* .../tasks/<id>/versions/: found by name, not listed */      \
 	X(VIEW_VERSION, view_version)             /* .../versions/<NNNNNN>-<time>/: the task after one save */   \
 	X(VIEW_VERSION_MESSAGES, view_version_messages)                                                          \
 	X(VIEW_VERSION_UI, view_version_ui)                                                                      \
 	X(VIEW_VERSION_METADATA, view_version_metadata)                                                          \
+	X(VIEW_VERSION_CONTEXT, view_version_context) /* context.jsonl there: what the model saw then */         \
 	X(VIEW_SEARCH, view_search)               /* search/: a top of its own, found by name (view_search.c) */ \
 	X(VIEW_SEARCH_QUERY, view_search_query)   /* search/<query>/: the tasks it finds */                      \
 	X(VIEW_SEARCH_RESULTS, view_search_results) /* its results.jsonl: the best hits, as convfs search --json */ \
 	X(VIEW_SEARCH_HIT, view_search_hit)       /* its <rank>-<taskId>: a symlink to the task's folder */      \
-	X(VIEW_VERSION_CONTEXT, view_version_context) /* context.jsonl there: what the model saw then */         \
 	X(VIEW_MISSING, view_missing)             /* a name the view does not have */
 
 enum view_kind {

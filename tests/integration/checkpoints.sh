@@ -203,7 +203,7 @@ for i in 0 1; do
 		continue
 	}
 	entries=$(ls "$s" | tr '\n' ' ')
-	[[ $entries == "changes.diff commit.json files messages.jsonl ui_messages.jsonl " ]] ||
+	[[ $entries == "agent.diff changes.diff commit.json files messages.jsonl ui_messages.jsonl " ]] ||
 		problem "fixture $name: holds '$entries'"
 	check_commit_json "$s" "$GD" "$h" "fixture $name"
 	check_conversation "$s" "$V" "$h" "fixture $name"

@@ -19,6 +19,15 @@
 #      are messages.jsonl's own lines, byte for byte. Then the client writes
 #      a new history item through the mount (range [2, 5]): context.jsonl
 #      follows at once. grep -r still finds each message once.
+#   E. agent.diff over the 1.0.10 fixture (the agent wrote hello.txt between
+#      its two checkpoints): checkpoint 1's is a patch that `git apply -R`
+#      takes back in a workspace as the latest checkpoint left it (the
+#      workspace then equals checkpoint 1's files/), with the header lines
+#      that say what it is and that commands are not tracked; the latest
+#      checkpoint's holds no change. Once task_metadata.json says the user
+#      edited hello.txt too, it is left out and named, and the patch is
+#      empty. (The issue's test on a real CLI 1.0.10 run where the test edits
+#      a file as the user is not here.)
 #   C. The real Cline CLI 2.18.0 (from ${CONVFS_CLIENT_CACHE:-~/.cache/convfs/
 #      clients}, as real_clients.sh installs it) on the mount, driven into
 #      a cut by the test's model server (real_clients/model_server.js, task
@@ -104,6 +113,30 @@ each_point checkpoints 2
 each_point versions 3
 once_each "$mnt/workspaces" "$V/messages.jsonl" "the fixture"
 
+# ---- E. agent.diff ----------------------------------------------------------------
+say "E. agent.diff over the 1.0.10 fixture"
+C=$V/checkpoints
+mapfile -t ck < <(ls "$C")
+export GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_PAGER=cat PAGER=cat
+W=$T/a/work
+mkdir -p "$W"
+cp -a "$C/${ck[1]}/files/." "$W/" # the workspace as the latest checkpoint left it
+head -n 2 "$C/${ck[0]}/agent.diff" | grep -q '^# convfs: .*not tracked by the client' ||
+	problem "E: agent.diff's header does not say commands are not tracked: $(head -n 2 "$C/${ck[0]}/agent.diff")"
+grep -q '^diff --git a/hello.txt b/hello.txt$' "$C/${ck[0]}/agent.diff" ||
+	problem "E: checkpoint 1's agent.diff has no change of hello.txt:\n$(cat "$C/${ck[0]}/agent.diff")"
+(cd "$W" && git apply -R "$C/${ck[0]}/agent.diff") 2>"$T/apply.err" ||
+	problem "E: git apply -R of checkpoint 1's agent.diff failed: $(cat "$T/apply.err")"
+diff -r "$W" "$C/${ck[0]}/files" >"$T/e.diff" 2>&1 ||
+	problem "E: after git apply -R the workspace is not checkpoint 1's files/:\n$(head -n 20 "$T/e.diff")"
+! grep -q '^diff --git' "$C/${ck[1]}/agent.diff" || problem "E: the latest checkpoint's agent.diff holds changes"
+# The user edited hello.txt too (after the checkpoint): left out, and named.
+jq '.files_in_context[0].user_edit_date = .files_in_context[0].cline_edit_date + 1' \
+	"$mnt/tasks/$TASK/task_metadata.json" >"$T/a/meta"
+cp "$T/a/meta" "$mnt/tasks/$TASK/task_metadata.json"
+grep -q '^# convfs: left out, changed by the user too: hello.txt$' "$C/${ck[0]}/agent.diff" ||
+	problem "E: agent.diff does not name hello.txt, which the user changed too:\n$(cat "$C/${ck[0]}/agent.diff")"
+! grep -q '^diff --git' "$C/${ck[0]}/agent.diff" || problem "E: agent.diff holds the change of a file the user changed too"
 unmount_convfs "$mnt"
 check_log "$store.log"
 
