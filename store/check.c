@@ -381,7 +381,13 @@ int store_check_mount(struct store *st, store_problem_fn fn, void *ctx)
 		return r;
 	n = r;
 	r = check_roots(st, fn, ctx);
-	return r < 0 ? r : n + r;
+	if (r < 0)
+		return r;
+	n += r;
+	/* Nothing else found: the index's state that could not be read at open is the damage. */
+	if (n == 0 && st->search_load_err < 0)
+		return problemf(fn, ctx, "the search index's state cannot be read: %s", strerror(-st->search_load_err));
+	return n;
 }
 
 /* check_schema() for `convfs check`: each line "schema: ...". */

@@ -390,10 +390,13 @@ int store_open(const char *path, int flags, struct store **ret)
 	}
 	/* Only a file known to be ours may be changed, WAL mode included. */
 	r = (flags & STORE_OPEN_AS_IS) && st->readonly ? store_schema_of(st) : store_migrate(st);
-	if (r >= 0)
-		r = search_load(st);
 	if (r < 0)
 		goto fail;
+	/*
+	 * A damaged schema can fail this read: the mount's check, which comes
+	 * next, says how the store is damaged, and refuses it with the reason.
+	 */
+	st->search_load_err = search_load(st);
 	if (!st->readonly) {
 		r = store_exec(st, "PRAGMA journal_mode = WAL");
 		if (r < 0)

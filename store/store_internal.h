@@ -106,6 +106,7 @@ struct store {
 	 * last wrote or read it.
 	 */
 	bool search;
+	int search_load_err;     /* why the index's state could not be read at open (store_check_mount() says it) */
 	int64_t search_cursor;
 	/*
 	 * The first row the transaction open now made current that the index
