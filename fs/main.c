@@ -452,6 +452,46 @@ static int serve_open(struct fs *fs, const char *store_path)
 	return 0;
 }
 
+/* A daemon, mounted: logs to syslog from now on, lets go of the terminal, tells its parent (notify_fd). */
+static void detach(int notify_fd)
+{
+	char ok = 0;
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+	log_set_syslog(true);
+	if (null >= 0) {
+		dup2(null, STDIN_FILENO);
+		dup2(null, STDOUT_FILENO);
+		dup2(null, STDERR_FILENO);
+		close(null);
+	}
+	(void)!write(notify_fd, &ok, 1);
+	close(notify_fd);
+}
+
+/* What loop_run() returned (r), said: 0 for an unmount, > 0 for a stop signal, or -errno. */
+static int loop_ended(int r, const char *mountpoint)
+{
+	/*
+	 * A read of /dev/fuse that races the kernel's teardown at an unmount
+	 * gets ECONNABORTED instead of ENODEV: the connection ended as it
+	 * should, and the mount point shows the folder underneath again. Only
+	 * a mount still in place (answering ENOTCONN) was really aborted.
+	 */
+	if (r == -ECONNABORTED) {
+		struct stat st;
+
+		if (stat(mountpoint, &st) == 0)
+			r = 0;
+	}
+	/* A positive result is the signal that ended the loop (SIGTERM, SIGINT): a clean stop. */
+	if (r < 0)
+		log_err("the FUSE loop ended with an error: %s", strerror(-r));
+	else if (r > 0)
+		log_info("stopping on signal %d", r);
+	return r;
+}
+
 /*
  * Step 3: open, mount, take in through under_fd (unless -1; closed here),
  * serve, at most `workers` requests at once. notify_fd (or -1) gets one
@@ -521,20 +561,8 @@ static int serve(struct fs *fs, struct fuse_args *args, const char *store_path, 
 	/* The sync's thread: from now on, this mount's commits go out and the other machines' come in. */
 	if (fs->sync)
 		sync_glue_start(fs->sync, fs, store_path);
-	if (notify_fd >= 0) {
-		char ok = 0;
-		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-
-		log_set_syslog(true);
-		if (null >= 0) {
-			dup2(null, STDIN_FILENO);
-			dup2(null, STDOUT_FILENO);
-			dup2(null, STDERR_FILENO);
-			close(null);
-		}
-		(void)!write(notify_fd, &ok, 1);
-		close(notify_fd);
-	}
+	if (notify_fd >= 0)
+		detach(notify_fd);
 	/* Said here, where a daemon logs to syslog: nothing on the terminal that started it. */
 	plain_log_ready();
 	shares_log_limit(fs->shares, fs->nofile_was);
@@ -543,25 +571,8 @@ static int serve(struct fs *fs, struct fuse_args *args, const char *store_path, 
 	if (r < 0)
 		log_warn("cannot start the search index's build: %s; convfs search misses what it has not taken in, "
 			 "until a mount that can", strerror(-r));
-	r = loop_run(se, workers);
+	r = loop_ended(loop_run(se, workers), mountpoint);
 	indexer_stop(ix);
-	/*
-	 * A read of /dev/fuse that races the kernel's teardown at an unmount
-	 * gets ECONNABORTED instead of ENODEV: the connection ended as it
-	 * should, and the mount point shows the folder underneath again. Only
-	 * a mount still in place (answering ENOTCONN) was really aborted.
-	 */
-	if (r == -ECONNABORTED) {
-		struct stat st;
-
-		if (stat(mountpoint, &st) == 0)
-			r = 0;
-	}
-	/* A positive result is the signal that ended the loop (SIGTERM, SIGINT): a clean stop. */
-	if (r < 0)
-		log_err("the FUSE loop ended with an error: %s", strerror(-r));
-	else if (r > 0)
-		log_info("stopping on signal %d", r);
 	if (fs->take_in) {
 		/* A take-in still under way ends first (it said why if it failed). */
 		int r2 = fs_take_in_end(fs->take_in);
