@@ -335,6 +335,39 @@ static int sync_forget(struct forget_ctx *c, const char *path, const struct forg
 	return 0;
 }
 
+/* The command line into c, sync, *path and *yes; false (usage said) if it is not one. */
+static bool parse_args(int argc, char **argv, struct forget_ctx *c, struct forget_sync *sync, const char **path,
+		       bool *yes)
+{
+	for (int i = 2; i < argc; i++) {
+		if (strcmp(argv[i], "--yes") == 0)
+			*yes = true;
+		else if (strcmp(argv[i], "--here-only") == 0)
+			sync->here_only = true;
+		else if (strcmp(argv[i], "--sync") == 0 && i + 1 < argc && argv[i + 1][0])
+			sync->conninfo = argv[++i];
+		else if (strcmp(argv[i], "--sync-key") == 0 && i + 1 < argc && argv[i + 1][0])
+			sync->key_path = argv[++i];
+		else if (strcmp(argv[i], "--match") == 0 && i + 1 < argc && argv[i + 1][0])
+			c->f.match = argv[++i];
+		else if (strcmp(argv[i], "--task") == 0 && i + 1 < argc && store_is_conversation_id(argv[i + 1]))
+			c->f.task = argv[++i];
+		else if (!*path && argv[i][0] != '-')
+			*path = argv[i];
+		else
+			*path = NULL, i = argc;
+	}
+	if (!*path || (!c->f.match && !c->f.task) || (sync->here_only && sync->conninfo) ||
+	    (sync->key_path && !sync->conninfo)) {
+		fprintf(stderr, "usage: %s forget STORE --match TEXT [--task ID] [--yes] [SYNC]\n"
+				"       %s forget STORE --task ID [--yes] [SYNC]\n"
+				"(--match -: the text from standard input; a store that syncs needs SYNC:\n"
+				"--sync CONNINFO [--sync-key FILE], or --here-only)\n", argv[0], argv[0]);
+		return false;
+	}
+	return true;
+}
+
 int cmd_forget(int argc, char **argv)
 {
 	struct forget_ctx c = { 0 };
@@ -345,31 +378,8 @@ int cmd_forget(int argc, char **argv)
 	bool yes = false;
 	int r, fd, n, status = 1;
 
-	for (int i = 2; i < argc; i++) {
-		if (strcmp(argv[i], "--yes") == 0)
-			yes = true;
-		else if (strcmp(argv[i], "--here-only") == 0)
-			sync.here_only = true;
-		else if (strcmp(argv[i], "--sync") == 0 && i + 1 < argc && argv[i + 1][0])
-			sync.conninfo = argv[++i];
-		else if (strcmp(argv[i], "--sync-key") == 0 && i + 1 < argc && argv[i + 1][0])
-			sync.key_path = argv[++i];
-		else if (strcmp(argv[i], "--match") == 0 && i + 1 < argc && argv[i + 1][0])
-			c.f.match = argv[++i];
-		else if (strcmp(argv[i], "--task") == 0 && i + 1 < argc && store_is_conversation_id(argv[i + 1]))
-			c.f.task = argv[++i];
-		else if (!path && argv[i][0] != '-')
-			path = argv[i];
-		else
-			path = NULL, i = argc;
-	}
-	if (!path || (!c.f.match && !c.f.task) || (sync.here_only && sync.conninfo) || (sync.key_path && !sync.conninfo)) {
-		fprintf(stderr, "usage: %s forget STORE --match TEXT [--task ID] [--yes] [SYNC]\n"
-				"       %s forget STORE --task ID [--yes] [SYNC]\n"
-				"(--match -: the text from standard input; a store that syncs needs SYNC:\n"
-				"--sync CONNINFO [--sync-key FILE], or --here-only)\n", argv[0], argv[0]);
+	if (!parse_args(argc, argv, &c, &sync, &path, &yes))
 		return 2;
-	}
 	if (c.f.match && strcmp(c.f.match, "-") == 0) {
 		c.f.match = match = read_match();
 		if (!match) {
