@@ -433,12 +433,17 @@ int view_path_of(const char *doc, const char *ws_path, const char *ws_key, char 
 	if (name)
 		len = strlen(name);
 	else if (store_is_session_id(task) && len > 14 && strcmp(base + len - 14, ".messages.json") == 0)
-		len -= 14; /* a subagent's <stem>.messages.json shows as <stem>.messages.jsonl */
+		len -= 14; /* a subagent's <stem>.messages.json shows as subagents/<stem>/messages.jsonl */
 	else
 		return -ENOENT;
 	view_ws_folder(ws_path, ws_key, ws, sizeof(ws));
-	if ((size_t)snprintf(buf, n, "workspaces/%s/tasks/%s/%.*s%s", ws, task, (int)len, name ? name : base,
-			     name ? "" : ".messages.jsonl") >= n)
+	/*
+	 * Named without the store: a subagent as one the session spawned. One
+	 * that another subagent spawned is in that one's subagents/ instead,
+	 * which only the session's conversations tell (view_subagents.c).
+	 */
+	if ((size_t)snprintf(buf, n, "workspaces/%s/tasks/%s/%s%.*s%s", ws, task, name ? "" : "subagents/", (int)len,
+			     name ? name : base, name ? "" : "/messages.jsonl") >= n)
 		return -ENAMETOOLONG;
 	return 0;
 }

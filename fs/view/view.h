@@ -220,7 +220,8 @@ int view_doc_of(const char *rel, char *buf, size_t n);
  * the task's workspace being ws_path and ws_key (NULL: unknown). Its line
  * seq + 1 is the doc's element seq. -ENOENT for a doc no task's folder
  * shows. (A client entry of the workspace's name, which moves the view's
- * folder to <name>.view, is not looked for.)
+ * folder to <name>.view, is not looked for; nor whether a subagent was
+ * spawned by another subagent, whose subagents/ then shows it.)
  */
 int view_path_of(const char *doc, const char *ws_path, const char *ws_key, char *buf, size_t n);
 /* The name of a workspace's folder in the view, <name>-<key> ("unknown" for NULL), into buf. */

@@ -209,8 +209,10 @@ static int subs_make(struct fs *fs, const char *task, uint64_t gen, struct subs 
 	return 0;
 }
 
+/* The last session's tree, of one store (two mounts may serve two stores in one process). */
 static struct {
 	pthread_mutex_t lock;
+	const struct store *store;
 	struct subs *s;
 } kept = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
@@ -222,7 +224,7 @@ static int subs_of(struct fs *fs, const char *task, struct subs **ret)
 	int r;
 
 	pthread_mutex_lock(&kept.lock);
-	if (kept.s && kept.s->gen == gen && strcmp(kept.s->task, task) == 0) {
+	if (kept.s && kept.store == fs->store && kept.s->gen == gen && strcmp(kept.s->task, task) == 0) {
 		s = kept.s;
 		__atomic_add_fetch(&s->refs, 1, __ATOMIC_ACQ_REL);
 	}
@@ -237,6 +239,7 @@ static int subs_of(struct fs *fs, const char *task, struct subs **ret)
 	pthread_mutex_lock(&kept.lock);
 	old = kept.s;
 	kept.s = s;
+	kept.store = fs->store;
 	pthread_mutex_unlock(&kept.lock);
 	subs_put(old);
 	*ret = s;
