@@ -10,6 +10,7 @@
  *   convfs check STORE                                       (cmd_check.c)
  *   convfs forget STORE --match TEXT | --task ID [--yes] [--sync CONNINFO]  (cmd_forget.c)
  *   convfs search [OPTIONS] QUERY [MOUNTPOINT]               (cmd_search.c)
+ *   convfs undo [--apply] [--backup DIR] [--workspace DIR] TASK_DIR N  (cmd_undo.c)
  *
  * SOURCE is there for mount(8): an /etc/fstab line or `mount -t fuse.convfs`
  * makes mount.fuse3 run `convfs SOURCE MOUNTPOINT -o OPTIONS`. A SOURCE with
@@ -169,6 +170,7 @@ static void usage(FILE *out, const char *prog)
 		"       %s check STORE\n"
 		"       %s forget STORE --match TEXT | --task ID [--yes] [--sync CONNINFO | --here-only]\n"
 		"       %s search [OPTIONS] QUERY [MOUNTPOINT]\n"
+		"       %s undo [--apply] [--backup DIR] [--workspace DIR] TASK_DIR N\n"
 		"\n"
 		"Mounts a Cline (or Roo Code, Kilo Code) history folder backed by a transactional\n"
 		"SQLite store: every save becomes one atomic commit, nothing a rewrite drops is\n"
@@ -212,8 +214,10 @@ static void usage(FILE *out, const char *prog)
 		"To check a store (read-only; exit 0 sound, 1 problems, 2 cannot): convfs check STORE.\n"
 		"To remove a leaked secret (or a task) for good, unmounted: convfs forget STORE --match TEXT.\n"
 		"To find the messages of any conversation that hold some words: convfs search WORDS\n"
-		"(convfs search --help says how).\n",
-		prog, prog, prog, prog, prog, prog, prog, prog);
+		"(convfs search --help says how).\n"
+		"To take back only what the agent's file tools changed after a checkpoint:\n"
+		"convfs undo TASK_DIR N (a dry run; convfs undo --help says more).\n",
+		prog, prog, prog, prog, prog, prog, prog, prog, prog);
 }
 
 /* $XDG_DATA_HOME/convfs/<basename>-<hash of the full path>.db, directories made 0700. */
@@ -657,6 +661,7 @@ static const struct command {
 	{ "check", cmd_check },
 	{ "forget", cmd_forget },
 	{ "search", cmd_search },
+	{ "undo", cmd_undo },
 };
 
 /*

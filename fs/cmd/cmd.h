@@ -21,6 +21,8 @@ int cmd_log(int argc, char **argv);
 int cmd_restore(int argc, char **argv);
 /* Messages of any conversation that match a query: on a mount, or a store (--store). */
 int cmd_search(int argc, char **argv);
+/* The agent's edits after a checkpoint taken back in the workspace, through a mount's view. */
+int cmd_undo(int argc, char **argv);
 /* Commands that work on a store that is not mounted. */
 int cmd_check(int argc, char **argv);
 int cmd_forget(int argc, char **argv);
