@@ -274,11 +274,26 @@ done
 
 # ---- two mounts of one store, two tasks at once through each -------------------
 
+# mounts_lost V STORE: what the store and the clients say of a task lost
+# from the history, for the failure's report: each commit of the history (who
+# made it; a merge's counts: "removed" is what a writer removed, having read
+# it), and what the clients said of their writes of it. A copy of the store
+# is kept in $T.
+mounts_lost()
+{
+	local v=$1 store=$2
+	cp "$store" "$T/lost-$v.db" 2>/dev/null && cp "$store-wal" "$T/lost-$v.db-wal" 2>/dev/null
+	sqlite3 -readonly "$store" "SELECT id, pid, comm, kind, detail FROM revisions
+		WHERE path = 'state/taskHistory.json' ORDER BY id" 2>&1 | tail -n 40
+	grep -h -i -E 'task history|taskHistory' "$T/$v-mounts-"*/task-*.out "$T/$v-mounts-"*/task-*.err 2>/dev/null |
+		head -n 20 || true
+}
+
 # mounts_test V: two layouts (a, b) whose data folders are two mounts of one
 # store; two tasks at once through each mount, the four at once.
 mounts_test()
 {
-	local v=$1 store=$T/$v-mounts.db m i id why hist pids=() ids=() lost
+	local v=$1 store=$T/$v-mounts.db m i id why hist pids=() ids=() lost why_lost=
 	step "$v: two tasks at once through each of two mounts of one store"
 	for m in a b; do
 		layout "$v" "$T/$v-mounts-$m"
@@ -307,7 +322,9 @@ mounts_test()
 		for id in "${ids[@]}"; do has_line "$hist" "$id" || lost+=("$id"); done
 		note "mounts: $v: $((${#ids[@]} - ${#lost[@]})) of the ${#ids[@]} tasks of both mounts in mount $m's $(history_name "$v")$(retries)"
 		((${#lost[@]} == 0)) || problem "mounts: $v: $(history_name "$v") through mount $m lacks ${lost[*]}"
+		((${#lost[@]} == 0)) || [[ -n $why_lost ]] || why_lost=$(mounts_lost "$v" "$store")
 	done
+	[[ -z $why_lost ]] || say "mounts: $v: what may say why a task is lost:"$'\n'"$why_lost"
 	for m in a b; do
 		layout "$v" "$T/$v-mounts-$m"
 		sweep "$HOME_" "$DATA" "mounts: $v, mount $m"
