@@ -50,6 +50,12 @@
 #      (by their ids) in its messages.jsonl alone; rm -r of the session puts
 #      it in the trash and mv brings it back with its subagents. Skipped as C
 #      is.
+#   F. convfs undo on a task the real Cline CLI 1.0.10 ran on the mount (the
+#      test's model server has its agent write hello.txt) in a workspace that
+#      holds the user's notes.txt, which the user then edits: the dry run
+#      would remove hello.txt alone, --apply removes it (a copy in the backup
+#      folder) and leaves notes.txt with the user's edit; the workspace is
+#      the one the task recorded. Skipped as C is.
 
 . "$(dirname "$0")/lib.sh"
 
@@ -358,6 +364,64 @@ run_d()
 	check_log "$B/store.db.log"
 }
 
+# ---- F. convfs undo on a task of the real CLI 1.0.10 -------------------------------
+CLI1=$CACHE/1.0.10/node_modules/.bin/cline
+
+# cli1 DIR NAME ARGS...: the real CLI 1.0.10 run in DIR (1.x takes the current
+# folder as the workspace), its output in $B/NAME.out; tried again, up to
+# three times, when its core did not come up in time ("failed to start
+# instance"), as real_clients.sh does.
+cli1()
+{
+	local dir=$1 name=$2 attempt rc
+	shift 2
+	for ((attempt = 1; ; attempt++)); do
+		rc=0
+		(cd "$dir" && cli 1.0.10 "$HOME_" "$@") >"$B/$name.out" 2>&1 || rc=$?
+		((rc != 0 && attempt < 3)) && grep -q -E 'failed to start (new |auth )?instance' "$B/$name.out" || return $rc
+		sleep 2
+	done
+}
+
+# The agent writes hello.txt in a workspace that holds the user's notes.txt;
+# then the user edits notes.txt. convfs undo of checkpoint 1 takes back
+# hello.txt alone, in the workspace the task recorded.
+run_f()
+{
+	local B=$T/f HOME_=$T/f/home W=$T/f/ws id V rc=0
+	local DATA=$HOME_/.cline/data
+	mkdir -p "$DATA" "$W"
+	echo "the user's notes" >"$W/notes.txt"
+	model_up "$B" F
+	mount_convfs "$DATA" "$B/store.db"
+	cli1 "$W" auth auth -p openai -k sk-fake -m fake-model -b "http://127.0.0.1:$(cat "$B/port")/v1" ||
+		fail "F: cline auth failed: $(tail -c 500 "$B/auth.out")"
+	cli1 "$W" task "Create a file hello.txt containing a greeting" -y -m act -F json || rc=$?
+	kill "$(cat "$B/model.pid")" 2>/dev/null || true
+	((rc == 0)) || problem "F: the task ended with status $rc: $(tail -c 500 "$B/task.out")"
+	[[ -f $W/hello.txt ]] || fail "F: the agent wrote no hello.txt in its workspace: $(ls -A "$W")"
+	id=$(jq -r '.[-1].id' "$DATA/state/taskHistory.json")
+	V=$(echo "$DATA"/workspaces/*/tasks/"$id")
+	[[ -d $V/checkpoints ]] || fail "F: no checkpoints/ in the view folder of task '$id'"
+	echo "an edit of the user's" >>"$W/notes.txt"
+	rc=0
+	"$CONVFS" undo "$V" 1 >"$B/undo.out" 2>&1 || rc=$?
+	((rc == 0)) && grep -q '^  remove   hello.txt (the agent made it)$' "$B/undo.out" &&
+		! grep -q notes.txt "$B/undo.out" ||
+		problem "F: the dry run (exit $rc) does not say it would remove hello.txt alone:\n$(cat "$B/undo.out")"
+	[[ -f $W/hello.txt ]] || problem "F: the dry run removed hello.txt"
+	cp "$W/hello.txt" "$B/hello.want"
+	rc=0
+	"$CONVFS" undo --apply --backup "$B/backup" "$V" 1 >"$B/undo.out" 2>&1 || rc=$?
+	((rc == 0)) || problem "F: convfs undo --apply exited $rc:\n$(cat "$B/undo.out")"
+	[[ ! -e $W/hello.txt ]] || problem "F: hello.txt, the agent's, is still in the workspace:\n$(cat "$B/undo.out")"
+	same "$B/backup/hello.txt" "$B/hello.want" "F: the backup of hello.txt"
+	[[ $(cat "$W/notes.txt") == "the user's notes"$'\n'"an edit of the user's" ]] ||
+		problem "F: notes.txt, the user's, changed: $(cat "$W/notes.txt")"
+	unmount_convfs "$DATA"
+	check_log "$B/store.db.log"
+}
+
 if [[ ${CONVFS_VALGRIND:-} == 1 ]]; then
 	say "C, D: not under valgrind (the clients' own time limits would end them; as for real_clients)"
 elif [[ ! -x $CLI ]]; then
@@ -381,6 +445,14 @@ else
 		else
 			say "D. the real CLI 3.0.65 spawns subagents"
 			run_d
+		fi
+		if [[ ! -x $CLI1 ]]; then
+			skip_c "the Cline CLI 1.0.10 is not installed in '$CACHE'"
+		elif others_running; then
+			skip_c "another run of the real clients goes on"
+		else
+			say "F. convfs undo on a task of the real CLI 1.0.10"
+			run_f
 		fi
 	fi
 fi
