@@ -19,10 +19,14 @@
  * was made); a checkpoint's is the one its message carries and its edits
  * those up to its time, as the client restores them when it goes back
  * there; a saved version's are the ui messages' last and the edits file as
- * they stood after that save. A CLI 3.x session has no context.jsonl: the
- * 3.x CLI keeps what it compacted in <id>.compaction.json and takes it only
- * while a SHA-256 of its own serialisation of the messages matches, which
- * this does not reproduce.
+ * they stood after that save.
+ *
+ * A CLI 3.x session has no range and no edits: the 3.x CLI keeps what it
+ * compacted in <id>.compaction.json and sends it, then the messages after
+ * those it stands for, while it still applies (compaction.c); else every
+ * message it sends (all but those only shown). Its compaction file is a
+ * plain file, not a doc: the store has no past of it, so a session has its
+ * context.jsonl live only, not in its versions.
  *
  * The last text made is kept, with a reference count, until the next commit
  * (store_generation()): a stat, an open and the reads of one file make it
@@ -30,11 +34,13 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "fs/view/compaction.h"
 #include "fs/view/lines.h"
 #include "fs/view/view_context.h"
 #include "store/json.h"
@@ -62,6 +68,7 @@ void context_input_release(struct context_input *in)
 {
 	store_snap_free(in->api);
 	free(in->edits);
+	free(in->compaction);
 	*in = (struct context_input){ 0 };
 }
 
@@ -169,6 +176,91 @@ static int make_pieces(struct fs *fs, struct view_context *c, struct context_wal
 	return 0;
 }
 
+/* ---- a CLI 3.x session ------------------------------------------------------------ */
+
+struct session_ctx {
+	struct view_context *c, *after; /* every message sent; those after the compacted ones */
+	struct compaction_walk *w;
+	const char *what;
+};
+
+static const char *const session_words[] = { COMPACTION_DISPLAY_ONLY, NULL };
+
+/* One message of a session: whether the client sends it, and whether it follows the compacted ones. */
+static int session_piece_of_line(void *ctx, const struct lines_line *l)
+{
+	struct session_ctx *sc = ctx;
+	bool mentions = l->found & 1, needs = compaction_walk_needs(sc->w, mentions), sent, after;
+	int r;
+
+	if (needs && !l->bytes) {
+		log_warn("cannot show what the model saw of '%s': message %" PRId64 " (%" PRId64
+			 " bytes) is over %d MiB and the client reads it", sc->what, l->index, l->len,
+			 CONTEXT_LINE_KEEP >> 20);
+		return -EFBIG;
+	}
+	r = compaction_walk_next(sc->w, needs ? l->bytes : NULL, needs ? (size_t)l->len : 0, mentions, &sent, &after);
+	if (r == -EINVAL)
+		log_warn("cannot show what the model saw of '%s': message %" PRId64 " is not one the client can read",
+			 sc->what, l->index);
+	if (r < 0 || !sent)
+		return r;
+	if ((r = add_piece(sc->c, l->off, l->len + l->nl, NULL)) < 0)
+		return r;
+	return after ? add_piece(sc->after, l->off, l->len + l->nl, NULL) : 0;
+}
+
+/* Frees the pieces of c, leaving it empty. */
+static void pieces_clear(struct view_context *c)
+{
+	for (size_t i = 0; i < c->n; i++)
+		free(c->v[i].text);
+	free(c->v);
+	c->v = NULL;
+	c->n = c->alloc = 0;
+	c->size = 0;
+}
+
+/* Reads the session's conversation once: the compacted messages then the rest if the state applies, else all. */
+static int make_session_pieces(struct fs *fs, struct view_context *c, const struct compaction *cp, const char *what)
+{
+	struct view_context after = { 0 };
+	struct session_ctx sc = { c, &after, NULL, what };
+	char *text;
+	int64_t n;
+	int r;
+
+	if ((r = compaction_walk_new(cp, &sc.w)) < 0)
+		return r;
+	n = lines_each(fs->store, c->api, CONTEXT_LINE_KEEP, session_words, session_piece_of_line, &sc);
+	r = n < 0 ? (int)n : 0;
+	if (r == 0 && compaction_walk_applies(sc.w)) {
+		pieces_clear(c);
+		if (cp->text_len > 0) {
+			if (!(text = strdup(cp->text)))
+				r = -ENOMEM;
+			else
+				r = add_piece(c, -1, (int64_t)cp->text_len, text);
+		}
+		for (size_t i = 0; r == 0 && i < after.n; i++)
+			r = add_piece(c, after.v[i].src, after.v[i].len, NULL);
+	}
+	pieces_clear(&after);
+	compaction_walk_free(sc.w);
+	return r;
+}
+
+static int session_make(struct fs *fs, struct view_context *c, struct context_input *in, const char *what)
+{
+	struct compaction *cp = NULL;
+	int r = compaction_parse(in->compaction, in->compaction_len, &cp);
+
+	if (r == 0)
+		r = make_session_pieces(fs, c, cp, what);
+	compaction_free(cp);
+	return r;
+}
+
 static int context_make(struct fs *fs, struct context_input *in, const char *what, struct view_context **ret)
 {
 	struct context_edits *edits = NULL;
@@ -182,13 +274,17 @@ static int context_make(struct fs *fs, struct context_input *in, const char *wha
 	c->refs = 1;
 	c->api = TAKE_PTR(in->api);
 	c->mtime_ns = in->mtime_ns;
-	r = context_edits_parse(in->edits, in->edits_len, in->max_ts, &edits);
-	if (r == 0)
-		r = context_walk_new(edits, &in->range, INT64_MAX, &w);
-	if (r == 0)
-		r = make_pieces(fs, c, w, what);
-	context_walk_free(w);
-	context_edits_free(edits);
+	if (in->session) {
+		r = session_make(fs, c, in, what);
+	} else {
+		r = context_edits_parse(in->edits, in->edits_len, in->max_ts, &edits);
+		if (r == 0)
+			r = context_walk_new(edits, &in->range, INT64_MAX, &w);
+		if (r == 0)
+			r = make_pieces(fs, c, w, what);
+		context_walk_free(w);
+		context_edits_free(edits);
+	}
 	if (r < 0) {
 		view_context_put(c);
 		return r;
@@ -261,6 +357,7 @@ int view_context_get(struct fs *fs, const char *key, struct context_input *in, s
 {
 	uint64_t gen = store_generation(fs->store);
 	struct view_context *c = view_context_lookup(fs, key), *old = NULL;
+	char what[PATH_MAX];
 	int r;
 
 	if (c) {
@@ -268,7 +365,9 @@ int view_context_get(struct fs *fs, const char *key, struct context_input *in, s
 		*ret = c;
 		return 0;
 	}
-	r = context_make(fs, in, key, &c);
+	/* The key's first line names the file; what follows tells apart versions of what it is made from. */
+	snprintf(what, sizeof(what), "%.*s", (int)strcspn(key, "\n"), key);
+	r = context_make(fs, in, what, &c);
 	context_input_release(in);
 	if (r < 0)
 		return r;
@@ -432,7 +531,7 @@ int context_input_live(struct fs *fs, const char *task, struct context_input *re
 	int r;
 
 	if (!store_is_task_id(task))
-		return -ENOENT; /* a 3.x session: see the top of this file */
+		return -ENOENT; /* a 3.x session: context_input_session() */
 	snprintf(path, sizeof(path), "tasks/%s/api_conversation_history.json", task);
 	if ((r = store_snap_open_jsonl(fs->store, path, &in.api)) < 0)
 		return r;
@@ -456,6 +555,29 @@ int context_input_live(struct fs *fs, const char *task, struct context_input *re
 		context_input_release(&in);
 		return r;
 	}
+	*ret = in;
+	return 0;
+}
+
+int context_input_session(struct fs *fs, const char *session, char *compaction, size_t compaction_len,
+			  int64_t mtime_ns, struct context_input *ret)
+{
+	struct context_input in = { .session = true, .compaction = compaction, .compaction_len = compaction_len };
+	struct store_stat ss;
+	char path[192];
+	int r;
+
+	if (!store_is_session_id(session) ||
+	    (size_t)snprintf(path, sizeof(path), "sessions/%s/%s.messages.json", session, session) >= sizeof(path))
+		r = -ENOENT;
+	else
+		r = store_snap_open_jsonl(fs->store, path, &in.api);
+	if (r < 0) {
+		context_input_release(&in);
+		return r;
+	}
+	store_snap_stat(in.api, &ss);
+	in.mtime_ns = later(ss.mtime_ns, mtime_ns);
 	*ret = in;
 	return 0;
 }

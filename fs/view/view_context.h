@@ -25,6 +25,9 @@ struct context_input {
 	size_t edits_len;
 	int64_t max_ts;               /* edits after this time (ms) are not in force; INT64_MAX: all are */
 	int64_t mtime_ns;             /* the file's time */
+	bool session;                 /* a CLI 3.x session: no range or edits, its compaction state */
+	char *compaction;             /* its <id>.compaction.json (NULL: none); free() */
+	size_t compaction_len;
 };
 void context_input_release(struct context_input *in);
 
@@ -47,10 +50,19 @@ int context_input_checkpoint(struct fs *fs, const char *task, struct store_snap 
 			     int64_t ts_ms, struct context_input *ret);
 
 /*
+ * A CLI 3.x session's, live: its conversation now, and compaction (taken,
+ * freed in every case; NULL for none), the bytes of its compaction file of
+ * time mtime_ns.
+ */
+int context_input_session(struct fs *fs, const char *session, char *compaction, size_t compaction_len,
+			  int64_t mtime_ns, struct context_input *ret);
+
+/*
  * The text of in (its snapshot and edits are taken, in every case), for key
  * (the view path: the last one made is kept until the next commit, so that
  * a stat, an open and the reads make it once). Drop with
- * view_context_put(). what names the file in log lines.
+ * view_context_put(). The key's first line names the file in log lines;
+ * lines after it may tell apart what the text is made from.
  */
 struct view_context;
 int view_context_get(struct fs *fs, const char *key, struct context_input *in, struct view_context **ret);

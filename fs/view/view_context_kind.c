@@ -10,19 +10,33 @@
  * 0400: the client makes it, nobody writes it (EACCES to a writer of the
  * live one, EROFS under a checkpoint or a version, as everything there).
  *
+ * A CLI 3.x session's live context.jsonl comes from its messages and its
+ * compaction file (view_context.c). That file is a plain file the CLI
+ * writes beside its docs, whose saves the store does not see: the text kept
+ * since the last commit is kept under the file's identity (inode, size,
+ * time) as well as its path, so that a new state is taken at once.
+ *
  * A handle holds the text it was opened with (pieces of a snapshot and the
  * messages the client changed): a reader sees one context.jsonl from its
  * first byte to its last, whatever is saved meanwhile; its pages go direct,
  * since the live one changes with every save of the task.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "fs/ops/route.h"
 #include "fs/view/view.h"
 #include "fs/view/view_context.h"
 #include "store/store_view.h"
+#include "store/util.h"
+
+#define COMPACTION_FILE_MAX (64 << 20) /* a compaction file read whole up to this */
 
 /*
  * Where a context.jsonl is: how its input is made. (Not its shape's arg: the
@@ -69,12 +83,88 @@ static const struct context_where live_where = { live_input, -EACCES };
 static const struct context_where ckpt_where = { ckpt_input, -EROFS };
 static const struct context_where version_where = { version_input, -EROFS };
 
+/*
+ * The session's compaction file, read whole into *ret (free(); NULL if it
+ * has none) and its fstat() into *st. Read to its end, whatever its size
+ * said, and parsed later from these bytes only: the CLI may rewrite it
+ * meanwhile. The fstat() comes before the read: a change while it is read
+ * gives the file a newer time, so the next look does not take this text.
+ */
+static int read_compaction(struct fs *fs, const char *session, char **ret, size_t *ret_len, struct stat *st)
+{
+	_cleanup_sb_ struct sb buf = SB_INIT;
+	_cleanup_close_ int fd = -1;
+	char path[192];
+
+	*ret = NULL;
+	*ret_len = 0;
+	memset(st, 0, sizeof(*st));
+	if ((size_t)snprintf(path, sizeof(path), "sessions/%s/%s.compaction.json", session, session) >= sizeof(path))
+		return -ENAMETOOLONG;
+	fd = plain_open_regular(fs, path, O_RDONLY, 0, st);
+	if (fd == -ENOENT)
+		return 0;
+	if (fd < 0) {
+		log_warn("cannot read '%s': %s", path, strerror(-fd));
+		return fd;
+	}
+	for (;;) {
+		ssize_t n;
+		int r;
+
+		if (buf.len > COMPACTION_FILE_MAX) {
+			log_warn("cannot show what the model saw of session '%s': '%s' is over %d MiB", session, path,
+				 COMPACTION_FILE_MAX >> 20);
+			return -EFBIG;
+		}
+		if ((r = sb_grow(&buf, 64 << 10)) < 0)
+			return r;
+		n = read(fd, buf.buf + buf.len, 64 << 10);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			r = -errno;
+			log_warn("cannot read '%s': %s", path, strerror(-r));
+			return r;
+		}
+		if (n == 0)
+			break;
+		buf.len += (size_t)n;
+		buf.buf[buf.len] = '\0';
+	}
+	*ret = sb_detach(&buf, ret_len);
+	return 0;
+}
+
+/* A session's live context.jsonl: kept under its path and its compaction file's identity. */
+static int session_context_of(const struct route *rt, struct view_context **ret)
+{
+	_cleanup_free_ char *state = NULL;
+	struct context_input in;
+	char key[512];
+	size_t len;
+	struct stat st;
+	int r;
+
+	if ((r = read_compaction(rt->fs, rt->vp.task, &state, &len, &st)) < 0)
+		return r;
+	snprintf(key, sizeof(key), "%s\n%ju:%jd:%jd.%09ld", rt->rel, (uintmax_t)st.st_ino, (intmax_t)st.st_size,
+		 (intmax_t)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+	if ((*ret = view_context_lookup(rt->fs, key)))
+		return 0;
+	r = context_input_session(rt->fs, rt->vp.task, TAKE_PTR(state), len,
+				  (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec, &in);
+	return r < 0 ? r : view_context_get(rt->fs, key, &in, ret);
+}
+
 /* The text of the context.jsonl rt names: the one kept since the last commit, or made now. */
 static int context_of(const struct route *rt, const struct context_where *w, struct view_context **ret)
 {
 	struct context_input in;
 	int r;
 
+	if (w == &live_where && store_is_session_id(rt->vp.task))
+		return session_context_of(rt, ret);
 	if ((*ret = view_context_lookup(rt->fs, rt->rel)))
 		return 0;
 	r = w->input(rt->fs, &rt->vp, &in);

@@ -56,6 +56,17 @@
 #      would remove hello.txt alone, --apply removes it (a copy in the backup
 #      folder) and leaves notes.txt with the user's edit; the workspace is
 #      the one the task recorded. Skipped as C is.
+#   G. A CLI 3.x session (the 3.0.65 fixture's) with the 3.0.65 client's own
+#      compaction functions called from node (memory_compaction.mjs; the
+#      client is not run): no compaction file, context.jsonl is its
+#      messages.jsonl; the state the client writes when it compacts the first
+#      two messages: context.jsonl is the client's projection, its compacted
+#      lines byte for byte as the client serialises them, the rest
+#      messages.jsonl's own lines; an error appended that the client only
+#      shows is left out; message 0 edited in the session's file (written
+#      back whole, as the client writes it): the client no longer applies the
+#      state, and context.jsonl is every message it sends. Skipped (noted)
+#      without the 3.0.65 client in the cache; under CI=true it fails.
 
 . "$(dirname "$0")/lib.sh"
 
@@ -421,6 +432,84 @@ run_f()
 	unmount_convfs "$DATA"
 	check_log "$B/store.db.log"
 }
+
+# ---- G. a CLI 3.x session's compaction state -----------------------------------------
+CORE3=$CACHE/3.0.65/node_modules/@cline/core/dist/index.js
+SESSION=1795505492931_y5z6u
+
+# compaction CMD ARGS...: the client's own compaction functions (memory_compaction.mjs).
+compaction() { node "$TESTS_DIR/memory_compaction.mjs" "$@"; }
+
+# check_projected B V WHAT: context.jsonl is what the client sends from its state and messages.jsonl.
+check_projected()
+{
+	local B=$1 V=$2 rc=0
+	compaction project "$CORE3" "$STATE" "$V/messages.jsonl" >"$B/want" 2>"$B/node.err" || rc=$?
+	((rc == 0)) || fail "G: $3: the client's projectSessionCompactionState() does not apply the state (status $rc): $(cat "$B/node.err")"
+	compaction norm "$V/context.jsonl" >"$B/got" 2>"$B/node.err" || problem "G: $3: context.jsonl is not JSON Lines: $(cat "$B/node.err")"
+	if ! cmp -s "$B/got" "$B/want"; then
+		problem "G: $3: context.jsonl is not the client's projection (< want, > got):\n$({ diff "$B/want" "$B/got" || true; } | cut -c1-200 | head -n 20)"
+	fi
+	# The compacted messages as JSON.stringify() writes them; the rest messages.jsonl's own lines.
+	head -n 2 "$B/want" >"$B/w2"
+	head -n 2 "$V/context.jsonl" >"$B/c2"
+	same "$B/c2" "$B/w2" "G: $3: the compacted messages, as the client serialises them"
+	[[ $(stat -c %s "$V/context.jsonl") == $(wc -c <"$V/context.jsonl") ]] ||
+		problem "G: $3: stat gives context.jsonl $(stat -c %s "$V/context.jsonl") bytes; it reads $(wc -c <"$V/context.jsonl")"
+}
+
+# The 3.0.65 fixture's session (four messages, user input in its tags): with
+# no state its context.jsonl is its messages.jsonl; the client compacts its
+# first two messages, then the session goes on (an error shown, never sent,
+# is appended): context.jsonl is the client's projection; a message before
+# the cut edited, the state no longer applies: every message sent.
+run_g()
+{
+	local B=$T/g D V S rc
+	D=$(fixture_extract 3.0.65 "$B")/data
+	STATE=$D/sessions/$SESSION/$SESSION.compaction.json
+	mount_convfs "$D" "$B/store.db"
+	V=$(echo "$D"/workspaces/*/tasks/$SESSION)
+	[[ -d $V ]] || fail "G: no view folder of session $SESSION: $(ls "$D"/workspaces/*/tasks)"
+	same "$V/context.jsonl" "$V/messages.jsonl" "G: a session with no compaction state"
+	not_listed "$V" context.jsonl
+	[[ $(stat -c %a "$V/context.jsonl") == 400 ]] || problem "G: context.jsonl has mode $(stat -c %a "$V/context.jsonl"); expected 400"
+	compaction make "$CORE3" "$V/messages.jsonl" 2 "$SESSION" >"$B/state" 2>"$B/node.err" ||
+		fail "G: the client's createSessionCompactionState() failed: $(cat "$B/node.err")"
+	cp "$B/state" "$STATE"
+	check_projected "$B" "$V" "the first two messages compacted"
+	tail -n 2 "$V/messages.jsonl" >"$B/mt"
+	tail -n 2 "$V/context.jsonl" >"$B/ct"
+	same "$B/ct" "$B/mt" "G: the messages after the compacted ones, sent as stored"
+	echo '{"id":"error_1","role":"assistant","content":[{"type":"text","text":"boom"}],"ts":1795505499000,"metadata":{"displayOnly":true,"displayRole":"error"}}' >>"$V/messages.jsonl" ||
+		fail "G: cannot append a message to the session's messages.jsonl"
+	check_projected "$B" "$V" "an error shown, never sent"
+	(($(wc -l <"$V/context.jsonl") == 4)) || problem "G: context.jsonl has $(wc -l <"$V/context.jsonl") lines; expected 4 (two compacted, two after)"
+	S=$(grep -c . "$V/messages.jsonl")
+	grep -rlF msg_m1ojlqpj "$D/workspaces" >"$B/hits" || true
+	[[ $(cat "$B/hits") == "$V/messages.jsonl" ]] || problem "G: grep -r over workspaces/ finds the last message in: $(tr '\n' ' ' <"$B/hits")"
+	# A message before the cut edited, the session's file written back whole as the client writes it:
+	# the state no longer applies.
+	node -e 'const fs = require("fs"), f = process.argv[1], s = JSON.parse(fs.readFileSync(f, "utf8"));
+		s.messages[0].content[0].text += " (edited)"; fs.writeFileSync(f, JSON.stringify(s, null, 2));' \
+		"$D/sessions/$SESSION/$SESSION.messages.json" || fail "G: cannot write the session's messages"
+	(($(grep -c . "$V/messages.jsonl") == S)) || fail "G: the edited messages.jsonl has $(grep -c . "$V/messages.jsonl") lines; expected $S"
+	rc=0
+	compaction project "$CORE3" "$STATE" "$V/messages.jsonl" >/dev/null 2>&1 || rc=$?
+	((rc == 3)) || problem "G: the client still applies its state to the edited messages (status $rc)"
+	grep -vF '"displayOnly"' "$V/messages.jsonl" >"$B/sent"
+	same "$V/context.jsonl" "$B/sent" "G: a message before the cut edited: every message sent"
+	unmount_convfs "$D"
+	check_log "$B/store.db.log"
+}
+
+if [[ ! -f $CORE3 ]]; then
+	[[ ${CI:-} != true ]] || problem "G: the Cline CLI 3.0.65 is not installed in '$CACHE' (CI=true)"
+	say "G. skipped: the Cline CLI 3.0.65 is not installed in '$CACHE' (tests/integration/real_clients.sh installs it)"
+else
+	say "G. a CLI 3.x session's compaction state, by the client's own functions"
+	run_g
+fi
 
 if [[ ${CONVFS_VALGRIND:-} == 1 ]]; then
 	say "C, D: not under valgrind (the clients' own time limits would end them; as for real_clients)"

@@ -4,7 +4,8 @@
  * store: where the range and the edits come from (the history item, else
  * the ui messages' last; a version's as they stood then; a checkpoint's
  * message and time), and the text read back at every offset and in pieces
- * of several sizes, the runs of stored lines and the changed messages alike.
+ * of several sizes, the runs of stored lines and the changed messages alike;
+ * a CLI 3.x session's from its compaction state.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -259,6 +260,53 @@ static void test_lines(void **state)
 	sb_release(&json);
 }
 
+/*
+ * A CLI 3.x session: its compaction state (here one by the last message's
+ * key) applied, the compacted messages held, then messages.jsonl's own lines
+ * after them, an error only shown left out; a state that no longer applies
+ * or none: every message sent.
+ */
+#define SESSION "1700000000000_ab"
+#define SESSION_DOC "sessions/" SESSION "/" SESSION ".messages.json"
+#define SM(id, role, t) "{\"id\":\"" id "\",\"role\":\"" role "\",\"content\":\"" t "\"}"
+#define SHOWN "{\"id\":\"e\",\"role\":\"assistant\",\"content\":\"boom\",\"metadata\":{\"displayOnly\":true}}"
+#define STATE(key) "{\"version\":1,\"updated_at\":\"2026-01-01T00:00:00Z\",\"source_message_count\":2," \
+	"\"source_last_message_key\":\"" key "\",\"messages\":[{\"role\":\"user\",\"content\":\"sum\"}]}"
+
+static void expect_session(struct fs *fs, const char *state, const char *key, const char *want)
+{
+	struct context_input in;
+	struct view_context *c;
+	char *copy = state ? strdup(state) : NULL;
+
+	assert_true(!state || copy);
+	assert_int_equal(context_input_session(fs, SESSION, copy, state ? strlen(state) : 0, 0, &in), 0);
+	assert_int_equal(view_context_get(fs, key, &in, &c), 0);
+	expect_text(fs, c, want);
+	view_context_put(c);
+}
+
+static void test_session(void **state)
+{
+	struct fixture *f = *state;
+	struct fs fs = { .store = f->st };
+	struct context_input in;
+
+	assert_int_equal(commit(f->st, SESSION_DOC, "{\"version\":1,\"messages\":[" SM("m1", "user", "a") ","
+					   SHOWN "," SM("m2", "assistant", "b") "," SM("m3", "user", "c") ","
+					   SM("m4", "assistant", "d") "]}"),
+			 0);
+	expect_session(&fs, STATE("id:m2"), "s1",
+		       "{\"role\":\"user\",\"content\":\"sum\"}\n" SM("m3", "user", "c") "\n" SM("m4", "assistant", "d") "\n");
+	expect_session(&fs, STATE("id:m1"), "s2",
+		       SM("m1", "user", "a") "\n" SM("m2", "assistant", "b") "\n" SM("m3", "user", "c") "\n"
+		       SM("m4", "assistant", "d") "\n");
+	expect_session(&fs, NULL, "s3",
+		       SM("m1", "user", "a") "\n" SM("m2", "assistant", "b") "\n" SM("m3", "user", "c") "\n"
+		       SM("m4", "assistant", "d") "\n");
+	assert_int_equal(context_input_session(&fs, "1", NULL, 0, 0, &in), -ENOENT);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -270,6 +318,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_short, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_none, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_lines, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_session, setup_store, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
