@@ -223,10 +223,19 @@ void commit_bytes_release(struct commit_bytes *b);
 /*
  * jsonl.c: the JSON Lines staged in fd (a rewrite of the view's file for the
  * doc at path) as the JSON array it stands for, in *ret, each line checked
- * (with member require, if not NULL). -ENODATA if fd holds nothing, -EINVAL
- * (logged) for a bad line. Free *ret with commit_bytes_release().
+ * (with member require, if not NULL): between frame's head (up to and
+ * including the '[') and tail (from after the last element), or, if frame is
+ * NULL, "[" and "]". -ENODATA if fd holds nothing, -EINVAL (logged) for a bad
+ * line. Free *ret with commit_bytes_release().
  */
-int jsonl_to_array(struct fs *fs, const char *path, const char *require, int fd, struct commit_bytes *ret);
+struct jsonl_frame {
+	const char *head;
+	size_t head_len;
+	const char *tail;
+	size_t tail_len;
+};
+int jsonl_to_array(struct fs *fs, const char *path, const char *require, const struct jsonl_frame *frame, int fd,
+		   struct commit_bytes *ret);
 /* Commits b for req's writer: takes its base, commits a merge against it, keeps the new one. */
 int commit_taken(struct fs *fs, const struct commit_req *req, const struct commit_bytes *b);
 /* The same of data[0, len). */

@@ -189,6 +189,16 @@ out:
 	return r;
 }
 
+int store_snap_frame(const struct store_snap *snap, const char **head, size_t *head_len, const char **tail,
+		     size_t *tail_len)
+{
+	if (snap->format != DOC_ARRAY)
+		return -EINVAL;
+	*head = snap->head, *head_len = snap->head_len;
+	*tail = snap->tail, *tail_len = snap->tail_len;
+	return 0;
+}
+
 void store_snap_free(struct store_snap *snap)
 {
 	if (!snap)

@@ -163,6 +163,15 @@ int64_t store_snap_size(const struct store_snap *snap);
 /* The doc's attributes as of the snapshot. */
 void store_snap_stat(const struct store_snap *snap, struct store_stat *ret);
 int64_t store_snap_rev(const struct store_snap *snap);
+/*
+ * The doc's own bytes around the array of its elements as of snap: before
+ * its first element (up to and including the '['; for a CLI 3.x session,
+ * the object's members before "messages" too) and after its last. What a
+ * rewrite of its JSON Lines is framed in. Valid while snap is; -EINVAL for a
+ * doc that is not an array.
+ */
+int store_snap_frame(const struct store_snap *snap, const char **head, size_t *head_len, const char **tail,
+		     size_t *tail_len);
 /* Reads up to size bytes at off; returns the number read (0 at end) or -errno. */
 ssize_t store_snap_read(struct store *st, struct store_snap *snap, char *buf, size_t size, off_t off);
 

@@ -3,7 +3,10 @@
  * jsonl.c: a rewrite of the view's JSON Lines (messages.jsonl,
  * ui_messages.jsonl) made into the JSON array it stands for.
  *
- * Each line is an element: "[line,line,...]". The file is read 1 MiB at a
+ * Each line is an element: "[line,line,...]", or, for a doc whose array is a
+ * member of an object (a CLI 3.x session's "messages"), the lines framed in
+ * the doc's own bytes around its array (its other members kept as they
+ * are). The file is read 1 MiB at a
  * time and the array written as it goes, into memory up to COMMIT_INLINE
  * and then into a private file (fs_private_file()), so that a rewrite of
  * any size is converted in bounded memory; then each line is checked as an
@@ -69,16 +72,16 @@ static int out_add(struct jsonl_out *o, const char *p, size_t n)
  * line without its "\n" (and a "\r" before it). Refuses a last line that has
  * no newline; -ENODATA for nothing at all.
  */
-static int convert(const char *path, int fd, struct jsonl_out *o)
+static int convert(const char *path, int fd, const struct jsonl_frame *frame, struct jsonl_out *o)
 {
 	_cleanup_free_ char *chunk = malloc((size_t)1 << 20);
-	size_t line_start = 1, in = 0;
+	size_t line_start = frame->head_len, in = 0;
 	bool cr = false, any = false;
 	int r;
 
 	if (!chunk)
 		return -ENOMEM;
-	if ((r = out_add(o, "[", 1)) < 0)
+	if ((r = out_add(o, frame->head, frame->head_len)) < 0)
 		return r;
 	for (;;) {
 		ssize_t n = pread_retry(fd, chunk, (size_t)1 << 20, in);
@@ -127,13 +130,13 @@ static int convert(const char *path, int fd, struct jsonl_out *o)
 		log_warn("refusing to commit '%s': its last line has no newline; nothing stored", path);
 		return -EINVAL;
 	}
-	/* The "," after the last line becomes the "]". */
+	/* The "," after the last line gives way to the "]". */
 	o->len--;
 	if (o->b->fd < 0)
 		o->b->mem.len--;
 	else if (o->buf.len)
 		o->buf.len--;
-	if ((r = out_add(o, "]", 1)) < 0 || (o->b->fd >= 0 && (r = out_flush(o)) < 0))
+	if ((r = out_add(o, frame->tail, frame->tail_len)) < 0 || (o->b->fd >= 0 && (r = out_flush(o)) < 0))
 		return r;
 	o->b->len = o->len;
 	return 0;
@@ -152,8 +155,10 @@ static int check(const char *path, const char *require, const struct jsonl_out *
 	return r;
 }
 
-int jsonl_to_array(struct fs *fs, const char *path, const char *require, int fd, struct commit_bytes *ret)
+int jsonl_to_array(struct fs *fs, const char *path, const char *require, const struct jsonl_frame *frame, int fd,
+		   struct commit_bytes *ret)
 {
+	static const struct jsonl_frame bare = { "[", 1, "]", 1 };
 	struct jsonl_out o = { .fs = fs, .b = ret, .buf = SB_INIT };
 	struct stat st;
 	int r;
@@ -163,7 +168,7 @@ int jsonl_to_array(struct fs *fs, const char *path, const char *require, int fd,
 		return -errno;
 	if ((r = commit_size_check(fd, &st, path)) < 0)
 		return r;
-	r = convert(path, fd, &o);
+	r = convert(path, fd, frame ? frame : &bare, &o);
 	if (r == 0)
 		r = check(path, require, &o);
 	sb_release(&o.buf);

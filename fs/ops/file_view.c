@@ -126,16 +126,32 @@ static int jsonl_append(struct fs *fs, struct fs_file *f, const char *buf, size_
 	return (int)size;
 }
 
+/*
+ * The frame of the doc's array where it is a member of an object (a CLI 3.x
+ * session's "messages"), as the writer opened it: its other members stay as
+ * they were. NULL for a top-level array, written as "[" lines "]".
+ */
+static const struct jsonl_frame *jsonl_frame_of(const struct fs_file *f, struct jsonl_frame *frame)
+{
+	const char *p;
+
+	if (!f->snap || store_snap_frame(f->snap, &frame->head, &frame->head_len, &frame->tail, &frame->tail_len) < 0)
+		return NULL;
+	p = frame->head + strspn(frame->head, " \t\r\n");
+	return *p == '{' ? frame : NULL;
+}
+
 /* Commits the staged JSON Lines as the doc's new content (a merged rewrite). f->lock held. */
 static int jsonl_commit(struct fs *fs, struct fs_file *f)
 {
+	struct jsonl_frame frame;
 	struct commit_bytes b;
 	struct store_who who;
 	struct fs_proc proc;
 	struct commit_req req = { .doc = f->path, .base_path = f->path, .kind = "rewrite", .proc = &proc, .who = &who };
 	int r;
 
-	r = jsonl_to_array(fs, f->path, f->require, f->fd, &b);
+	r = jsonl_to_array(fs, f->path, f->require, jsonl_frame_of(f, &frame), f->fd, &b);
 	if (r == -ENODATA)
 		return refuse_emptying(f->path);
 	if (r < 0)

@@ -16,7 +16,8 @@
 #     the old version whole;
 #   - two writers that read the same version and each add a message (by id)
 #     both keep theirs; `>>` to messages.jsonl adds a message inside the
-#     object's array; a save that is not a session's shape is refused with
+#     object's array; `cat > messages.jsonl` of its lines with one edited
+#     rewrites the messages and keeps the object's other members; a save that is not a session's shape is refused with
 #     EINVAL at close and changes nothing;
 #   - a subagent's conversation (<stem>.messages.json) is a doc of the session
 #     and shows as subagents/<stem>/messages.jsonl in its folder;
@@ -112,6 +113,18 @@ printf '%s\n' "$line" >>"$V1/messages.jsonl" || problem ">> to a session's messa
 [[ $(jq -c '.messages[-1]' "$M1") == "$line" ]] || problem "the appended line is not the session's last message"
 jq -e '.system_prompt | length > 0' "$M1" >/dev/null || problem "the session lost its members after the array"
 [[ $(tail -n 1 "$V1/messages.jsonl") == "$line" ]] || problem "messages.jsonl does not end with the appended line"
+
+say "a rewrite of messages.jsonl"
+jq -c 'select(.id == "m-appended").content[0].text = "rewritten"' "$V1/messages.jsonl" >"$T/rewrite.jsonl"
+jq '.messages | length' "$M1" >"$T/count.before"
+jq -c 'del(.messages, .updated_at)' "$M1" >"$T/members.before"
+cat "$T/rewrite.jsonl" >"$V1/messages.jsonl" || problem "cat > a session's messages.jsonl failed"
+same "$V1/messages.jsonl" "$T/rewrite.jsonl" "messages.jsonl after its rewrite"
+jq -c '.messages[]' "$M1" | cmp -s - "$T/rewrite.jsonl" ||
+	problem "after a rewrite of messages.jsonl the session's messages are not its lines"
+jq -c 'del(.messages, .updated_at)' "$M1" | cmp -s - "$T/members.before" ||
+	problem "a rewrite of messages.jsonl changed the session's other members: $(jq -c 'del(.messages) | keys' "$M1")"
+[[ $(jq '.messages | length' "$M1") == $(cat "$T/count.before") ]] || problem "a rewrite changed the number of messages"
 
 say "a save that is not a session's shape"
 cp "$M1" "$T/before.json"
