@@ -6,13 +6,17 @@
  * with each message's row, doc, task and workspace), its bm25 score
  * (FTS5's rank), sorted here, the newest first among equal scores; only
  * the ids and scores are kept (24 bytes a hit, whatever the messages'
- * size), and the times of those that tie. Then, a few hits at a time,
- * what a hit shows: its
- * snippet (FTS5's snippet(), which reads the text through the view
- * search_text), where it is (doc, position, task, workspace) and the
- * task's title; the callback runs on those with the store's lock let go.
- * So a query of a limit computes the snippets of those hits alone, and a
- * callback may call the store.
+ * size), and the times of those that tie. Then, a batch of hits at a
+ * time, what a hit shows: its snippet (FTS5's snippet(), which reads the
+ * text through the view search_text), where it is (doc, position, task,
+ * workspace) and the task's title; the callback runs on those with the
+ * store's lock let go. A batch is read in one more walk of the match that
+ * reads the batch's hits alone, unless the match has many more hits than
+ * the batch (a small limit of a common word): then each hit is looked up
+ * by its id, for which FTS5 evaluates the match again (about 50 us a hit,
+ * most of the time of a query of a few hundred hits, against well under 1
+ * us a hit walked). So a query of a limit computes the snippets of those
+ * hits alone, and a callback may call the store.
  *
  * A message's time is its "ts" (ms) where it has one, else the time of the
  * revision that made its row; the title of a task is its history item's
@@ -20,7 +24,9 @@
  * prompt).
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "store/search.h"
@@ -29,7 +35,14 @@
 #include "store/util.h"
 
 /* Hits whose details are read under one hold of the lock, before their callbacks. */
-#define HITS_AT_ONCE 64
+#define HITS_AT_ONCE 256
+/*
+ * The details of a batch of hits are read in one pass of the match (every
+ * hit walked, those of the batch read) when the hits are fewer than this
+ * many times the batch; else one hit at a time (FTS5 evaluates the match
+ * again for each, which costs a hit about 50 us, a walked hit well under 1).
+ */
+#define PASS_RATIO 32
 #define TITLES_KEPT 16
 
 /* The role of a message as its first 64 KiB say it: its row's bytes if that small, else read by convfs_role(). */
@@ -55,11 +68,23 @@ static const char filtered_hits_sql[] =
 static const char time_sql[] =
 	"SELECT " TIME_OF_E " FROM elems e LEFT JOIN revisions r ON r.id = e.rev_from WHERE e.id = ?1";
 
-static const char detail_sql[] =
-	"SELECT snippet(search, 0, ?2, ?3, '…', ?4), e.seq, d.path, d.task_id, w.key, w.path, " ROLE_OF_E ", "
-	"  convfs_stream(d.path), " TIME_OF_E " FROM search s " JOINS
+#define DETAIL_COLUMNS                                                                                    \
+	"SELECT snippet(search, 0, ?2, ?3, '…', ?4), e.seq, d.path, d.task_id, w.key, w.path, " ROLE_OF_E ", " \
+	"  convfs_stream(d.path), " TIME_OF_E ", s.rowid FROM search s " JOINS                                 \
 	"LEFT JOIN revisions r ON r.id = e.rev_from "
-	"WHERE search MATCH ?1 AND s.rowid = ?5";
+
+static const char detail_sql[] = DETAIL_COLUMNS "WHERE search MATCH ?1 AND s.rowid = ?5";
+
+/*
+ * The same for the hits whose ids are in the JSON array ?5, in one walk of
+ * the match: the '+' keeps the IN from being given to FTS5 as a lookup of
+ * each id, which would evaluate the match once an id again; as a filter it
+ * is tested on each hit before the joins and the snippet, which only the
+ * batch's hits cost. (A rowid range beside it, for FTS5 to skip the rest,
+ * made SQLite 3.40's snippet() give the open mark alone.)
+ */
+static const char details_sql[] =
+	DETAIL_COLUMNS "WHERE search MATCH ?1 AND +s.rowid IN (SELECT value FROM json_each(?5))";
 
 static const char task_title_sql[] =
 	"SELECT CASE WHEN json_valid(e.json) THEN json_extract(e.json, '$.task') END FROM elems e "
@@ -229,9 +254,12 @@ static int order_ties(struct store *st, struct ranked *v, size_t n, size_t out)
 	return 0;
 }
 
-/* The hits of q, ranked, the best first: *ret_v (free()), *ret_n of them. Store lock held. */
+/*
+ * The hits of q, ranked, the best first: *ret_v (free()), *ret_n of them
+ * (q's limit at most), of *ret_all in all. Store lock held.
+ */
 static int rank(struct store *st, const struct store_search_query *q, const char *expr, struct ranked **ret_v,
-		size_t *ret_n)
+		size_t *ret_n, size_t *ret_all)
 {
 	static const char *const streams[] = { NULL, "api", "ui" };
 	static const char *const roles[] = { NULL, "user", "assistant" };
@@ -271,6 +299,7 @@ static int rank(struct store *st, const struct store_search_query *q, const char
 		return r;
 	*ret_v = TAKE_PTR(v);
 	*ret_n = q->limit > 0 && (size_t)q->limit < n ? (size_t)q->limit : n;
+	*ret_all = n;
 	return 0;
 }
 
@@ -282,26 +311,20 @@ static const char *static_word(sqlite3_stmt *stmt, int col, const char *a, const
 	return !t ? NULL : strcmp(t, a) == 0 ? a : strcmp(t, b) == 0 ? b : NULL;
 }
 
-/* What hit `in` shows, into *out (released by the caller, whatever the result). Store lock held. */
-static int detail(struct store *st, const struct store_search_query *q, const char *expr, struct titles *titles,
-		  const struct ranked *in, struct hit *out)
+/* Binds what detail_sql and details_sql share: the match and the snippet's marks and length. */
+static void bind_detail(sqlite3_stmt *stmt, const struct store_search_query *q, const char *expr)
 {
-	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
-	int r, rc;
-
-	r = store_prepare(st, detail_sql, &stmt);
-	if (r < 0)
-		return r;
 	sqlite3_bind_text(stmt, 1, expr, -1, SQLITE_STATIC);
 	sqlite3_bind_text(stmt, 2, q->mark_open ? q->mark_open : "[", -1, SQLITE_STATIC);
 	sqlite3_bind_text(stmt, 3, q->mark_close ? q->mark_close : "]", -1, SQLITE_STATIC);
 	sqlite3_bind_int(stmt, 4, q->snippet_tokens > 0 && q->snippet_tokens <= 64 ? q->snippet_tokens : 12);
-	sqlite3_bind_int64(stmt, 5, in->id);
-	rc = sqlite3_step(stmt);
-	if (rc == SQLITE_DONE)
-		return -ENOENT; /* gone since it was ranked (another connection's commit) */
-	if (rc != SQLITE_ROW)
-		return store_fail(st, rc, "cannot read a hit of the search index");
+}
+
+/* What the row of DETAIL_COLUMNS at stmt shows of hit `in`, into *out (released by the caller, whatever the result). */
+static int detail_row(sqlite3_stmt *stmt, const struct ranked *in, struct hit *out)
+{
+	int r;
+
 	*out = (struct hit){ .h = { .score = in->score, .elem_id = in->id, .time_ms = sqlite3_column_int64(stmt, 8),
 				    .seq = sqlite3_column_int64(stmt, 1) } };
 	if ((r = column_line(stmt, 0, true, &out->snippet)) < 0 || (r = column_line(stmt, 2, false, &out->doc)) < 0 ||
@@ -312,34 +335,110 @@ static int detail(struct store *st, const struct store_search_query *q, const ch
 	out->stream = static_word(stmt, 7, "ui", "api");
 	if (!out->task || !out->doc || !out->snippet)
 		return -EIO; /* a message of no task: its doc names none */
-	return title_of(st, titles, out->task, &out->title);
+	return 0;
 }
 
-/* Reads the details of v[from, from + n) into hits (with the lock), then calls fn on each (without). */
-static int deliver(struct store *st, const struct store_search_query *q, const char *expr, struct titles *titles,
-		   const struct ranked *v, size_t n, store_search_fn fn, void *ctx, int *ret_count)
+/* What hit `in` shows, into *out (released by the caller, whatever the result); -ENOENT: gone. Store lock held. */
+static int detail(struct store *st, const struct store_search_query *q, const char *expr, const struct ranked *in,
+		  struct hit *out)
 {
-	struct hit hits[HITS_AT_ONCE];
-	size_t got = 0;
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	int r, rc;
+
+	r = store_prepare(st, detail_sql, &stmt);
+	if (r < 0)
+		return r;
+	bind_detail(stmt, q, expr);
+	sqlite3_bind_int64(stmt, 5, in->id);
+	rc = sqlite3_step(stmt);
+	if (rc == SQLITE_DONE)
+		return -ENOENT; /* gone since it was ranked (another connection's commit) */
+	if (rc != SQLITE_ROW)
+		return store_fail(st, rc, "cannot read a hit of the search index");
+	return detail_row(stmt, in, out);
+}
+
+struct by_id {
+	int64_t id;
+	size_t at; /* its place in the batch */
+};
+
+static int by_id_cmp(const void *a, const void *b)
+{
+	const struct by_id *x = a, *y = b;
+
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/*
+ * What hits v[0, n) show, into hits[] at the same places, in one walk of
+ * the match (details_sql); a hit gone since it was ranked stays zeroed (no
+ * snippet). Store lock held; hits[] released by the caller, whatever the
+ * result.
+ */
+static int details(struct store *st, const struct store_search_query *q, const char *expr, const struct ranked *v,
+		   size_t n, struct hit *hits)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	_cleanup_free_ struct by_id *ids = calloc(n, sizeof(*ids));
+	_cleanup_sb_ struct sb list = SB_INIT;
+	int r = 0, rc;
+
+	if (!ids)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		ids[i] = (struct by_id){ v[i].id, i };
+	qsort(ids, n, sizeof(*ids), by_id_cmp);
+	for (size_t i = 0; i < n && r == 0; i++)
+		r = sb_addf(&list, "%c%" PRId64, i ? ',' : '[', ids[i].id);
+	if (r < 0 || (r = sb_adds(&list, "]")) < 0 || (r = store_prepare(st, details_sql, &stmt)) < 0)
+		return r;
+	bind_detail(stmt, q, expr);
+	sqlite3_bind_text(stmt, 5, list.buf, -1, SQLITE_STATIC);
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		struct by_id key = { .id = sqlite3_column_int64(stmt, 9) };
+		const struct by_id *at = bsearch(&key, ids, n, sizeof(*ids), by_id_cmp);
+
+		if (at && !hits[at->at].snippet && (r = detail_row(stmt, &v[at->at], &hits[at->at])) < 0)
+			return r;
+	}
+	return rc == SQLITE_DONE ? 0 : store_fail(st, rc, "cannot read the hits of the search index");
+}
+
+/*
+ * Reads the details of v[0, n) into hits (with the lock), then calls fn on
+ * each (without). all: how many hits the query has (the walk of details()
+ * costs each of them).
+ */
+static int deliver(struct store *st, const struct store_search_query *q, const char *expr, struct titles *titles,
+		   const struct ranked *v, size_t n, size_t all, store_search_fn fn, void *ctx, int *ret_count)
+{
+	_cleanup_free_ struct hit *hits = calloc(n, sizeof(*hits));
 	int r = 0;
 
+	if (!hits)
+		return -ENOMEM;
 	{
 		STORE_LOCK(st);
 
-		for (size_t i = 0; i < n && r == 0; i++) {
-			hits[got] = (struct hit){ 0 };
-			r = detail(st, q, expr, titles, &v[i], &hits[got]);
-			if (r == 0)
-				got++;
-			else
-				hit_release(&hits[got]);
-			if (r == -ENOENT)
-				r = 0;
+		if (n * PASS_RATIO >= all) {
+			r = details(st, q, expr, v, n, hits);
+		} else {
+			for (size_t i = 0; i < n && r == 0; i++)
+				if ((r = detail(st, q, expr, &v[i], &hits[i])) == -ENOENT) {
+					hit_release(&hits[i]);
+					r = 0;
+				}
 		}
+		for (size_t i = 0; i < n && r == 0; i++)
+			if (hits[i].snippet)
+				r = title_of(st, titles, hits[i].task, &hits[i].title);
 	}
-	for (size_t i = 0; i < got; i++) {
+	for (size_t i = 0; i < n; i++) {
 		struct hit *h = &hits[i];
 
+		if (!h->snippet)
+			continue; /* gone since it was ranked */
 		h->h.task = h->task;
 		h->h.ws_key = h->ws_key;
 		h->h.ws_path = h->ws_key ? h->ws_path : NULL;
@@ -350,8 +449,9 @@ static int deliver(struct store *st, const struct store_search_query *q, const c
 		h->h.stream = h->stream;
 		if (r == 0 && (r = fn(ctx, &h->h)) == 0)
 			++*ret_count;
-		hit_release(h);
 	}
+	for (size_t i = 0; i < n; i++)
+		hit_release(&hits[i]);
 	return r;
 }
 
@@ -370,7 +470,7 @@ int store_search(struct store *st, const struct store_search_query *q, store_sea
 	_cleanup_sb_ struct sb expr = SB_INIT;
 	_cleanup_free_ struct ranked *v = NULL;
 	struct titles titles = { 0 };
-	size_t n = 0;
+	size_t n = 0, all = 0;
 	int r, count = 0;
 
 	if ((r = query_expr(q, &expr)) < 0)
@@ -380,12 +480,12 @@ int store_search(struct store *st, const struct store_search_query *q, store_sea
 
 		if (!st->search)
 			return -ENOTSUP;
-		if ((r = rank(st, q, expr.buf, &v, &n)) < 0)
+		if ((r = rank(st, q, expr.buf, &v, &n, &all)) < 0)
 			return r;
 	}
 	r = 0;
 	for (size_t i = 0; i < n && r == 0; i += HITS_AT_ONCE)
-		r = deliver(st, q, expr.buf, &titles, v + i, n - i < HITS_AT_ONCE ? n - i : HITS_AT_ONCE, fn, ctx,
+		r = deliver(st, q, expr.buf, &titles, v + i, n - i < HITS_AT_ONCE ? n - i : HITS_AT_ONCE, all, fn, ctx,
 			    &count);
 	titles_release(&titles);
 	return r < 0 ? r : count;

@@ -714,6 +714,74 @@ static void test_tasks(void **state)
 	assert_int_equal(store_search_tasks(st, &q, add_task, &f), -EINVAL);
 }
 
+/* ---- many hits: read in batches ------------------------------------------------------------ */
+
+#define MANY 600
+
+struct many {
+	int n;
+	int64_t id[MANY];
+	char line[MANY][96];
+};
+
+static int collect_many(void *ctx, const struct store_search_hit *h)
+{
+	struct many *m = ctx;
+
+	assert_true(m->n < MANY);
+	m->id[m->n] = h->elem_id;
+	snprintf(m->line[m->n], sizeof(m->line[0]), "%lld %s %s|%s", (long long)h->seq, h->doc, h->title, h->snippet);
+	m->n++;
+	return 0;
+}
+
+/*
+ * More hits than one batch of details: those of a query shown whole are read
+ * a batch at a time in one walk of the match, those of a small limit one at
+ * a time; both give every hit, in the ranking's order, with its snippet.
+ */
+static void test_many(void **state)
+{
+	struct store *st = *state;
+	struct store_search_query q = { .text = "otter" };
+	_cleanup_sb_ struct sb doc = SB_INIT;
+	static struct many all, some;
+	bool seen[MANY] = { false };
+
+	commit(st, HIST, "[{\"id\":\"30\",\"ts\":1,\"task\":\"rivers\",\"cwdOnTaskInitialization\":\"/w/a\"}]");
+	assert_int_equal(sb_adds(&doc, "["), 0);
+	for (int i = 0; i < MANY; i++) {
+		/* scores of several kinds, and many ties among them (the newest first) */
+		assert_int_equal(sb_addf(&doc, "%s{\"ts\":%d,\"type\":\"say\",\"say\":\"text\",\"text\":\"", i ? "," : "",
+					 1000 + i), 0);
+		for (int k = 0; k <= i % 7; k++)
+			assert_int_equal(sb_adds(&doc, "otter "), 0);
+		for (int k = 0; k < i % 5; k++)
+			assert_int_equal(sb_adds(&doc, "stone "), 0);
+		assert_int_equal(sb_adds(&doc, "end\"}"), 0);
+	}
+	assert_int_equal(sb_adds(&doc, "]"), 0);
+	commit(st, UI("30"), doc.buf);
+	assert_int_equal(store_search(st, &q, collect_many, &all), MANY);
+	for (int i = 0; i < MANY; i++) {
+		long long seq = strtoll(all.line[i], NULL, 10);
+
+		assert_non_null(strstr(all.line[i], " " UI("30") " rivers|"));
+		if (!strstr(all.line[i], "[otter]"))
+			fail_msg("hit %d has no marked snippet: %s", i, all.line[i]);
+		assert_true(seq >= 0 && seq < MANY && !seen[seq]);
+		seen[seq] = true;
+	}
+	for (int64_t limit = 10; limit <= 300; limit += 290) {
+		q.limit = limit; /* 10: one at a time; 300: in batches */
+		some.n = 0;
+		assert_int_equal(store_search(st, &q, collect_many, &some), limit);
+		for (int i = 0; i < limit; i++)
+			if (some.id[i] != all.id[i] || strcmp(some.line[i], all.line[i]) != 0)
+				fail_msg("--limit %lld, hit %d: '%s', not '%s'", (long long)limit, i, some.line[i], all.line[i]);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -730,6 +798,7 @@ int main(void)
 		cmocka_unit_test(test_migration),
 		cmocka_unit_test_setup_teardown(test_filters, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tasks, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_many, setup, teardown),
 		cmocka_unit_test(test_check),
 		cmocka_unit_test(test_forget),
 	};
