@@ -81,6 +81,7 @@ struct search_cmd {
 	const char *query, *mountpoint_arg, *store_arg, *workspace, *since, *until;
 	bool json, colour;
 	struct fs_mount mount;
+	struct store *st;   /* the store read, while it is */
 	const char *prefix; /* before a view path: the mount point and "/", or "" */
 	char ws_key[16];
 };
@@ -395,7 +396,7 @@ static int find_workspace(struct search_cmd *c, struct store *st)
 static int print_json(struct search_cmd *c, const struct store_search_hit *h)
 {
 	_cleanup_free_ char *text = NULL;
-	int r = view_search_json(h, c->prefix, &text);
+	int r = view_search_json(c->st, h, c->prefix, &text);
 
 	if (r < 0)
 		return r;
@@ -432,7 +433,7 @@ static int one_hit(void *ctx, const struct store_search_hit *h)
 
 	if (c->json)
 		return print_json(c, h);
-	view_search_where(h, path, sizeof(path), folder, sizeof(folder));
+	view_search_where(c->st, h, path, sizeof(path), folder, sizeof(folder));
 	return print_text(c, h, path, folder);
 }
 
@@ -471,7 +472,9 @@ static int run(struct search_cmd *c, const char *store_path)
 		c->prefix = prefix;
 	}
 	note_build(st);
+	c->st = st;
 	r = store_search(st, &c->q, one_hit, c);
+	c->st = NULL;
 	if (fflush(stdout) != 0 && r >= 0)
 		r = -EIO;
 	if (r == -ENOTSUP)

@@ -420,11 +420,12 @@ static const char *task_file_of(const char *doc, const char *task)
 	return NULL;
 }
 
-int view_path_of(const char *doc, const char *ws_path, const char *ws_key, char *buf, size_t n)
+int view_path_of(struct store *st, const char *doc, const char *ws_path, const char *ws_key, char *buf, size_t n)
 {
-	char task[80], ws[96];
+	char task[80], ws[96], agent[80], sub[PATH_MAX];
 	const char *name, *base = strrchr(doc, '/');
 	size_t len;
+	int r;
 
 	if (store_path_conversation(doc, task, sizeof(task)) < 0 || !base)
 		return -ENOENT;
@@ -437,13 +438,25 @@ int view_path_of(const char *doc, const char *ws_path, const char *ws_key, char 
 	else
 		return -ENOENT;
 	view_ws_folder(ws_path, ws_key, ws, sizeof(ws));
+	if (name) {
+		if ((size_t)snprintf(buf, n, "workspaces/%s/tasks/%s/%s", ws, task, name) >= n)
+			return -ENAMETOOLONG;
+		return 0;
+	}
 	/*
-	 * Named without the store: a subagent as one the session spawned. One
-	 * that another subagent spawned is in that one's subagents/ instead,
-	 * which only the session's conversations tell (view_subagents.c).
+	 * A subagent's folder is in the subagents/ of whoever spawned it (the
+	 * session, or another subagent), which only the session's conversations
+	 * tell (view_subagents.c); without the store, or if they do not name
+	 * it, as one the session spawned.
 	 */
-	if ((size_t)snprintf(buf, n, "workspaces/%s/tasks/%s/%s%.*s%s", ws, task, name ? "" : "subagents/", (int)len,
-			     name ? name : base, name ? "" : "/messages.jsonl") >= n)
+	if ((size_t)snprintf(agent, sizeof(agent), "%.*s", (int)len, base) >= sizeof(agent))
+		return -ENAMETOOLONG;
+	r = st ? view_subagent_folder(st, task, agent, sub, sizeof(sub)) : -ENOENT;
+	if (r == -ENOENT)
+		r = snprintf(sub, sizeof(sub), "subagents/%s", agent) < 0 ? -EIO : 0;
+	if (r < 0)
+		return r;
+	if ((size_t)snprintf(buf, n, "workspaces/%s/tasks/%s/%s/messages.jsonl", ws, task, sub) >= n)
 		return -ENAMETOOLONG;
 	return 0;
 }

@@ -219,11 +219,20 @@ int view_doc_of(const char *rel, char *buf, size_t n);
  * the mount's root (workspaces/<name>-<key>/tasks/<id>/messages.jsonl, ...),
  * the task's workspace being ws_path and ws_key (NULL: unknown). Its line
  * seq + 1 is the doc's element seq. -ENOENT for a doc no task's folder
- * shows. (A client entry of the workspace's name, which moves the view's
- * folder to <name>.view, is not looked for; nor whether a subagent was
- * spawned by another subagent, whose subagents/ then shows it.)
+ * shows. A subagent's conversation is in the subagents/ of whoever spawned
+ * it, which the store st's conversations of the session tell (st NULL: as
+ * one the session spawned). (A client entry of the workspace's name, which
+ * moves the view's folder to <name>.view, is not looked for.)
  */
-int view_path_of(const char *doc, const char *ws_path, const char *ws_key, char *buf, size_t n);
+int view_path_of(struct store *st, const char *doc, const char *ws_path, const char *ws_key, char *buf, size_t n);
+/*
+ * The folder of subagent agent of session task, from the task's folder:
+ * subagents/<agent>, or subagents/<parent>/subagents/<agent> and so on, as
+ * the session's conversations in st tell who spawned whom (into buf). 0,
+ * -ENOENT if the session has no such subagent, -ENAMETOOLONG, or an error of
+ * the store's.
+ */
+int view_subagent_folder(struct store *st, const char *task, const char *agent, char *buf, size_t n);
 /* The name of a workspace's folder in the view, <name>-<key> ("unknown" for NULL), into buf. */
 void view_ws_folder(const char *ws_path, const char *ws_key, char *buf, size_t n);
 

@@ -70,9 +70,10 @@ int view_search_clean(struct sb *out, const char *s, const char *open, const cha
 	return r;
 }
 
-void view_search_where(const struct store_search_hit *h, char *path, size_t n, char *folder, size_t fn)
+void view_search_where(struct store *st, const struct store_search_hit *h, char *path, size_t n, char *folder,
+		       size_t fn)
 {
-	if (view_path_of(h->doc, h->ws_path, h->ws_key, path, n) < 0)
+	if (view_path_of(st, h->doc, h->ws_path, h->ws_key, path, n) < 0)
 		snprintf(path, n, "%s", h->doc);
 	view_ws_folder(h->ws_path, h->ws_key, folder, fn);
 }
@@ -82,14 +83,14 @@ static void json_deletep(cJSON **p)
 	cJSON_Delete(*p);
 }
 
-int view_search_json(const struct store_search_hit *h, const char *prefix, char **ret)
+int view_search_json(struct store *st, const struct store_search_hit *h, const char *prefix, char **ret)
 {
 	_cleanup_(json_deletep) cJSON *o = cJSON_CreateObject();
 	_cleanup_sb_ struct sb snippet = SB_INIT, full = SB_INIT;
 	char t[40], path[PATH_MAX], folder[160];
 	bool ok;
 
-	view_search_where(h, path, sizeof(path), folder, sizeof(folder));
+	view_search_where(st, h, path, sizeof(path), folder, sizeof(folder));
 	if (view_search_clean(&snippet, h->snippet, "[", "]", 0) < 0 || sb_addf(&full, "%s%s", prefix, path) < 0)
 		return -ENOMEM;
 	ok = o && cJSON_AddStringToObject(o, "task", h->task) && cJSON_AddStringToObject(o, "workspace", folder) &&
@@ -297,12 +298,18 @@ const struct path_ops view_search_query = {
 
 /* ---- results.jsonl -------------------------------------------------------------------------------------- */
 
+struct results {
+	struct store *st;
+	struct sb out;
+};
+
 static int add_hit(void *ctx, const struct store_search_hit *h)
 {
+	struct results *res = ctx;
 	_cleanup_free_ char *line = NULL;
-	int r = view_search_json(h, "", &line);
+	int r = view_search_json(res->st, h, "", &line);
 
-	return r < 0 ? r : sb_addf(ctx, "%s\n", line);
+	return r < 0 ? r : sb_addf(&res->out, "%s\n", line);
 }
 
 static int results_render(const struct route *rt, char **ret, size_t *ret_len, int64_t *ret_mtime_ns,
@@ -310,17 +317,17 @@ static int results_render(const struct route *rt, char **ret, size_t *ret_len, i
 {
 	struct store_search_query q = { .text = rt->vp.query, .limit = RESULTS_HITS,
 					.mark_open = VIEW_SEARCH_MARK_OPEN, .mark_close = VIEW_SEARCH_MARK_CLOSE };
-	struct sb out = SB_INIT;
+	struct results res = { .st = rt->fs->store, .out = SB_INIT };
 	int r;
 
 	(void)ret_rev;
 	r = store_search_last(rt->fs->store, ret_mtime_ns);
 	if (r == 0)
-		r = store_search(rt->fs->store, &q, add_hit, &out);
+		r = store_search(rt->fs->store, &q, add_hit, &res);
 	if (r >= 0)
-		r = sb_grow(&out, 1); /* a buffer even with no hit */
-	if (r < 0 || !(*ret = sb_detach(&out, ret_len))) {
-		sb_release(&out);
+		r = sb_grow(&res.out, 1); /* a buffer even with no hit */
+	if (r < 0 || !(*ret = sb_detach(&res.out, ret_len))) {
+		sb_release(&res.out);
 		return r < 0 ? r : -ENOMEM;
 	}
 	return 0;

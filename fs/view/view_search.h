@@ -24,14 +24,20 @@
  */
 int view_search_clean(struct sb *out, const char *s, const char *open, const char *close, size_t max);
 
-/* The hit's view path (from the mount's root) and its workspace's folder; the doc and "unknown" if none shows it. */
-void view_search_where(const struct store_search_hit *h, char *path, size_t n, char *folder, size_t fn);
+/*
+ * The hit's view path (from the mount's root) and its workspace's folder;
+ * the doc and "unknown" if none shows it. st, the store of the hit, says
+ * where a subagent's subagent is (view_path_of()); it is called without
+ * the store's lock held (a callback of store_search()).
+ */
+void view_search_where(struct store *st, const struct store_search_hit *h, char *path, size_t n, char *folder,
+		       size_t fn);
 
 /*
- * The JSON object of a hit, on one line (*ret, free()): task, workspace,
- * workspace_path, title, time, path (after prefix), line, snippet (matches
- * in brackets), stream, role, score, doc. 0 or -ENOMEM.
+ * The JSON object of a hit of store st, on one line (*ret, free()): task,
+ * workspace, workspace_path, title, time, path (after prefix), line,
+ * snippet (matches in brackets), stream, role, score, doc. 0 or -ENOMEM.
  */
-int view_search_json(const struct store_search_hit *h, const char *prefix, char **ret);
+int view_search_json(struct store *st, const struct store_search_hit *h, const char *prefix, char **ret);
 
 #endif

@@ -20,7 +20,10 @@
  * SPAWN_WORD, and a subagent's first, are parsed), and kept until the next
  * commit (store_generation()): a listing and the lookups of its names make
  * it once. With no store (view_doc_of(), for the commands) a subagent's
- * folder is taken by its name alone.
+ * folder is taken by its name alone; the other way, from a subagent's
+ * conversation to its folder (view_subagent_folder(), for a hit of `convfs
+ * search`), takes the tree from a store alone, the command's having no
+ * mount.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -151,7 +154,7 @@ static int conv_line(void *ctx, const struct lines_line *l)
 }
 
 /* The calls of one conversation (and a subagent's first message); a conversation gone is none. */
-static int conv_read(struct fs *fs, const char *task, const char *stem, struct spawn_calls *calls, char **first)
+static int conv_read(struct store *st, const char *task, const char *stem, struct spawn_calls *calls, char **first)
 {
 	static const char *const words[] = { SPAWN_WORD, NULL };
 	struct conv_read cr = { calls, first };
@@ -160,12 +163,12 @@ static int conv_read(struct fs *fs, const char *task, const char *stem, struct s
 	int64_t r;
 
 	snprintf(doc, sizeof(doc), "sessions/%s/%s%s", task, stem, SUB_SUFFIX);
-	r = store_snap_open_jsonl(fs->store, doc, &snap);
+	r = store_snap_open_jsonl(st, doc, &snap);
 	if (r == -ENOENT)
 		return 0;
 	if (r < 0)
 		return (int)r;
-	r = lines_each(fs->store, snap, SUB_FIRST_KEEP, words, conv_line, &cr);
+	r = lines_each(st, snap, SUB_FIRST_KEEP, words, conv_line, &cr);
 	store_snap_free(snap);
 	return r < 0 ? (int)r : 0;
 }
@@ -181,7 +184,7 @@ static void subs_link(struct subs *s)
 		}
 }
 
-static int subs_make(struct fs *fs, const char *task, uint64_t gen, struct subs **ret)
+static int subs_make(struct store *st, const char *task, uint64_t gen, struct subs **ret)
 {
 	_cleanup_subs_ struct subs *s = calloc(1, sizeof(*s));
 	char dir[96];
@@ -193,15 +196,15 @@ static int subs_make(struct fs *fs, const char *task, uint64_t gen, struct subs 
 	s->gen = gen;
 	snprintf(s->task, sizeof(s->task), "%s", task);
 	snprintf(dir, sizeof(dir), "sessions/%s", task);
-	if ((r = store_doc_list(fs->store, dir, list_one, s)) < 0)
+	if ((r = store_doc_list(st, dir, list_one, s)) < 0)
 		return r;
 	if (s->n)
 		qsort(s->v, s->n, sizeof(s->v[0]), by_start);
 	if (!(s->calls = calloc(s->n + 1, sizeof(s->calls[0]))))
 		return -ENOMEM;
-	r = conv_read(fs, task, task, &s->calls[0], NULL);
+	r = conv_read(st, task, task, &s->calls[0], NULL);
 	for (size_t i = 0; r == 0 && i < s->n; i++)
-		r = conv_read(fs, task, s->v[i].agent, &s->calls[i + 1], &s->v[i].first);
+		r = conv_read(st, task, s->v[i].agent, &s->calls[i + 1], &s->v[i].first);
 	if (r < 0)
 		return r;
 	subs_link(s);
@@ -217,14 +220,14 @@ static struct {
 } kept = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 /* The session's tree, kept until the next commit; subs_put() it. */
-static int subs_of(struct fs *fs, const char *task, struct subs **ret)
+static int subs_of_store(struct store *st, const char *task, struct subs **ret)
 {
-	uint64_t gen = store_generation(fs->store);
+	uint64_t gen = store_generation(st);
 	struct subs *s = NULL, *old;
 	int r;
 
 	pthread_mutex_lock(&kept.lock);
-	if (kept.s && kept.store == fs->store && kept.s->gen == gen && strcmp(kept.s->task, task) == 0) {
+	if (kept.s && kept.store == st && kept.s->gen == gen && strcmp(kept.s->task, task) == 0) {
 		s = kept.s;
 		__atomic_add_fetch(&s->refs, 1, __ATOMIC_ACQ_REL);
 	}
@@ -233,17 +236,22 @@ static int subs_of(struct fs *fs, const char *task, struct subs **ret)
 		*ret = s;
 		return 0;
 	}
-	if ((r = subs_make(fs, task, gen, &s)) < 0)
+	if ((r = subs_make(st, task, gen, &s)) < 0)
 		return r;
 	__atomic_add_fetch(&s->refs, 1, __ATOMIC_ACQ_REL);
 	pthread_mutex_lock(&kept.lock);
 	old = kept.s;
 	kept.s = s;
-	kept.store = fs->store;
+	kept.store = st;
 	pthread_mutex_unlock(&kept.lock);
 	subs_put(old);
 	*ret = s;
 	return 0;
+}
+
+static int subs_of(struct fs *fs, const char *task, struct subs **ret)
+{
+	return subs_of_store(fs->store, task, ret);
 }
 
 /* The subagent of the folder vp names: its index, or -1 for the session itself ("" agent). */
@@ -261,6 +269,35 @@ static bool has_children(const struct subs *s, int parent)
 		if (s->v[i].parent == parent)
 			return true;
 	return false;
+}
+
+int view_subagent_folder(struct store *st, const char *task, const char *agent, char *buf, size_t n)
+{
+	_cleanup_subs_ struct subs *s = NULL;
+	_cleanup_free_ int *chain = NULL;
+	size_t depth = 0, len = 0;
+	int i, r;
+
+	if ((r = subs_of_store(st, task, &s)) < 0)
+		return r;
+	if ((i = sub_index(s, agent)) < 0)
+		return -ENOENT;
+	if (!(chain = calloc(s->n, sizeof(*chain))))
+		return -ENOMEM;
+	/* A parent comes before its child in v (subs_link()): the walk up ends, in at most n steps. */
+	for (int k = i; k >= 0; k = s->v[k].parent)
+		chain[depth++] = k;
+	if (n == 0)
+		return -ENAMETOOLONG;
+	buf[0] = '\0';
+	while (depth-- > 0) {
+		int w = snprintf(buf + len, n - len, "%ssubagents/%s", len ? "/" : "", s->v[chain[depth]].agent);
+
+		if (w < 0 || (size_t)w >= n - len)
+			return -ENAMETOOLONG;
+		len += (size_t)w;
+	}
+	return 0;
 }
 
 /* ---- the matches ------------------------------------------------------------------- */

@@ -25,6 +25,8 @@
 #     queries the tasks found are exactly those a reference matcher
 #     (search_corpus.js ref, written apart from the C code) finds in the
 #     files the mount shows, and convfs check finds the index sound;
+#   - a hit in a subagent's subagent names the file the view shows it in,
+#     subagents/<a>/subagents/<b>/messages.jsonl;
 #   - a daemon killed with kill -9 while a writer commits large saves
 #     leaves an index that matches the store (convfs check);
 #   - search/<query>/ (not listed) holds a link for each task convfs search
@@ -260,6 +262,38 @@ done <"$T/ref"
 say "$n of 200 queries found something, each the same tasks as the reference"
 
 "$CONVFS" check "$STORE" >"$T/check" 2>"$T/check.err" || problem "convfs check (mounted) finds problems:\n$(cat "$T/check")"
+
+# ---- a subagent's subagent ----------------------------------------------------------------------
+
+say "a hit in a subagent's subagent names its folder in the view"
+# The session spawns agent a, which spawns agent b (each spawn_agent call's task is the first message of
+# the conversation it starts); the word is in b's conversation, shown at subagents/<a>/subagents/<b>/.
+sid=1799500000000_nestx a=agent_1799500000100_aaaa b=agent_1799500000200_bbbb
+mkdir "$M/sessions/$sid"
+node -e 'const fs = require("fs"), [dir, sid, a, b] = process.argv.slice(1);
+	const text = (t) => [{ type: "text", text: t }];
+	const spawn = (id, task) => [{ type: "tool_use", id, name: "spawn_agent", input: { task } }];
+	const conv = (agent, messages) => JSON.stringify({ version: 1, sessionId: sid, agent, messages });
+	fs.writeFileSync(`${dir}/${sid}.json`, JSON.stringify({ version: 1, session_id: sid,
+		cwd: "/home/dev/projects/delta", prompt: "a nest", metadata: { title: "a nest" } }));
+	fs.writeFileSync(`${dir}/${sid}.messages.json`, conv(undefined, [
+		{ id: "n1", role: "user", content: text("a nest"), ts: 1799500000000 },
+		{ id: "n2", role: "assistant", content: spawn("call_a", "look into the nest"), ts: 1799500000050 }]));
+	fs.writeFileSync(`${dir}/${a}.messages.json`, conv(a, [
+		{ id: "a1", role: "user", content: text("look into the nest"), ts: 1799500000100 },
+		{ id: "a2", role: "assistant", content: spawn("call_b", "count the eggs"), ts: 1799500000150 }]));
+	fs.writeFileSync(`${dir}/${b}.messages.json`, conv(b, [
+		{ id: "b1", role: "user", content: text("count the eggs"), ts: 1799500000200 },
+		{ id: "b2", role: "assistant", content: text("three eggs, nestedword"), ts: 1799500000250 }]));' \
+	"$M/sessions/$sid" "$sid" "$a" "$b"
+cs --json nestedword "$M"
+path=$(jq -r .path "$T/out") n=$(jq -r .line "$T/out")
+[[ $path == "$M"/workspaces/*/tasks/$sid/subagents/$a/subagents/$b/messages.jsonl ]] ||
+	problem "a hit in subagent $b (spawned by $a) names '$path'"
+sed -n "${n}p" "$path" 2>/dev/null | grep -q nestedword || problem "line $n of '$path' does not hold nestedword"
+jq -c ".path |= ltrimstr(\"$M/\")" "$T/out" >"$T/want.jsonl"
+jq -c . "$M/search/nestedword/results.jsonl" >"$T/got.jsonl" || problem "search/nestedword/results.jsonl is not JSON Lines"
+same "$T/want.jsonl" "$T/got.jsonl" "search/nestedword/results.jsonl against convfs search --json"
 
 # ---- kill -9 in the middle of commits -----------------------------------------------------------
 
