@@ -89,14 +89,24 @@ static int uuid_make(char out[37])
 }
 
 /*
+ * The rows each revision added, which is what a push reads of a doc
+ * (sync_outbox.c). rev_from leads: an index that led with doc_id would
+ * offer its range on rev_from to every statement that reads a version
+ * (rev_from <= R), and SQLite, without statistics, would take it over
+ * elems_cur and elems_off and read every row of the doc (schema.c, 15 ->
+ * 16).
+ */
+static const char added_index_sql[] = "CREATE INDEX IF NOT EXISTS elems_added ON elems(rev_from, doc_id)";
+
+/*
  * What the store committed before it synced, recorded as if it had synced
  * all along: a revision of one doc changed that doc (a removal removed
  * it); a task's trip to the trash and back changed each of its docs and the
  * history. Which elements of a doc each changed is in elems itself
- * (rev_from), found through index elems_from, made here too.
+ * (rev_from), found through index elems_added, made here too.
  */
 static const char *const enable_sql[] = {
-	"CREATE INDEX IF NOT EXISTS elems_from ON elems(doc_id, rev_from)",
+	added_index_sql,
 	"INSERT OR IGNORE INTO sync_touch(rev, doc_id, present, nelems) "
 	"  SELECT r.id, r.doc_id, r.kind NOT IN ('unlink', 'rename-out'), NULL FROM revisions r "
 	"  WHERE r.doc_id > 0 AND r.id <= ?1 AND EXISTS (SELECT 1 FROM docs d WHERE d.id = r.doc_id)",
@@ -151,6 +161,23 @@ rollback:
 	return r;
 }
 
+/*
+ * A store that synced before schema 16 lost its index of the rows each
+ * revision added (schema.c): made again, once, at its first mount that
+ * syncs. Store lock held.
+ */
+static int added_index(struct store *st)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	int r = store_row_args(st, "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'elems_added'", NULL,
+			       0, NULL, 0, "cannot look for the sync's index", &stmt);
+
+	if (r != -ENOENT)
+		return r;
+	log_info("sync: indexing the rows each commit added (once)");
+	return store_run(st, added_index_sql, NULL, 0, "cannot index the rows each commit added");
+}
+
 int store_sync_enable(struct store *st)
 {
 	STORE_LOCK(st);
@@ -164,7 +191,7 @@ int store_sync_enable(struct store *st)
 	if ((r = sync_track_load(st)) < 0)
 		return r;
 	if (st->sync_track)
-		return 0;
+		return added_index(st);
 	log_info("sync: making the store one that syncs: recording which files each commit so far changed");
 	if ((r = enable_locked(st, &revs)) < 0) {
 		log_err("sync: cannot make the store one that syncs: %s", strerror(-r));

@@ -7,7 +7,7 @@
  * the log's last entry of that doc (its prev): the elements of prev's
  * version it keeps, then the rest of the new version's bytes. Usually the
  * revision before it of that doc is prev's own local revision, and what it
- * changed is in its rows alone: the rows it added (index elems_from), the
+ * changed is in its rows alone: the rows it added (index elems_added), the
  * first of which is where the kept elements end, since a commit keeps a
  * prefix and writes the rest (store/array.c, merged.c, task.c). So an
  * append to a long conversation reads one row. Otherwise (another

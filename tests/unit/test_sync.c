@@ -10,9 +10,11 @@
  * back, whole docs; a store with history before it first synced; a push
  * whose bookkeeping was lost is not pushed twice, and nothing is applied
  * twice (sync_seen holds each entry once); the log refuses a push on top
- * of an old head.
+ * of an old head; a store that syncs commits an append to a long
+ * conversation reading no more of itself than one that does not.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -26,6 +28,7 @@
 #include <sqlite3.h>
 
 #include "store/store.h"
+#include "store/store_internal.h"
 #include "store/store_ops.h"
 #include "store/store_view.h"
 #include "store/sync.h"
@@ -366,6 +369,87 @@ static void test_reaches_others(void **state)
 	assert_int_equal(w->log.n, 2); /* nobody pushed what it pulled */
 }
 
+/* Pages a connection asked its cache for since the last call (hits and misses): what its statements read. */
+static int64_t pages_read(struct store *st)
+{
+	int cur = 0, hi = 0;
+	int64_t total;
+
+	assert_int_equal(sqlite3_db_status(st->db, SQLITE_DBSTATUS_CACHE_HIT, &cur, &hi, 1), SQLITE_OK);
+	total = cur;
+	assert_int_equal(sqlite3_db_status(st->db, SQLITE_DBSTATUS_CACHE_MISS, &cur, &hi, 1), SQLITE_OK);
+	return total + cur;
+}
+
+/* A conversation of n messages, each about 200 bytes (free()). */
+static char *long_conversation(int n)
+{
+	size_t cap = (size_t)n * 256 + 16, len = 0;
+	char *b = malloc(cap);
+
+	assert_non_null(b);
+	b[len++] = '[';
+	for (int i = 1; i <= n; i++)
+		len += (size_t)snprintf(b + len, cap - len, "%s" M(%d, "message %d of a long task: the handler now "
+			"invalidates the cache when the configuration changes, and the tests say so"), i > 1 ? "," : "", i, i);
+	b[len++] = ']';
+	b[len] = '\0';
+	return b;
+}
+
+/*
+ * An append to a long conversation, in a store that syncs and in one that
+ * does not: the one that syncs reads about as many pages (its sync_touch
+ * row and its index of added rows besides), not the conversation's every
+ * row, whatever index the sync added.
+ */
+static void test_append_cost(void **state)
+{
+	struct world *w = *state;
+	struct store *plain = NULL, *stores[2];
+	char path[300];
+	int64_t pages[2];
+	const int n = 3000;
+
+	snprintf(path, sizeof(path), "%s/plain.db", w->dir);
+	assert_int_equal(store_open(path, 0, &plain), 0);
+	stores[0] = plain;
+	stores[1] = w->m[0].st;
+	for (int k = 0; k < 2; k++) {
+		/* Its rows made in a few commits, as a task's steps make them. */
+		for (int step = 1; step <= 4; step++) {
+			char *c = long_conversation(n * step / 4);
+
+			save(stores[k], UI("7"), c);
+			free(c);
+		}
+		char *c = long_conversation(n + 1);
+
+		pages_read(stores[k]);
+		save(stores[k], UI("7"), c);
+		pages[k] = pages_read(stores[k]);
+		free(c);
+	}
+	print_message("an append to %d messages read %" PRId64 " pages without the sync, %" PRId64 " with it\n", n,
+		      pages[0], pages[1]);
+	assert_true(pages[1] <= pages[0] + pages[0] / 2 + 20);
+	store_free(plain);
+}
+
+/* A store that synced before schema 16 has the old index: the migration drops it, its next sync makes the new one. */
+static void test_old_index(void **state)
+{
+	struct world *w = *state;
+
+	store_free(w->m[1].st);
+	w->m[1].st = NULL;
+	db_exec(w, 1, "DROP INDEX IF EXISTS elems_added; CREATE INDEX elems_from ON elems(doc_id, rev_from); "
+		      "PRAGMA user_version = 15");
+	machine_open(w, 1, true);
+	assert_int_equal(db_int(w, 1, "SELECT count(*) FROM sqlite_master WHERE name = 'elems_from'"), 0);
+	assert_int_equal(db_int(w, 1, "SELECT count(*) FROM sqlite_master WHERE name = 'elems_added'"), 1);
+}
+
 /* The same conversation changed on two machines apart: both messages kept, and the same bytes everywhere. */
 static void test_apart(void **state)
 {
@@ -619,6 +703,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_wire),
 		cmocka_unit_test_setup_teardown(test_reaches_others, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_append_cost, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_old_index, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_apart, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_whole_and_trash, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_history_before, setup, teardown),
