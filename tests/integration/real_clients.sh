@@ -39,6 +39,10 @@
 #     the writer goes on through its open descriptor, the daemon exits once the
 #     last one closes; after a remount everything written before, and every
 #     write that returned through a descriptor opened before, is there.
+# And with 2.x, two machines (two mounts with stores of their own, -o sync
+# through a PostgreSQL cluster of the test's own, pg.sh): two tasks at once
+# on each, four in all: every task completes, all four are in each
+# machine's state/taskHistory.json, and both hold the same bytes.
 # Client processes left behind (1.0.10's cline-core/cline-host, 3.x's hub) are
 # reported and killed before each unmount.
 #
@@ -47,7 +51,7 @@
 #   REAL_CLIENTS         the versions to run (default "1.0.10 2.18.0 3.0.65")
 #   REAL_CLIENT_TIMEOUT  seconds one client run may take (default 240)
 #   REAL_CLIENT_GAP      seconds between the starts of 1.x tasks run at once (default 8)
-#   REAL_CLIENT_PARTS    which parts run (default "plain mount mounts kill unmount")
+#   REAL_CLIENT_PARTS    which parts run (default "plain mount mounts kill unmount sync")
 #   CI=true              a reason to skip (no npm registry, node < 20) fails
 # Outside CI it skips (exit 77) without node >= 20 or, when a CLI is not yet
 # in the cache, without the npm registry.
@@ -59,7 +63,7 @@
 
 read -r -a VERSIONS <<<"${REAL_CLIENTS:-1.0.10 2.18.0 3.0.65}"
 N=4 # tasks at once
-PARTS=" ${REAL_CLIENT_PARTS:-plain mount mounts kill unmount} "
+PARTS=" ${REAL_CLIENT_PARTS:-plain mount mounts kill unmount sync} "
 
 # ---- preconditions -------------------------------------------------------------
 
@@ -151,7 +155,8 @@ sweep_all()
 	kill "$MODEL_PID" 2>/dev/null
 	return 0
 }
-at_exit sweep_all
+. "$TESTS_DIR/pg.sh"
+at_exit 'sweep_all; pg_teardown'
 
 # The layout of one run: $B (its folder), $HOME_ (the client's HOME), $CFG
 # (2.x's --config), $DATA (the client's data folder, where convfs mounts).
@@ -289,11 +294,41 @@ mounts_lost()
 		head -n 20 || true
 }
 
+# all_in_both V PART NOUN PREFIX [STORE]: tasks 1 and 2 of each of two
+# layouts (folders PREFIX"a" and PREFIX"b", a NOUN each: a mount, a machine)
+# ended well, and each one's history lists the four; a note says how many it
+# lists. With STORE (the one store of both), a loss is reported with what
+# mounts_lost says of it.
+all_in_both()
+{
+	local v=$1 part=$2 noun=$3 prefix=$4 store=${5:-} m i id why hist lost ids=() why_lost=
+	for m in a b; do
+		layout "$v" "$prefix$m"
+		for i in 1 2; do
+			id=$(task_id "$v" "$i")
+			why=$(task_problems "$v" "$i" "$id")
+			[[ -z $why ]] || problem "$part: $v: task $i through $noun $m${id:+ ($id)}: $why"
+			[[ -z $id ]] || ids+=("$id")
+		done
+	done
+	((${#ids[@]} == 4)) || problem "$part: $v: ${#ids[@]} of the 4 tasks found in the data folders"
+	for m in a b; do
+		layout "$v" "$prefix$m"
+		hist=$(history_ids "$v")
+		lost=()
+		for id in "${ids[@]}"; do has_line "$hist" "$id" || lost+=("$id"); done
+		note "$part: $v: $((${#ids[@]} - ${#lost[@]})) of the ${#ids[@]} tasks of both in $noun $m's $(history_name "$v")$(retries)"
+		((${#lost[@]} == 0)) || problem "$part: $v: $(history_name "$v") through $noun $m lacks ${lost[*]}"
+		((${#lost[@]} == 0)) || [[ -z $store || -n $why_lost ]] || why_lost=$(mounts_lost "$v" "$store")
+	done
+	[[ -z $why_lost ]] || say "$part: $v: what may say why a task is lost:"$'\n'"$why_lost"
+}
+
 # mounts_test V: two layouts (a, b) whose data folders are two mounts of one
 # store; two tasks at once through each mount, the four at once.
 mounts_test()
 {
-	local v=$1 store=$T/$v-mounts.db m i id why hist pids=() ids=() lost why_lost=
+	local v=$1 store=$T/$v-mounts.db m pids=()
 	step "$v: two tasks at once through each of two mounts of one store"
 	for m in a b; do
 		layout "$v" "$T/$v-mounts-$m"
@@ -305,26 +340,7 @@ mounts_test()
 		pids+=($!)
 	done
 	wait "${pids[@]}" || true
-	for m in a b; do
-		layout "$v" "$T/$v-mounts-$m"
-		for i in 1 2; do
-			id=$(task_id "$v" "$i")
-			why=$(task_problems "$v" "$i" "$id")
-			[[ -z $why ]] || problem "mounts: $v: task $i through mount $m${id:+ ($id)}: $why"
-			[[ -z $id ]] || ids+=("$id")
-		done
-	done
-	((${#ids[@]} == 4)) || problem "mounts: $v: ${#ids[@]} of the 4 tasks found in the data folders"
-	for m in a b; do
-		layout "$v" "$T/$v-mounts-$m"
-		hist=$(history_ids "$v")
-		lost=()
-		for id in "${ids[@]}"; do has_line "$hist" "$id" || lost+=("$id"); done
-		note "mounts: $v: $((${#ids[@]} - ${#lost[@]})) of the ${#ids[@]} tasks of both mounts in mount $m's $(history_name "$v")$(retries)"
-		((${#lost[@]} == 0)) || problem "mounts: $v: $(history_name "$v") through mount $m lacks ${lost[*]}"
-		((${#lost[@]} == 0)) || [[ -n $why_lost ]] || why_lost=$(mounts_lost "$v" "$store")
-	done
-	[[ -z $why_lost ]] || say "mounts: $v: what may say why a task is lost:"$'\n'"$why_lost"
+	all_in_both "$v" mounts mount "$T/$v-mounts-" "$store"
 	for m in a b; do
 		layout "$v" "$T/$v-mounts-$m"
 		sweep "$HOME_" "$DATA" "mounts: $v, mount $m"
@@ -516,6 +532,66 @@ unmount_test()
 	# folder underneath: the remount keeps the store's and puts those beside.
 	check_log "$B/store.db.log" "^convfs: warning: 'db/[^']*' is new underneath and differs from the store's; the store's version is kept"
 }
+
+# ---- 2.x on two machines, one history --------------------------------------------
+
+sync_test()
+{
+	local v=$1 m i conn datas=() pids=()
+	step "$v on two machines syncing through PostgreSQL, two tasks at once on each"
+	pg_setup
+	q -d postgres -c 'CREATE DATABASE rc'
+	conn=$(pg_conn rc)
+	for m in a b; do
+		layout "$v" "$T/sync-$m"
+		mount_convfs "$DATA" "$B/store.db" -o "sync=$conn"
+		datas+=("$DATA")
+	done
+	# The two machines' auth at once: the CLI's start-up is most of it.
+	for m in a b; do
+		(
+			trap - ERR
+			set +e
+			layout "$v" "$T/sync-$m"
+			auth "$v"
+		) &
+		pids+=($!)
+	done
+	for i in 0 1; do
+		m=$([[ $i == 0 ]] && echo a || echo b)
+		layout "$v" "$T/sync-$m"
+		wait "${pids[$i]}" || problem "sync: $m: \`cline auth\` failed: $(err_text "$B/auth.out" "$B/auth.err")"
+	done
+	pids=()
+	for m in a b; do
+		(
+			trap - ERR
+			set +e
+			layout "$v" "$T/sync-$m"
+			run_tasks "$v" 1 2
+		) &
+		pids+=($!)
+	done
+	# Only these: a bare wait would wait for the model server too.
+	wait "${pids[@]}" || true
+	pg_settled rc "${datas[@]}"
+	all_in_both "$v" sync machine "$T/sync-"
+	node "$TESTS_DIR/sync/check.js" -- "${datas[@]}" >"$T/sync-check.out" 2>&1 ||
+		problem "sync: the two machines differ:\n$(cat "$T/sync-check.out")"
+	for m in a b; do
+		layout "$v" "$T/sync-$m"
+		sweep "$HOME_" "$DATA" "sync: $m"
+		unmount_convfs "$DATA"
+		check_log "$B/store.db.log"
+	done
+	pg_teardown
+}
+
+if [[ $PARTS == *" sync "* ]]; then
+	for v in "${VERSIONS[@]}"; do
+		[[ $v != 2.* ]] || sync_test "$v"
+	done
+fi
 
 if [[ -n $V3 && $PARTS == *" kill "* ]]; then
 	if ((HAVE_STRACE)); then
