@@ -48,6 +48,15 @@ die()
 # ---- the namespaces' world --------------------------------------------------
 
 mount --make-rprivate /
+# A new mount namespace starts with a copy of every mount there is, FUSE
+# mounts of other programs included (a convfs mount of a test running
+# beside), and holds them: such a daemon would not end at its `fusermount3
+# -u` while this namespace lives. Each is detached at once, deepest first
+# (-c: no stat of a mount point whose daemon may not answer).
+awk '{ for (i = 7; $i != "-"; i++); if ($(i + 1) ~ /^fuse(blk)?(\.|$)/) print $5 }' /proc/self/mountinfo |
+	sort -r | while read -r mp; do
+	umount -l -c "$(printf '%b' "$mp")" || say "cannot detach the FUSE mount '$mp'"
+done
 hostname devbox
 ip link set lo up
 

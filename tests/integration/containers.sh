@@ -86,18 +86,10 @@ declare -A DAEMON=()  # "container V" -> pid of the nsenter whose child is the d
 # container_init HOME READY: process 1 of a container, run by unshare.
 container_init()
 {
-	local home=$1 ready=$2 mp
-	# A new mount namespace starts with a copy of every mount there is, the
-	# FUSE mounts of other tests (this run's and other runs') included, and
-	# holds them: the daemon of such a mount does not end at its
-	# `fusermount3 -u` while this namespace keeps the copy (its test then
-	# fails: "still runs 10 s after unmounting"). So each FUSE mount is
-	# detached here at once, deepest first, before this container makes
-	# its own. (-c: no stat of a mount point whose daemon may not answer.)
-	while read -r mp; do
-		umount -l -c "$(printf '%b' "$mp")" || echo "cannot detach the FUSE mount '$mp'" >&2
-	done < <(awk '{ for (i = 7; $i != "-"; i++); if ($(i + 1) ~ /^fuse(blk)?(\.|$)/) print $5 }' \
-		/proc/self/mountinfo | sort -r)
+	local home=$1 ready=$2
+	# Other tests' FUSE mounts, copied into this namespace, are let go
+	# before this container makes its own.
+	detach_fuse_copies
 	mount -t tmpfs -o mode=0755 tmpfs "$home"
 	echo up >"$ready"
 	while :; do
@@ -115,7 +107,7 @@ container_start()
 	rm -f "$ready"
 	: >"$T/$name.err"
 	unshare --mount --propagation private --pid --fork --mount-proc \
-		bash -c "$(declare -f container_init); container_init \"\$@\"" - "$T/$name/home" "$ready" \
+		bash -c "$(declare -f detach_fuse_copies container_init); container_init \"\$@\"" - "$T/$name/home" "$ready" \
 		2>>"$T/$name.err" &
 	up=$!
 	for ((i = 0; i < 100; i++)); do

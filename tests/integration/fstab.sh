@@ -33,6 +33,9 @@ if [[ ${CONVFS_FSTAB_NS:-} != 1 ]]; then
 fi
 
 . "$(dirname "$0")/lib.sh"
+# Other tests' FUSE mounts, copied into this namespace, are let go at once
+# (their daemons would not end at their unmounts while it lives).
+detach_fuse_copies
 
 for cmd in mount umount findmnt mount.fuse3; do
 	command -v "$cmd" >/dev/null || fail "$cmd is missing"

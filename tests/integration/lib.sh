@@ -84,6 +84,22 @@ mounts_below_tmp()
 	awk -v t="$T" '$5 == t || index($5, t "/") == 1 { print $5 }' /proc/self/mountinfo | sort -r
 }
 
+# detach_fuse_copies: for a test that runs in a mount namespace of its own.
+# A new mount namespace starts with a copy of every mount there is, the FUSE
+# mounts of other tests (this run's and other runs') included, and holds
+# them: the daemon of such a mount does not end at its `fusermount3 -u`
+# while the namespace keeps the copy (its test then fails: "still runs 10 s
+# after unmounting"). So each is detached at once, deepest first (-c: no
+# stat of a mount point whose daemon may not answer).
+detach_fuse_copies()
+{
+	local mp
+	while read -r mp; do
+		umount -l -c "$(printf '%b' "$mp")" || echo "cannot detach the FUSE mount '$mp'" >&2
+	done < <(awk '{ for (i = 7; $i != "-"; i++); if ($(i + 1) ~ /^fuse(blk)?(\.|$)/) print $5 }' \
+		/proc/self/mountinfo | sort -r)
+}
+
 cleanup()
 {
 	local status=$? mp pid log

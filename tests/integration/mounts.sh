@@ -356,9 +356,8 @@ NS=$T/ns
 mkdir "$NS"
 # Inside, every FUSE mount copied from here is detached first: a copy would
 # keep its daemon (this test's, or another test's) from ending at its unmount.
-unshare -m --propagation private bash -c '
-	awk '\''{ for (i = 7; $i != "-"; i++); if ($(i + 1) ~ /^fuse(blk)?(\.|$)/) print $5 }'\'' /proc/self/mountinfo |
-		sort -r | while read -r mp; do umount -l -c "$(printf "%b" "$mp")"; done
+unshare -m --propagation private bash -c "$(declare -f detach_fuse_copies)"'
+	detach_fuse_copies
 	exec "$@"' _ "${VALGRIND[@]}" "$CONVFS" -f -o "store=$S" "$NS" 2>>"$T/ns.log" &
 nspid=$!
 echo "$nspid" >>"$T/daemons"
