@@ -3,11 +3,11 @@
  * jsonl.c: a rewrite of the view's JSON Lines (messages.jsonl,
  * ui_messages.jsonl) made into the JSON array it stands for.
  *
- * Each line is an element: "[line,line,...]", or, for a doc whose array is a
- * member of an object (a CLI 3.x session's "messages"), the lines framed in
- * the doc's own bytes around its array (its other members kept as they
- * are). The file is read 1 MiB at a
- * time and the array written as it goes, into memory up to COMMIT_INLINE
+ * Each line is an element, the lines joined by commas between the doc's own
+ * bytes before and after its array (its '[' and ']'; for a CLI 3.x session,
+ * the object's other members too, kept as they are), or between "[" and
+ * "]" for a doc made new. The file is read 1 MiB at a time and the array
+ * written as it goes, into memory up to COMMIT_INLINE
  * and then into a private file (fs_private_file()), so that a rewrite of
  * any size is converted in bounded memory; then each line is checked as an
  * append's line is (store_line_check(), or store_lines_check_fd() in the

@@ -127,18 +127,15 @@ static int jsonl_append(struct fs *fs, struct fs_file *f, const char *buf, size_
 }
 
 /*
- * The frame of the doc's array where it is a member of an object (a CLI 3.x
- * session's "messages"), as the writer opened it: its other members stay as
- * they were. NULL for a top-level array, written as "[" lines "]".
+ * The doc's own bytes around its array as the writer opened it: "[" and "]"
+ * for Cline's files, an object's other members too for a CLI 3.x session's
+ * "messages", which so stay as they were. NULL for a doc opened new.
  */
 static const struct jsonl_frame *jsonl_frame_of(const struct fs_file *f, struct jsonl_frame *frame)
 {
-	const char *p;
-
 	if (!f->snap || store_snap_frame(f->snap, &frame->head, &frame->head_len, &frame->tail, &frame->tail_len) < 0)
 		return NULL;
-	p = frame->head + strspn(frame->head, " \t\r\n");
-	return *p == '{' ? frame : NULL;
+	return frame;
 }
 
 /* Commits the staged JSON Lines as the doc's new content (a merged rewrite). f->lock held. */
