@@ -195,6 +195,39 @@ int open_regular(int dirfd, const char *name, struct stat *ret_st)
 	return r;
 }
 
+int read_fd_all(int fd, size_t max, char **ret_data, size_t *ret_len)
+{
+	_cleanup_sb_ struct sb sb = SB_INIT;
+	struct stat st;
+	int r;
+
+	/* What fstat() says is only where to start: the file may grow or shrink while it is read. */
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (size_t)st.st_size < max &&
+	    (r = sb_grow(&sb, (size_t)st.st_size + 1)) < 0)
+		return r;
+	for (;;) {
+		ssize_t n;
+
+		if (sb.alloc - sb.len < 2 && (r = sb_grow(&sb, sb.alloc ? sb.alloc : 65536)) < 0)
+			return r;
+		n = read(fd, sb.buf + sb.len, sb.alloc - sb.len - 1);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			break;
+		sb.len += (size_t)n;
+		if (sb.len > max)
+			return -EFBIG;
+	}
+	sb.buf[sb.len] = '\0';
+	*ret_len = sb.len;
+	*ret_data = sb_detach(&sb, NULL);
+	return 0;
+}
+
 /*
  * Reads the whole regular file name (in dirfd) into memory of our own, with
  * read(): another process may truncate or rewrite it meanwhile, which a
@@ -206,33 +239,14 @@ int open_regular(int dirfd, const char *name, struct stat *ret_st)
 int read_file(int dirfd, const char *name, char **ret_data, size_t *ret_len, struct stat *ret_st)
 {
 	_cleanup_close_ int fd = -1;
-	_cleanup_sb_ struct sb sb = SB_INIT;
 	struct stat st;
 	int r;
 
 	fd = open_regular(dirfd, name, &st);
 	if (fd < 0)
 		return fd;
-	if ((r = sb_grow(&sb, (size_t)st.st_size + 1)) < 0)
+	if ((r = read_fd_all(fd, SIZE_MAX, ret_data, ret_len)) < 0)
 		return r;
-	for (;;) {
-		ssize_t n;
-
-		if (sb.alloc - sb.len < 2 && (r = sb_grow(&sb, sb.alloc)) < 0)
-			return r;
-		n = read(fd, sb.buf + sb.len, sb.alloc - sb.len - 1);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			break;
-		sb.len += (size_t)n;
-	}
-	sb.buf[sb.len] = '\0';
-	*ret_len = sb.len;
-	*ret_data = sb_detach(&sb, NULL);
 	*ret_st = st;
 	return 0;
 }

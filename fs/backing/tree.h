@@ -72,5 +72,11 @@ int open_regular(int dirfd, const char *name, struct stat *ret_st);
  * caller frees *ret_data.
  */
 int read_file(int dirfd, const char *name, char **ret_data, size_t *ret_len, struct stat *ret_st);
+/*
+ * Reads fd from where it is to its end into memory of our own (free()),
+ * NUL-terminated, whatever its size said when it began: at most max bytes,
+ * -EFBIG past them.
+ */
+int read_fd_all(int fd, size_t max, char **ret_data, size_t *ret_len);
 
 #endif

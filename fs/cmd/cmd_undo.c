@@ -48,6 +48,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fs/backing/tree.h"
 #include "fs/cmd/cmd.h"
 #include "fs/cmd/undo.h"
 #include "store/util.h"
@@ -103,67 +104,23 @@ static bool blob_same(const struct blob *a, const struct blob *b)
 	return !a->present || (a->len == b->len && memcmp(a->data, b->data, a->len) == 0);
 }
 
-/* Reads the regular file open at fd whole, at most UNDO_FILE_MAX; 0 or -errno (-EFBIG past it). */
-static int read_fd(int fd, struct blob *b)
-{
-	struct stat st;
-	size_t got = 0;
-
-	if (fstat(fd, &st) < 0)
-		return -errno;
-	if (!S_ISREG(st.st_mode))
-		return -EINVAL;
-	if ((size_t)st.st_size > UNDO_FILE_MAX)
-		return -EFBIG;
-	if (!(b->data = malloc((size_t)st.st_size + 1)))
-		return -ENOMEM;
-	for (;;) {
-		ssize_t k;
-
-		if (got == (size_t)st.st_size) {
-			/* One byte more than fstat said: the file grew while read. */
-			char extra;
-
-			k = read(fd, &extra, 1);
-			if (k < 0 && errno == EINTR)
-				continue;
-			if (k < 0)
-				return -errno;
-			if (k > 0)
-				return -EAGAIN;
-			break;
-		}
-		k = read(fd, b->data + got, (size_t)st.st_size - got);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0)
-			return -errno;
-		if (k == 0)
-			return -EAGAIN;
-		got += (size_t)k;
-	}
-	b->data[got] = '\0';
-	b->len = got;
-	b->present = true;
-	b->mode = st.st_mode & 07777;
-	b->exec = (st.st_mode & S_IXUSR) != 0;
-	return 0;
-}
-
 /* name (at dir) as it is now, never through a symlink: absent, or read; -EINVAL for what is not a regular file. */
 static int read_at(int dir, const char *name, struct blob *b)
 {
 	_cleanup_close_ int fd = -1;
+	struct stat st;
 	int r;
 
 	*b = (struct blob){ 0 };
-	fd = openat(dir, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	fd = open_regular(dir, name, &st);
 	if (fd < 0)
-		return errno == ENOENT ? 0 : errno == ELOOP ? -EINVAL : -errno;
-	r = read_fd(fd, b);
-	if (r < 0)
-		blob_release(b);
-	return r;
+		return fd == -ENOENT ? 0 : fd == -ELOOP ? -EINVAL : fd;
+	if ((r = read_fd_all(fd, UNDO_FILE_MAX, &b->data, &b->len)) < 0)
+		return r;
+	b->present = true;
+	b->mode = st.st_mode & 07777;
+	b->exec = (st.st_mode & S_IXUSR) != 0;
+	return 0;
 }
 
 /* rel in a checkpoint's files/ (through the mount). */

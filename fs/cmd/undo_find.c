@@ -23,37 +23,20 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fs/backing/tree.h"
 #include "fs/cmd/undo.h"
 #include "store/util.h"
 
 #define UNDO_JSON_MAX ((size_t)1 << 20)
 #define UNDO_DIFF_MAX ((size_t)64 << 20)
 
-/* The file at path whole, at most max bytes (free()); 0 or -errno (-EFBIG past max). */
+/* The regular file at path whole, at most max bytes (free()); 0 or -errno (-EFBIG past max). */
 static int slurp(const char *path, size_t max, char **ret, size_t *ret_len)
 {
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-	_cleanup_sb_ struct sb sb = SB_INIT;
-	char buf[65536];
+	struct stat st;
+	_cleanup_close_ int fd = open_regular(AT_FDCWD, path, &st);
 
-	if (fd < 0)
-		return -errno;
-	for (;;) {
-		ssize_t k = read(fd, buf, sizeof(buf));
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0)
-			return -errno;
-		if (k == 0)
-			break;
-		if (sb.len + (size_t)k > max)
-			return -EFBIG;
-		if (sb_add(&sb, buf, (size_t)k) < 0)
-			return -ENOMEM;
-	}
-	*ret = sb_detach(&sb, ret_len);
-	return *ret ? 0 : -ENOMEM;
+	return fd < 0 ? fd : read_fd_all(fd, max, ret, ret_len);
 }
 
 /* The workspace's path from the workspace.json two folders up from the task. */
@@ -255,10 +238,8 @@ static int add_note(struct undo_diff *d, const char *s, size_t len)
 
 int undo_diff_parse(struct undo_diff *d, const char *text, size_t size)
 {
-	static const struct {
-		const char *head;
-		const char *prefix;
-	} names[] = { { "rename from ", "" }, { "rename to ", "" }, { "copy to ", "" } };
+	/* The names a rename or copy gives on lines of their own (no a/ or b/). */
+	static const char *const names[] = { "rename from ", "rename to ", "copy to " };
 	const char *line = text, *end = text + size;
 	int r = 0;
 
@@ -275,10 +256,10 @@ int undo_diff_parse(struct undo_diff *d, const char *text, size_t size)
 				r = add_note(d, line, len);
 		} else {
 			for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
-				size_t hl = strlen(names[i].head);
+				size_t hl = strlen(names[i]);
 
-				if (len > hl && memcmp(line, names[i].head, hl) == 0) {
-					r = add_path(d, line + hl, len - hl, names[i].prefix);
+				if (len > hl && memcmp(line, names[i], hl) == 0) {
+					r = add_path(d, line + hl, len - hl, "");
 					break;
 				}
 			}

@@ -30,6 +30,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fs/backing/tree.h"
 #include "fs/ops/route.h"
 #include "fs/view/view.h"
 #include "fs/view/view_context.h"
@@ -84,74 +85,52 @@ static const struct context_where ckpt_where = { ckpt_input, -EROFS };
 static const struct context_where version_where = { version_input, -EROFS };
 
 /*
- * The session's compaction file, read whole into *ret (free(); NULL if it
- * has none) and its fstat() into *st. Read to its end, whatever its size
- * said, and parsed later from these bytes only: the CLI may rewrite it
- * meanwhile. The fstat() comes before the read: a change while it is read
- * gives the file a newer time, so the next look does not take this text.
+ * The session's compaction file, open, with its fstat() in *st: -ENOENT if
+ * it has none. Its identity (inode, size, time) keys what was made of it,
+ * so that it is read only when it changed. Read whole and parsed from those
+ * bytes only (the CLI may rewrite it meanwhile); the fstat() comes before
+ * the read: a change while it is read gives the file a newer time, so the
+ * next look does not take this text.
  */
-static int read_compaction(struct fs *fs, const char *session, char **ret, size_t *ret_len, struct stat *st)
+static int open_compaction(struct fs *fs, const char *session, char *path, size_t n, struct stat *st)
 {
-	_cleanup_sb_ struct sb buf = SB_INIT;
-	_cleanup_close_ int fd = -1;
-	char path[192];
+	int fd;
 
-	*ret = NULL;
-	*ret_len = 0;
 	memset(st, 0, sizeof(*st));
-	if ((size_t)snprintf(path, sizeof(path), "sessions/%s/%s.compaction.json", session, session) >= sizeof(path))
+	if ((size_t)snprintf(path, n, "sessions/%s/%s.compaction.json", session, session) >= n)
 		return -ENAMETOOLONG;
 	fd = plain_open_regular(fs, path, O_RDONLY, 0, st);
-	if (fd == -ENOENT)
-		return 0;
-	if (fd < 0) {
+	if (fd < 0 && fd != -ENOENT)
 		log_warn("cannot read '%s': %s", path, strerror(-fd));
-		return fd;
-	}
-	for (;;) {
-		ssize_t n;
-		int r;
-
-		if (buf.len > COMPACTION_FILE_MAX) {
-			log_warn("cannot show what the model saw of session '%s': '%s' is over %d MiB", session, path,
-				 COMPACTION_FILE_MAX >> 20);
-			return -EFBIG;
-		}
-		if ((r = sb_grow(&buf, 64 << 10)) < 0)
-			return r;
-		n = read(fd, buf.buf + buf.len, 64 << 10);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			r = -errno;
-			log_warn("cannot read '%s': %s", path, strerror(-r));
-			return r;
-		}
-		if (n == 0)
-			break;
-		buf.len += (size_t)n;
-		buf.buf[buf.len] = '\0';
-	}
-	*ret = sb_detach(&buf, ret_len);
-	return 0;
+	return fd;
 }
 
 /* A session's live context.jsonl: kept under its path and its compaction file's identity. */
 static int session_context_of(const struct route *rt, struct view_context **ret)
 {
 	_cleanup_free_ char *state = NULL;
+	_cleanup_close_ int fd = -1;
 	struct context_input in;
-	char key[512];
-	size_t len;
+	char key[512], path[192];
+	size_t len = 0;
 	struct stat st;
 	int r;
 
-	if ((r = read_compaction(rt->fs, rt->vp.task, &state, &len, &st)) < 0)
-		return r;
+	fd = open_compaction(rt->fs, rt->vp.task, path, sizeof(path), &st);
+	if (fd < 0 && fd != -ENOENT)
+		return fd;
 	snprintf(key, sizeof(key), "%s\n%ju:%jd:%jd.%09ld", rt->rel, (uintmax_t)st.st_ino, (intmax_t)st.st_size,
 		 (intmax_t)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
 	if ((*ret = view_context_lookup(rt->fs, key)))
 		return 0;
+	if (fd >= 0 && (r = read_fd_all(fd, COMPACTION_FILE_MAX, &state, &len)) < 0) {
+		if (r == -EFBIG)
+			log_warn("cannot show what the model saw of session '%s': '%s' is over %d MiB", rt->vp.task,
+				 path, COMPACTION_FILE_MAX >> 20);
+		else
+			log_warn("cannot read '%s': %s", path, strerror(-r));
+		return r;
+	}
 	r = context_input_session(rt->fs, rt->vp.task, TAKE_PTR(state), len,
 				  (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec, &in);
 	return r < 0 ? r : view_context_get(rt->fs, key, &in, ret);
