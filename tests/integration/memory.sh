@@ -399,7 +399,7 @@ cli1()
 # hello.txt alone, in the workspace the task recorded.
 run_f()
 {
-	local B=$T/f HOME_=$T/f/home W=$T/f/ws id V rc=0
+	local B=$T/f HOME_=$T/f/home W=$T/f/ws id V rc=0 i
 	local DATA=$HOME_/.cline/data
 	mkdir -p "$DATA" "$W"
 	echo "the user's notes" >"$W/notes.txt"
@@ -414,6 +414,15 @@ run_f()
 	id=$(jq -r '.[-1].id' "$DATA/state/taskHistory.json")
 	V=$(echo "$DATA"/workspaces/*/tasks/"$id")
 	[[ -d $V/checkpoints ]] || fail "F: no checkpoints/ in the view folder of task '$id'"
+	# 1.x's core process may outlive the CLI and save the last checkpoint and
+	# task_metadata.json's edit dates a moment later: wait for checkpoint 1's
+	# agent.diff to name the agent's hello.txt.
+	for ((i = 0; i < 60 * SLOW; i++)); do
+		grep -q '^diff --git a/hello.txt b/hello.txt$' "$V"/checkpoints/001-*/agent.diff 2>/dev/null && break
+		sleep 0.5
+	done
+	grep -q '^diff --git a/hello.txt b/hello.txt$' "$V"/checkpoints/001-*/agent.diff 2>/dev/null ||
+		problem "F: 30 s after the task, checkpoint 1's agent.diff does not name hello.txt; checkpoints: $(ls "$V/checkpoints" | tr '\n' ' ')\n$(head -n 5 "$V"/checkpoints/001-*/agent.diff 2>&1)\nfiles_in_context: $(jq -c '.files_in_context' "$DATA/tasks/$id/task_metadata.json" 2>&1 | cut -c1-400)"
 	echo "an edit of the user's" >>"$W/notes.txt"
 	rc=0
 	"$CONVFS" undo "$V" 1 >"$B/undo.out" 2>&1 || rc=$?
