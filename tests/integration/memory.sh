@@ -403,7 +403,11 @@ run_f()
 	local DATA=$HOME_/.cline/data
 	mkdir -p "$DATA" "$W"
 	echo "the user's notes" >"$W/notes.txt"
-	model_up "$B" F
+	# 1.0.10 commits a checkpoint in the background and records its id in
+	# ui_messages.json once the commit is done, but its core ends with the
+	# CLI as soon as the task ends: the reply that ends the task waits 5 s,
+	# as a model's would, so that the checkpoint after hello.txt gets its id.
+	MODEL_SERVER_END_DELAY_MS=5000 model_up "$B" F
 	mount_convfs "$DATA" "$B/store.db"
 	cli1 "$W" auth auth -p openai -k sk-fake -m fake-model -b "http://127.0.0.1:$(cat "$B/port")/v1" ||
 		fail "F: cline auth failed: $(tail -c 500 "$B/auth.out")"
@@ -414,9 +418,8 @@ run_f()
 	id=$(jq -r '.[-1].id' "$DATA/state/taskHistory.json")
 	V=$(echo "$DATA"/workspaces/*/tasks/"$id")
 	[[ -d $V/checkpoints ]] || fail "F: no checkpoints/ in the view folder of task '$id'"
-	# 1.x's core process may outlive the CLI and save the last checkpoint and
-	# task_metadata.json's edit dates a moment later: wait for checkpoint 1's
-	# agent.diff to name the agent's hello.txt.
+	# Should the core still be saving when the CLI returns, wait for
+	# checkpoint 1's agent.diff to name the agent's hello.txt.
 	for ((i = 0; i < 60 * SLOW; i++)); do
 		grep -q '^diff --git a/hello.txt b/hello.txt$' "$V"/checkpoints/001-*/agent.diff 2>/dev/null && break
 		sleep 0.5
