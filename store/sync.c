@@ -14,7 +14,9 @@
  *
  * The thread has a connection of its own to the store, and never holds a
  * transaction of it across a call to PostgreSQL: entries are fetched
- * first, then applied; a push is made of a read snapshot, then recorded.
+ * first, then applied; a push is made of a read snapshot, then recorded
+ * (through the requests' connection when it is given: see struct
+ * store_sync_config's served).
  * So a request's commit never waits for the network. A PostgreSQL that
  * cannot be reached is tried again every SYNC_RETRY_S; meanwhile the store
  * works as without the sync, and its commits wait here.
@@ -50,6 +52,7 @@
 
 struct engine {
 	struct store *st; /* the sync's own connection */
+	struct store *served; /* the requests' connection, for what a push records (may be NULL) */
 	const char *dir;  /* where large entries go (the store's folder) */
 	const struct sync_log_ops *ops;
 	void *log;
@@ -206,9 +209,11 @@ static int push(struct engine *e, bool *ret_more)
 	if (r == 0 && o.n > 0 && env_ms("CONVFS_SYNC_PUSH_PAUSE") > 0)
 		usleep((useconds_t)env_ms("CONVFS_SYNC_PUSH_PAUSE") * 1000);
 	if (r == 0 && (o.n > 0 || o.upto > e->local.pushed)) {
-		r = sync_outbox_done(e->st, &o, e->head);
+		r = sync_outbox_done(e->st, e->served, &o, e->head);
 		if (r == 0) {
 			e->head += (int64_t)o.n;
+			if (o.n > 0)
+				e->head_said = e->head; /* recorded by sync_outbox_done() */
 			e->pushed_since += (int64_t)o.n;
 			*ret_more = !o.complete;
 		}
@@ -565,7 +570,8 @@ int store_sync_start(const struct store_sync_config *cfg, struct store_sync **re
 		memcpy(s->key, cfg->key, sizeof(s->key));
 		s->has_key = true;
 	}
-	s->e = (struct engine){ .dir = s->dir, .changed = cfg->changed, .prepare = cfg->prepare, .ctx = cfg->ctx };
+	s->e = (struct engine){ .dir = s->dir, .changed = cfg->changed, .prepare = cfg->prepare, .ctx = cfg->ctx,
+				.served = cfg->served };
 	if ((r = engine_start(&s->e, s->store_path, s->conninfo, s->has_key ? s->key : NULL, &s->pg)) < 0)
 		goto fail;
 	s->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -610,10 +616,10 @@ int store_sync_catch_up(const struct store_sync_config *cfg, store_progress_fn p
 	return r;
 }
 
-int sync_round_once(struct store *st, const char *dir, const struct sync_log_ops *ops, void *log, bool push_too,
-		    void (*changed)(void *ctx, const char *path), void *ctx)
+int sync_round_once(struct store *st, struct store *served, const char *dir, const struct sync_log_ops *ops, void *log,
+		    bool push_too, void (*changed)(void *ctx, const char *path), void *ctx)
 {
-	struct engine e = { .st = st, .dir = dir, .ops = ops, .log = log, .changed = changed, .ctx = ctx,
+	struct engine e = { .st = st, .served = served, .dir = dir, .ops = ops, .log = log, .changed = changed, .ctx = ctx,
 			    .connected = true, .down_said = true };
 	int r = round_run(&e, NULL, push_too);
 
@@ -647,7 +653,7 @@ static int forget_push(struct engine *e, const struct store_forget *f)
 			break;
 	}
 	if (r == 0)
-		r = sync_outbox_done(e->st, &o, e->head);
+		r = sync_outbox_done(e->st, NULL, &o, e->head);
 	sync_outbox_release(&o);
 	if (r == 0 && (r = local_reload(e)) == 0)
 		e->ops->seen(e->log, e->local.pulled);

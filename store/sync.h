@@ -39,6 +39,15 @@ struct store_sync_config {
 	 */
 	void (*prepare)(void *ctx, const char *path);
 	void *ctx;
+	/*
+	 * The connection that serves the mount's requests (may be NULL): what
+	 * a push leaves in the store (which entries are this store's
+	 * revisions) is committed through it when it has no transaction
+	 * open. SQLite drops a connection's whole page cache when another
+	 * connection of the file commits: through the sync's own, every push
+	 * would make the next request read its pages again.
+	 */
+	struct store *served;
 };
 
 #define STORE_SYNC_KEY_SIZE 32

@@ -92,11 +92,12 @@ struct sync_log_ops {
 
 /*
  * One round on store st (a connection of the caller's) against log: pulls,
- * then pushes unless !push_too (sync.c). For the unit tests, whose log is
- * in memory. 0 or -errno.
+ * then pushes unless !push_too (sync.c); what a push records goes through
+ * served if it is not NULL (struct store_sync_config's). For the unit
+ * tests, whose log is in memory. 0 or -errno.
  */
-int sync_round_once(struct store *st, const char *dir, const struct sync_log_ops *ops, void *log, bool push_too,
-		    void (*changed)(void *ctx, const char *path), void *ctx);
+int sync_round_once(struct store *st, struct store *served, const char *dir, const struct sync_log_ops *ops, void *log,
+		    bool push_too, void (*changed)(void *ctx, const char *path), void *ctx);
 
 /* ---- this store's side (sync_local.c) ------------------------------------------------ */
 
@@ -117,8 +118,12 @@ void sync_local_release(struct sync_local *l);
  */
 int sync_outbox_make(struct store *st, const char *dir, int64_t head, size_t max_entries, size_t max_bytes,
 		     struct sync_outbox *ret);
-/* Records that o's entries are the log's head + 1 ... head + n. 0 or -errno. */
-int sync_outbox_done(struct store *st, const struct sync_outbox *o, int64_t head);
+/*
+ * Records that o's entries are the log's head + 1 ... head + n: through
+ * served if it is not NULL and has no transaction open, else through st
+ * (sync.h, struct store_sync_config's served). 0 or -errno.
+ */
+int sync_outbox_done(struct store *st, struct store *served, const struct sync_outbox *o, int64_t head);
 /* How many local revisions wait to be pushed, and when the oldest was made (may be NULL; 0: none). */
 int sync_waiting(struct store *st, int64_t *ret, int64_t *ret_oldest_ns);
 /*

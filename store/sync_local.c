@@ -374,14 +374,12 @@ static int outbox_entry_done(struct store *st, const struct sync_out *out, int64
 	return r;
 }
 
-int sync_outbox_done(struct store *st, const struct sync_outbox *o, int64_t head)
+/* What a push leaves in the store, in the transaction open on st. */
+static int outbox_record(struct store *st, const struct sync_outbox *o, int64_t head)
 {
-	STORE_LOCK(st);
 	int64_t pushed;
-	int r;
+	int r = 0;
 
-	if ((r = tx_begin(st)) < 0)
-		return r;
 	for (size_t i = 0; r == 0 && i < o->n; i++)
 		r = outbox_entry_done(st, &o->v[i], head + 1 + (int64_t)i);
 	if (r == 0)
@@ -392,10 +390,51 @@ int sync_outbox_done(struct store *st, const struct sync_outbox *o, int64_t head
 		r = meta_set_int(st, "sync_pulled", head + (int64_t)o->n);
 	if (r == 0 && o->n > 0)
 		r = meta_set_int(st, "sync_state_last_push_ns", now_ns());
-	if (r == 0 && (r = tx_commit(st)) == 0)
-		return 0;
-	tx_rollback(st);
+	/* The log's head for convfs status, in the same commit (the round writes nothing more). */
+	if (r == 0 && o->n > 0)
+		r = meta_set_int(st, "sync_state_head", head + (int64_t)o->n);
 	return r;
+}
+
+/*
+ * Through the requests' connection: a transaction of its own, not a doc
+ * commit (tx_begin() and tx_commit() would move the store's generation,
+ * and the view would drop what it keeps). -EBUSY if it cannot now (a
+ * transaction open there, a take-in's batch; or opened read-only): then
+ * the caller records through its own.
+ */
+static int outbox_done_served(struct store *served, const struct sync_outbox *o, int64_t head)
+{
+	STORE_LOCK(served);
+	int r;
+
+	if (served->readonly || served->tx_open || served->batch_depth)
+		return -EBUSY;
+	store_blob_drop(served);
+	if ((r = store_exec(served, "BEGIN IMMEDIATE")) < 0)
+		return r;
+	if ((r = outbox_record(served, o, head)) == 0 && (r = store_exec(served, "COMMIT")) == 0)
+		return 0;
+	sqlite3_exec(served->db, "ROLLBACK", NULL, NULL, NULL);
+	return r;
+}
+
+int sync_outbox_done(struct store *st, struct store *served, const struct sync_outbox *o, int64_t head)
+{
+	int r;
+
+	if (served && (r = outbox_done_served(served, o, head)) != -EBUSY)
+		return r;
+	{
+		STORE_LOCK(st);
+
+		if ((r = tx_begin(st)) < 0)
+			return r;
+		if ((r = outbox_record(st, o, head)) == 0 && (r = tx_commit(st)) == 0)
+			return 0;
+		tx_rollback(st);
+		return r;
+	}
 }
 
 /* ---- status ------------------------------------------------------------------------------- */

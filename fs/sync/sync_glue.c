@@ -190,7 +190,7 @@ int sync_glue_start(struct sync_glue *g, struct fs *fs, const char *store_path)
 	g->fs = fs;
 	g->cfg = (struct store_sync_config){ .store_path = g->store_path, .conninfo = g->conninfo,
 					     .key = g->has_key ? g->key : NULL, .changed = sync_glue_changed,
-					     .prepare = sync_glue_prepare_doc, .ctx = g };
+					     .prepare = sync_glue_prepare_doc, .ctx = g, .served = fs->store };
 	r = store_sync_start(&g->cfg, &g->sync);
 	if (r < 0)
 		log_err("sync: the mount goes on without syncing: %s", strerror(-r));

@@ -29,6 +29,7 @@
 
 #include "store/store.h"
 #include "store/store_internal.h"
+#include "store/store_changes.h"
 #include "store/store_ops.h"
 #include "store/store_view.h"
 #include "store/sync.h"
@@ -222,7 +223,7 @@ static int teardown(void **state)
 
 static int round_of(struct world *w, int i)
 {
-	return sync_round_once(w->m[i].st, w->dir, &mem_ops, &w->m[i].h, true, on_changed, &w->m[i]);
+	return sync_round_once(w->m[i].st, NULL, w->dir, &mem_ops, &w->m[i].h, true, on_changed, &w->m[i]);
 }
 
 /* Rounds on every machine until nothing moves: each has everything, the log has everything. */
@@ -434,6 +435,34 @@ static void test_append_cost(void **state)
 		      pages[0], pages[1]);
 	assert_true(pages[1] <= pages[0] + pages[0] / 2 + 20);
 	store_free(plain);
+}
+
+/*
+ * The daemon's sync has a connection of its own; what a push records goes
+ * through the one serving requests, so that the latter does not see
+ * another connection's commit after each push (SQLite would drop its
+ * whole page cache: the next save would read every page again).
+ */
+static void test_push_served(void **state)
+{
+	struct world *w = *state;
+	struct store *own = NULL;
+	char *got;
+
+	assert_int_equal(store_open(w->m[0].path, 0, &own), 0);
+	save(w->m[0].st, UI("7"), "[{\"ts\":1,\"type\":\"say\",\"text\":\"one\"}]");
+	assert_true(store_changed_elsewhere(w->m[0].st) >= 0);
+	assert_int_equal(sync_round_once(own, w->m[0].st, w->dir, &mem_ops, &w->m[0].h, true, NULL, NULL), 0);
+	assert_int_equal(store_changed_elsewhere(w->m[0].st), 0);
+	/* Pushed, and recorded: the next round pushes nothing again. */
+	assert_int_equal(w->log.n, 1);
+	assert_int_equal(sync_round_once(own, w->m[0].st, w->dir, &mem_ops, &w->m[0].h, true, NULL, NULL), 0);
+	assert_int_equal(w->log.n, 1);
+	settle(w, 2);
+	got = doc_read(w->m[1].st, UI("7"));
+	assert_string_equal(got, "[{\"ts\":1,\"type\":\"say\",\"text\":\"one\"}]");
+	free(got);
+	store_free(own);
 }
 
 /* A store that synced before schema 16 has the old index: the migration drops it, its next sync makes the new one. */
@@ -704,6 +733,7 @@ int main(void)
 		cmocka_unit_test(test_wire),
 		cmocka_unit_test_setup_teardown(test_reaches_others, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_append_cost, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_push_served, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_old_index, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_apart, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_whole_and_trash, setup, teardown),
