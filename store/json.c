@@ -729,3 +729,8 @@ int json_print_pretty(const cJSON *o, char **ret, size_t *ret_len)
 	*ret = pretty;
 	return 0;
 }
+
+void json_deletep(cJSON **p)
+{
+	cJSON_Delete(*p);
+}

@@ -121,4 +121,8 @@ struct cJSON;
  */
 int json_print_pretty(const struct cJSON *o, char **ret, size_t *ret_len);
 
+/* cJSON_Delete(*p), for _cleanup_json_ (a cJSON tree freed at the end of its scope). */
+void json_deletep(struct cJSON **p);
+#define _cleanup_json_ _cleanup_(json_deletep)
+
 #endif

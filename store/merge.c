@@ -297,12 +297,6 @@ out:
 
 /* ---- task history ----------------------------------------------------------- */
 
-static void cjson_deletep(cJSON **p)
-{
-	cJSON_Delete(*p);
-}
-#define _cleanup_cjson_ _cleanup_(cjson_deletep)
-
 static int cmp_names(const void *a, const void *b)
 {
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
@@ -387,10 +381,10 @@ static bool object_set(cJSON *obj, const char *name, cJSON *item)
 /* base, head and new versions of one history item, merged field by field. */
 static char *merge_fields(const char *b, size_t blen, const char *h, size_t hlen, const char *n, size_t nlen)
 {
-	_cleanup_cjson_ cJSON *bj = parse_exact(b, blen);
-	_cleanup_cjson_ cJSON *hj = parse_exact(h, hlen);
-	_cleanup_cjson_ cJSON *nj = parse_exact(n, nlen);
-	_cleanup_cjson_ cJSON *out = NULL;
+	_cleanup_json_ cJSON *bj = parse_exact(b, blen);
+	_cleanup_json_ cJSON *hj = parse_exact(h, hlen);
+	_cleanup_json_ cJSON *nj = parse_exact(n, nlen);
+	_cleanup_json_ cJSON *out = NULL;
 	const cJSON *m;
 
 	if (!cJSON_IsObject(bj) || !cJSON_IsObject(hj) || !cJSON_IsObject(nj))
@@ -553,9 +547,9 @@ static bool is_log(const char *name)
 int merge_metadata(const char *base, size_t base_len, const char *head, size_t head_len, const char *new,
 		   size_t new_len, char **ret_json, size_t *ret_len)
 {
-	_cleanup_cjson_ cJSON *bj = base ? parse_exact(base, base_len) : NULL;
-	_cleanup_cjson_ cJSON *hj = parse_exact(head, head_len);
-	_cleanup_cjson_ cJSON *nj = parse_exact(new, new_len);
+	_cleanup_json_ cJSON *bj = base ? parse_exact(base, base_len) : NULL;
+	_cleanup_json_ cJSON *hj = parse_exact(head, head_len);
+	_cleanup_json_ cJSON *nj = parse_exact(new, new_len);
 	const cJSON *m;
 
 	if (!cJSON_IsObject(hj) || !cJSON_IsObject(nj) || (base && !cJSON_IsObject(bj)))

@@ -15,6 +15,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "store/json.h"
+
 /* Commands that look inside a mount. */
 int cmd_status(int argc, char **argv);
 int cmd_log(int argc, char **argv);
@@ -26,11 +28,6 @@ int cmd_undo(int argc, char **argv);
 /* Commands that work on a store that is not mounted. */
 int cmd_check(int argc, char **argv);
 int cmd_forget(int argc, char **argv);
-
-static inline void cjson_deletep(cJSON **p)
-{
-	cJSON_Delete(*p);
-}
 
 /* "12.3 MiB" (or "512 B") into buf; returns buf. */
 char *cmd_size(int64_t bytes, char *buf, size_t n);

@@ -256,7 +256,7 @@ static void sync_text(const struct store_sync_status *y)
 
 static int print_json(const struct status *s)
 {
-	_cleanup_(cjson_deletep) cJSON *o = cJSON_CreateObject();
+	_cleanup_json_ cJSON *o = cJSON_CreateObject();
 	_cleanup_free_ char *text = NULL;
 	char t[40];
 	cJSON *c;

@@ -67,7 +67,7 @@ static int write_all(int fd, const char *p, size_t n)
 /* The JSON object of this daemon's file. */
 static char *entry_text(const char *mountpoint, int64_t since_ns)
 {
-	_cleanup_(cjson_deletep) cJSON *o = cJSON_CreateObject();
+	_cleanup_json_ cJSON *o = cJSON_CreateObject();
 	char ns[64];
 	ssize_t n = readlink("/proc/self/ns/mnt", ns, sizeof(ns) - 1);
 
@@ -170,7 +170,7 @@ static int read_small(int fd, char **ret)
 static int entry_read(int dfd, const char *name, struct registry_entry *ret)
 {
 	_cleanup_close_ int fd = openat(dfd, name, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
-	_cleanup_(cjson_deletep) cJSON *o = NULL;
+	_cleanup_json_ cJSON *o = NULL;
 	_cleanup_free_ char *text = NULL;
 	const cJSON *v;
 	int r;

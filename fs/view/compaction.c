@@ -39,12 +39,8 @@
 #include <strings.h>
 
 #include "fs/view/compaction.h"
+#include "store/json.h"
 
-static void cjson_deletep(cJSON **p)
-{
-	cJSON_Delete(*p);
-}
-#define _cleanup_json_ _cleanup_(cjson_deletep)
 
 /* ---- JavaScript's text of values ---------------------------------------------------- */
 

@@ -27,13 +27,9 @@
 #include <string.h>
 
 #include "fs/view/context.h"
+#include "store/json.h"
 #include "store/util.h"
 
-static void cjson_deletep(cJSON **p)
-{
-	cJSON_Delete(*p);
-}
-#define _cleanup_json_ _cleanup_(cjson_deletep)
 
 void context_range_parse(const char *s, size_t n, struct context_range *ret)
 {
