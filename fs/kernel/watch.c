@@ -56,6 +56,7 @@ struct watch {
 	char *store_path;
 	int inotify_fd;
 	int wal_wd, reg_wd;
+	char *wal_name; /* the WAL's name in its folder: the events of other files there are not looked at */
 	int stop_fd;     /* an eventfd: the thread ends once it is written */
 	pthread_t thread;
 	struct store_mark mark;
@@ -122,23 +123,30 @@ static void look(struct watch *w)
 		kcache_placement_check(w->fs);
 }
 
-/* Drains inotify's events: whether the registrations changed (the WAL's are all the same). */
-static bool drain(struct watch *w)
+/*
+ * Drains inotify's events: whether the registrations changed (*ret_reg)
+ * and whether the WAL did (*ret_wal). Other files of the store's folder (a
+ * log kept beside it, another store) say nothing.
+ */
+static void drain(struct watch *w, bool *ret_reg, bool *ret_wal)
 {
 	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
-	bool reg = false;
 	ssize_t n;
 
+	*ret_reg = *ret_wal = false;
 	while ((n = read(w->inotify_fd, buf, sizeof(buf))) > 0) {
 		for (char *p = buf; p < buf + n;) {
 			const struct inotify_event *e = (const struct inotify_event *)p;
 
-			if (e->wd == w->reg_wd || (e->mask & IN_Q_OVERFLOW))
-				reg = true;
+			if (e->mask & IN_Q_OVERFLOW)
+				*ret_reg = *ret_wal = true;
+			else if (e->wd == w->reg_wd)
+				*ret_reg = true;
+			else if (e->wd == w->wal_wd && e->len > 0 && strcmp(e->name, w->wal_name) == 0)
+				*ret_wal = true;
 			p += sizeof(*e) + e->len;
 		}
 	}
-	return reg;
 }
 
 static void *watch_thread(void *arg)
@@ -156,9 +164,18 @@ static void *watch_thread(void *arg)
 		}
 		if (fds[0].revents)
 			break;
-		/* Without inotify (or once a second), the registrations are counted at every look. */
-		if (n == 0 || w->inotify_fd < 0 || drain(w))
-			count_peers(w);
+		if (n > 0 && w->inotify_fd >= 0) {
+			bool reg, wal;
+
+			drain(w, &reg, &wal);
+			if (reg)
+				count_peers(w);
+			if (reg || wal)
+				look(w);
+			continue;
+		}
+		/* Without inotify, or once a second: the registrations counted, the store looked at. */
+		count_peers(w);
 		look(w);
 	}
 	return NULL;
@@ -167,12 +184,14 @@ static void *watch_thread(void *arg)
 /* Watches the WAL's folder (for the WAL) and the registrations' folder; -1 if inotify cannot. */
 static int watch_files(struct watch *w)
 {
-	_cleanup_free_ char *copy = strdup(w->store_path), *reg = NULL;
-	const char *dir;
+	_cleanup_free_ char *copy = strdup(w->store_path), *reg = NULL, *wal = NULL;
+	const char *dir, *slash = strrchr(w->store_path, '/');
 	int fd;
 
-	if (!copy || asprintf(&reg, "%s%s", w->store_path, REGISTRY_SUFFIX) < 0)
+	if (!copy || asprintf(&reg, "%s%s", w->store_path, REGISTRY_SUFFIX) < 0 ||
+	    asprintf(&wal, "%s-wal", slash ? slash + 1 : w->store_path) < 0)
 		return -ENOMEM;
+	w->wal_name = TAKE_PTR(wal);
 	dir = dirname(copy);
 	fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 	if (fd < 0)
@@ -231,6 +250,7 @@ fail:
 		close(w->inotify_fd);
 	if (w->stop_fd >= 0)
 		close(w->stop_fd);
+	free(w->wal_name);
 	free(w->store_path);
 	free(w);
 	return r;
@@ -249,6 +269,7 @@ void watch_stop(struct watch *w)
 	close(w->stop_fd);
 	if (w->inotify_fd >= 0)
 		close(w->inotify_fd);
+	free(w->wal_name);
 	free(w->store_path);
 	free(w);
 }
