@@ -41,7 +41,6 @@
 #include "fs/view/compaction.h"
 #include "store/json.h"
 
-
 /* ---- JavaScript's text of values ---------------------------------------------------- */
 
 static int add_zeros(struct sb *out, int n)

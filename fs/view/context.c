@@ -30,7 +30,6 @@
 #include "store/json.h"
 #include "store/util.h"
 
-
 void context_range_parse(const char *s, size_t n, struct context_range *ret)
 {
 	_cleanup_json_ cJSON *v = s ? cJSON_ParseWithLength(s, n) : NULL;
