@@ -389,24 +389,15 @@ int store_search_build(struct store *st, size_t max_rows, bool *ret_done)
 		return 0;
 	if (st->readonly)
 		return -EROFS;
-	store_blob_drop(st);
-	/* A transaction of its own: no doc changes, so no generation moves (no cache of the view is dropped). */
-	r = store_exec(st, "BEGIN IMMEDIATE");
-	if (r < 0)
+	if ((r = store_tx_aside_begin(st)) < 0)
 		return r;
-	st->tx_open = true;
 	r = build_rows(st, max_rows ? max_rows : 1, &cursor);
 	if (r == 0)
 		r = cursor < 0 ? store_run(st, "DELETE FROM meta WHERE key = 'search_cursor'", NULL, 0,
 					   "cannot record the search index's build")
 			       : store_run(st, "UPDATE meta SET value = ?1 WHERE key = 'search_cursor'", STORE_INTS(cursor),
 					   "cannot record the search index's build");
-	if (r == 0)
-		r = store_tx_lost(st) ? -EIO : store_exec(st, "COMMIT");
-	if (r < 0)
-		sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
-	st->tx_open = false;
-	if (r < 0)
+	if ((r = store_tx_aside_end(st, r)) < 0)
 		return r;
 	st->search_cursor = cursor;
 	*ret_done = cursor < 0;

@@ -231,6 +231,26 @@ bool store_tx_lost(struct store *st)
 	return true;
 }
 
+int store_tx_aside_begin(struct store *st)
+{
+	int r;
+
+	store_blob_drop(st);
+	if ((r = store_exec(st, "BEGIN IMMEDIATE")) == 0)
+		st->tx_open = true;
+	return r;
+}
+
+int store_tx_aside_end(struct store *st, int r)
+{
+	if (r == 0)
+		r = store_tx_lost(st) ? -EIO : store_exec(st, "COMMIT");
+	if (r < 0)
+		sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+	st->tx_open = false;
+	return r;
+}
+
 int store_exec(struct store *st, const char *sql)
 {
 	int rc = sqlite3_exec(st->db, sql, NULL, NULL, NULL);

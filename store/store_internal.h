@@ -253,6 +253,15 @@ int store_exec(struct store *st, const char *sql);
  * committed on its own. Store lock held.
  */
 bool store_tx_lost(struct store *st);
+/*
+ * A transaction that changes no doc (a step of the search index's build,
+ * what a sync's push records): the store's generation does not move, so
+ * the view keeps what it holds. store_tx_aside_end() commits if r is 0,
+ * else rolls back, and returns r or why the commit failed. Store lock held
+ * across both; not inside a batch.
+ */
+int store_tx_aside_begin(struct store *st);
+int store_tx_aside_end(struct store *st, int r);
 /* Logs an SQLite failure with context and returns its errno. */
 int store_fail(struct store *st, int rc, const char *what);
 

@@ -42,8 +42,8 @@ struct store_sync_config {
 	/*
 	 * The connection that serves the mount's requests (may be NULL): what
 	 * a push leaves in the store (which entries are this store's
-	 * revisions) is committed through it when it has no transaction
-	 * open. SQLite drops a connection's whole page cache when another
+	 * revisions) is committed through it, unless it is read-only.
+	 * SQLite drops a connection's whole page cache when another
 	 * connection of the file commits: through the sync's own, every push
 	 * would make the next request read its pages again.
 	 */

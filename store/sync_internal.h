@@ -120,8 +120,8 @@ int sync_outbox_make(struct store *st, const char *dir, int64_t head, size_t max
 		     struct sync_outbox *ret);
 /*
  * Records that o's entries are the log's head + 1 ... head + n: through
- * served if it is not NULL and has no transaction open, else through st
- * (sync.h, struct store_sync_config's served). 0 or -errno.
+ * served if it is not NULL and not read-only, else through st (sync.h,
+ * struct store_sync_config's served). 0 or -errno.
  */
 int sync_outbox_done(struct store *st, struct store *served, const struct sync_outbox *o, int64_t head);
 /* How many local revisions wait to be pushed, and when the oldest was made (may be NULL; 0: none). */

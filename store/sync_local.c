@@ -396,45 +396,14 @@ static int outbox_record(struct store *st, const struct sync_outbox *o, int64_t 
 	return r;
 }
 
-/*
- * Through the requests' connection: a transaction of its own, not a doc
- * commit (tx_begin() and tx_commit() would move the store's generation,
- * and the view would drop what it keeps). -EBUSY if it cannot now (a
- * transaction open there, a take-in's batch; or opened read-only): then
- * the caller records through its own.
- */
-static int outbox_done_served(struct store *served, const struct sync_outbox *o, int64_t head)
-{
-	STORE_LOCK(served);
-	int r;
-
-	if (served->readonly || served->tx_open || served->batch_depth)
-		return -EBUSY;
-	store_blob_drop(served);
-	if ((r = store_exec(served, "BEGIN IMMEDIATE")) < 0)
-		return r;
-	if ((r = outbox_record(served, o, head)) == 0 && (r = store_exec(served, "COMMIT")) == 0)
-		return 0;
-	sqlite3_exec(served->db, "ROLLBACK", NULL, NULL, NULL);
-	return r;
-}
-
 int sync_outbox_done(struct store *st, struct store *served, const struct sync_outbox *o, int64_t head)
 {
-	int r;
+	/* A push changes no doc: a transaction aside, on served unless it cannot write. */
+	struct store *via = served && !served->readonly ? served : st;
+	STORE_LOCK(via);
+	int r = store_tx_aside_begin(via);
 
-	if (served && (r = outbox_done_served(served, o, head)) != -EBUSY)
-		return r;
-	{
-		STORE_LOCK(st);
-
-		if ((r = tx_begin(st)) < 0)
-			return r;
-		if ((r = outbox_record(st, o, head)) == 0 && (r = tx_commit(st)) == 0)
-			return 0;
-		tx_rollback(st);
-		return r;
-	}
+	return r < 0 ? r : store_tx_aside_end(via, outbox_record(via, o, head));
 }
 
 /* ---- status ------------------------------------------------------------------------------- */
