@@ -74,10 +74,7 @@ struct engine {
 
 static int64_t secs_now(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec;
+	return mono_ns() / 1000000000;
 }
 
 static int local_reload(struct engine *e)

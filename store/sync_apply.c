@@ -637,10 +637,7 @@ static int batch_end(struct store *st, bool ok)
 
 static int64_t ms_now(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return mono_ns() / 1000000;
 }
 
 /* Whether en is another machine's forget: applied on its own, outside a batch (it rewrites the file). */

@@ -106,6 +106,8 @@ void log_set_sink(log_sink_fn fn);
 
 /* Nanoseconds since the epoch, from CLOCK_REALTIME. */
 int64_t now_ns(void);
+/* Nanoseconds from CLOCK_MONOTONIC: for intervals, which a change of the clock must not stretch. */
+int64_t mono_ns(void);
 /*
  * The birth time of the file open at fd (statx's btime) in ns since the
  * epoch into *ret, 0 there if its filesystem keeps none; 0 or -errno.

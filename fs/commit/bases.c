@@ -67,14 +67,6 @@ static struct proc_slot {
 } proc_slots[PROC_SLOTS];
 static pthread_mutex_t proc_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static int64_t monotonic_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 /* What /proc says of thread tid's process. */
 static int proc_read(pid_t tid, struct fs_proc *ret)
 {
@@ -123,7 +115,7 @@ static int proc_read(pid_t tid, struct fs_proc *ret)
 int fs_proc_get(pid_t tid, struct fs_proc *ret)
 {
 	struct proc_slot *slot = &proc_slots[(unsigned)tid % PROC_SLOTS];
-	int64_t now = monotonic_ns();
+	int64_t now = mono_ns();
 	bool kept;
 	int r;
 

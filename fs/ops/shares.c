@@ -82,14 +82,6 @@ struct shares {
 	uint64_t space_refused;
 };
 
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 static int64_t mono_s(void)
 {
 	return mono_ns() / 1000000000LL;
