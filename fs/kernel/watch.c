@@ -153,8 +153,10 @@ static void *watch_thread(void *arg)
 {
 	struct watch *w = arg;
 	struct pollfd fds[2] = { { .fd = w->stop_fd, .events = POLLIN }, { .fd = w->inotify_fd, .events = POLLIN } };
+	int64_t looked_ns = mono_ns();
 
 	for (;;) {
+		bool reg, wal;
 		int n = poll(fds, w->inotify_fd >= 0 ? 2 : 1, WATCH_POLL_MS);
 
 		if (n < 0 && errno != EINTR) {
@@ -164,19 +166,23 @@ static void *watch_thread(void *arg)
 		}
 		if (fds[0].revents)
 			break;
-		if (n > 0 && w->inotify_fd >= 0) {
-			bool reg, wal;
-
+		/* No event (a second passed), or no inotify: everything. */
+		reg = wal = n == 0 || w->inotify_fd < 0;
+		if (n > 0 && w->inotify_fd >= 0)
 			drain(w, &reg, &wal);
-			if (reg)
-				count_peers(w);
-			if (reg || wal)
-				look(w);
-			continue;
+		/*
+		 * At least once a second, whatever inotify said: a filesystem
+		 * that does not tell of others' writes, while other files of the
+		 * folder keep the thread awake.
+		 */
+		if (mono_ns() - looked_ns >= WATCH_POLL_MS * 1000000LL)
+			reg = wal = true;
+		if (reg)
+			count_peers(w);
+		if (reg || wal) {
+			look(w);
+			looked_ns = mono_ns();
 		}
-		/* Without inotify, or once a second: the registrations counted, the store looked at. */
-		count_peers(w);
-		look(w);
 	}
 	return NULL;
 }
