@@ -7,8 +7,8 @@
  * (FTS5's rank), sorted here, the newest first among equal scores; only
  * the ids and scores are kept (24 bytes a hit, whatever the messages'
  * size), and the times of those that tie. Then, a batch of hits at a
- * time, what a hit shows: its snippet (FTS5's snippet(), which reads the
- * text through the view search_text), where it is (doc, position, task,
+ * time, what a hit shows: its snippet (convfs_snippet(), snippet.c, which
+ * reads the text through the view search_text), where it is (doc, position, task,
  * workspace) and the task's title; the callback runs on those with the
  * store's lock let go. A batch is read in one more walk of the match that
  * reads the batch's hits alone, unless the match has many more hits than
@@ -69,7 +69,7 @@ static const char time_sql[] =
 	"SELECT " TIME_OF_E " FROM elems e LEFT JOIN revisions r ON r.id = e.rev_from WHERE e.id = ?1";
 
 #define DETAIL_COLUMNS                                                                                    \
-	"SELECT snippet(search, 0, ?2, ?3, '…', ?4), e.seq, d.path, d.task_id, w.key, w.path, " ROLE_OF_E ", " \
+	"SELECT convfs_snippet(search, ?2, ?3, '…', ?4), e.seq, d.path, d.task_id, w.key, w.path, " ROLE_OF_E ", " \
 	"  convfs_stream(d.path), " TIME_OF_E ", s.rowid FROM search s " JOINS                                 \
 	"LEFT JOIN revisions r ON r.id = e.rev_from "
 

@@ -108,8 +108,16 @@ const char *search_role_name(enum search_role r); /* "user", "assistant" or NULL
 size_t search_camel_parts(const char *s, size_t n, size_t *starts, size_t max);
 #define SEARCH_CAMEL_MAX 16
 
-/* Registers the tokenizer "convfs" on db (every connection that reads or writes the index). */
+/*
+ * Registers the tokenizer "convfs" on db (every connection that reads or
+ * writes the index), and the snippet function of the hits (snippet.c).
+ */
 int search_tokenizer_register(sqlite3 *db);
+
+/* ---- snippet.c ------------------------------------------------------------------------ */
+
+/* Registers convfs_snippet(search, open, close, ellipsis, ntokens), FTS5's snippet() in linear time. */
+int search_snippet_register(fts5_api *api);
 
 /*
  * The tokenizer of db (which has it registered), to make the tokens of

@@ -171,7 +171,7 @@ int search_tokenizer_register(sqlite3 *db)
 		log_err("cannot register the search tokenizer: this SQLite has no FTS5");
 		return -ENOTSUP;
 	}
-	if (api->xCreateTokenizer(api, "convfs", api, &tok, NULL) != SQLITE_OK) {
+	if (api->xCreateTokenizer(api, "convfs", api, &tok, NULL) != SQLITE_OK || search_snippet_register(api) < 0) {
 		log_err("cannot register the search tokenizer: %s", sqlite3_errmsg(db));
 		return -ENOMEM;
 	}
