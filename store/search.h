@@ -28,11 +28,18 @@
 #include "store/util.h"
 
 /*
- * How much of one element the index reads: its first bytes, this many. A
- * message over 1 MiB (a pasted log, a file read whole) is kept a piece at a
- * time and never held whole (src.c); its text past this is not found.
+ * How much of one element the index reads as its first piece: its first
+ * bytes, this many. A message over 1 MiB (a pasted log, a file read whole)
+ * is kept a piece at a time and never held whole (src.c); its text goes on
+ * in more pieces of about as many bytes each (search_text_pieces()), each
+ * a document of the index of its own, up to SEARCH_PIECES_MAX pieces in
+ * all: its text past that many MiB is not found. The cap is the time a
+ * commit holds the store: FTS5 takes in about 10 MB of dense text a
+ * second, and every other request waits meanwhile.
  */
 #define SEARCH_ELEM_BYTES ((size_t)1 << 20)
+#define SEARCH_PIECE_BYTES SEARCH_ELEM_BYTES
+#define SEARCH_PIECES_MAX 16
 
 /* A token longer than this (in bytes, case folded) is not indexed: base64, minified blobs. */
 #define SEARCH_TOKEN_MAX 64
@@ -81,6 +88,44 @@
  *     deleted_api_reqs, browser_action_result).
  */
 int search_text(const char *json, size_t len, struct sb *out);
+
+/* The bytes of a message, read a window at a time. */
+struct search_bytes {
+	size_t len;
+	/* Reads exactly n bytes at off (off + n <= len): 0 or -errno. */
+	int (*read)(void *ctx, size_t off, void *buf, size_t n);
+	void *ctx;
+	size_t window; /* bytes read at once; 0: SEARCH_PIECE_BYTES (the tests make it small) */
+};
+
+/*
+ * How many pieces the text of a message of len bytes is in: 1 (the text
+ * search_text() makes of its first SEARCH_ELEM_BYTES) up to that many
+ * bytes, else one more for each SEARCH_PIECE_BYTES begun, SEARCH_PIECES_MAX
+ * at most.
+ */
+size_t search_piece_count(size_t len);
+
+/*
+ * Where piece k >= 1 of message m begins: at byte k * SEARCH_PIECE_BYTES,
+ * or up to 256 bytes before it, just after a space or else a punctuation
+ * mark, so that the word it would cut is whole in the piece (the first
+ * piece has the start of that word too). len for k past the last piece.
+ */
+int search_piece_start(const struct search_bytes *m, size_t k, size_t *ret);
+
+/*
+ * The text of pieces [from, to) of message m (from >= 1: the first piece
+ * is search_text()'s), each handed to fn as it is made: the text that the
+ * walk of all of m's bytes by search_text()'s rules makes of the strings'
+ * characters that begin in the piece's bytes (its start, search_piece_start(),
+ * to the next one's). A piece with no text is handed on, empty. The walk
+ * holds a window of m->window bytes and the text of one piece at a time,
+ * never all of m; it stops after piece to - 1. 0, -errno from m->read or
+ * fn (which ends the walk), or -ENOMEM.
+ */
+typedef int (*search_piece_fn)(void *ctx, size_t k, const char *text, size_t n);
+int search_text_pieces(const struct search_bytes *m, size_t from, size_t to, search_piece_fn fn, void *ctx);
 
 enum search_role {
 	SEARCH_ROLE_NONE = 0,

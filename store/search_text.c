@@ -11,8 +11,11 @@
  * api_req_started carries) would only fill the index with words nobody
  * looks for. search.h says which strings are taken.
  *
- * The index reads the first SEARCH_ELEM_BYTES of an element, so the walk
- * here takes any bytes: JSON cut anywhere, or not JSON at all. It recurses
+ * The index reads the first SEARCH_ELEM_BYTES of an element as its first
+ * piece, so the walk here takes any bytes: JSON cut anywhere, or not JSON
+ * at all. The text of a larger element goes on in pieces (search.h): the
+ * same walk over all of its bytes, read a window at a time, whose text is
+ * cut where the bytes it comes from cross a piece's start. It recurses
  * only as deep as the rules descend (blocks in a tool result's blocks, at
  * most BLOCK_DEPTH), and skips everything else by counting brackets; every
  * step moves on by at least one byte, so it ends, in time about linear in
@@ -25,6 +28,7 @@
  * index again.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "store/json.h"
@@ -32,17 +36,90 @@
 
 /* How deep blocks nest in blocks (tool_result content) before the rest is skipped. */
 #define BLOCK_DEPTH 4
+/* The bytes before the one asked for that a new window holds too: a backslash's look back, mostly. */
+#define WINDOW_BACK 64
+/* The most bytes one character of a string takes: an escaped surrogate pair, \\uXXXX\\uXXXX. */
+#define CHAR_MAX_BYTES 12
+/* How far before a piece's nominal start its real one may be: back to a space or a punctuation mark. */
+#define PIECE_BACK 256
+/* The longest member name the rules look for ("reasoning"), and more. */
+#define KEY_MAX 16
+
+/* The pieces search_text_pieces() cuts the text into, as the walk emits it. */
+struct pieces {
+	const struct search_bytes *m;
+	size_t k;              /* the piece the text is of now */
+	size_t cut;            /* where the next one starts: search_piece_start(k + 1) */
+	size_t from, to;       /* the pieces asked for */
+	search_piece_fn fn;
+	void *ctx;
+};
 
 struct walk {
-	const char *s;
-	size_t n, i;
+	const char *s;         /* the window: bytes [base, base + wn) of the message */
+	size_t base, wn;
+	size_t n, i;           /* the message's length (cut short where a read failed); where the walk is */
+	const struct search_bytes *m; /* NULL: s holds all n bytes */
+	char *room;            /* the window's buffer, when m */
+	size_t room_len;
 	struct sb *out;
-	int r; /* the first failure: -ENOMEM */
+	struct pieces *p;      /* NULL: all the text goes to out */
+	int r;                 /* the first failure (-errno), or 1: the pieces asked for are made */
 };
+
+static bool in_window(const struct walk *w, size_t i)
+{
+	return i >= w->base && i - w->base < w->wn;
+}
+
+/* Makes the window hold byte i < w->n and what follows; a read that fails ends the walk there. */
+static void window_at(struct walk *w, size_t i)
+{
+	size_t from = i > WINDOW_BACK ? i - WINDOW_BACK : 0;
+	size_t len = w->n - from < w->room_len ? w->n - from : w->room_len;
+	int r;
+
+	if (!w->m || i >= w->n)
+		return;
+	r = w->m->read(w->m->ctx, from, w->room, len);
+	if (r < 0) {
+		if (w->r == 0)
+			w->r = r;
+		w->n = i; /* nothing goes on past it */
+		return;
+	}
+	w->s = w->room;
+	w->base = from;
+	w->wn = len;
+}
+
+/* Byte i of the message (0 past its end). */
+static char byte_at(struct walk *w, size_t i)
+{
+	if (!in_window(w, i)) {
+		window_at(w, i);
+		if (!in_window(w, i))
+			return 0;
+	}
+	return w->s[i - w->base];
+}
+
+/* The byte the walk is at: w->i < w->n. */
+static char cur(struct walk *w)
+{
+	return byte_at(w, w->i);
+}
+
+static bool ended(const struct walk *w)
+{
+	return w->i >= w->n || w->r != 0;
+}
 
 static void skip_ws(struct walk *w)
 {
-	while (w->i < w->n && (w->s[w->i] == ' ' || w->s[w->i] == '\t' || w->s[w->i] == '\n' || w->s[w->i] == '\r'))
+	char c;
+
+	while (w->i < w->n && ((c = cur(w)) == ' ' || c == '\t' || c == '\n' || c == '\r'))
 		w->i++;
 }
 
@@ -58,15 +135,25 @@ static void string_span(struct walk *w, size_t *start, size_t *end)
 
 	*start = i;
 	for (;;) {
-		const char *q = memchr(w->s + i, '"', w->n - i);
-		size_t at, k;
+		const char *q;
+		size_t at, k, wend;
 
-		if (!q) {
+		if (i >= w->n) {
 			i = w->n;
 			break;
 		}
-		at = (size_t)(q - w->s);
-		for (k = at; k > *start && w->s[k - 1] == '\\'; k--)
+		if (!in_window(w, i)) {
+			window_at(w, i);
+			continue; /* or, if the read failed, the end */
+		}
+		wend = w->base + w->wn;
+		q = memchr(w->s + (i - w->base), '"', wend - i);
+		if (!q) {
+			i = wend;
+			continue;
+		}
+		at = w->base + (size_t)(q - w->s);
+		for (k = at; k > *start && byte_at(w, k - 1) == '\\'; k--)
 			;
 		if ((at - k) % 2 == 0) {
 			i = at;
@@ -90,14 +177,14 @@ static void walk_nest(struct walk *w, bool take)
 	size_t s, e, end;
 	int depth = 0;
 
-	while (w->i < w->n && w->r == 0) {
-		char c = w->s[w->i];
+	while (!ended(w)) {
+		char c = cur(w);
 
 		if (c == '"') {
 			string_span(w, &s, &e);
 			end = w->i;
 			skip_ws(w);
-			if (take && !(w->i < w->n && w->s[w->i] == ':'))
+			if (take && !(w->i < w->n && cur(w) == ':'))
 				emit(w, s, e);
 			w->i = end;
 			continue;
@@ -118,15 +205,15 @@ static void skip_value(struct walk *w)
 	skip_ws(w);
 	if (w->i >= w->n)
 		return;
-	if (w->s[w->i] == '"') {
+	if (cur(w) == '"') {
 		string_span(w, &start, &end);
-	} else if (w->s[w->i] == '{' || w->s[w->i] == '[') {
+	} else if (cur(w) == '{' || cur(w) == '[') {
 		walk_nest(w, false);
 	} else {
 		/* a scalar, or a stray byte: at least one byte goes */
 		do
 			w->i++;
-		while (w->i < w->n && !strchr(",:}] \t\r\n", w->s[w->i]));
+		while (w->i < w->n && !strchr(",:}] \t\r\n", cur(w)));
 	}
 }
 
@@ -212,48 +299,133 @@ static uint32_t unescape(const char *s, size_t n, size_t *used)
 }
 
 /*
- * Appends the JSON string body s[start, end) decoded, then "\n". Written
- * straight into out, whose room is made first: a byte of the body gives at
- * most three of the text (a lone '\\' at the end is U+FFFD).
+ * Decodes into out the characters of the JSON string body [.., end) that
+ * begin in [i, lim); returns where it stopped: lim, or past it by one that
+ * crosses it. Each is decoded as if the whole body were at hand, whatever
+ * the window holds: one whose bytes the window ends in the middle of is
+ * read again from a window that holds it. Room in out is made for each
+ * window's worth: a byte of the body gives at most three of the text (a
+ * lone '\\' at the end is U+FFFD).
+ */
+static size_t decode(struct walk *w, size_t i, size_t lim, size_t end)
+{
+	while (i < lim && w->r == 0) {
+		size_t b, avail, stop;
+		char *o;
+
+		if (!in_window(w, i) || (w->base + w->wn < end && w->base + w->wn - i < CHAR_MAX_BYTES)) {
+			window_at(w, i);
+			if (!in_window(w, i))
+				break;
+		}
+		b = w->base;
+		avail = end < b + w->wn ? end : b + w->wn;
+		stop = lim < avail ? lim : avail;
+		if ((w->r = sb_grow(w->out, 3 * (stop - i + CHAR_MAX_BYTES) + 1)) < 0)
+			break;
+		o = w->out->buf + w->out->len;
+		while (i < stop) {
+			const unsigned char *s = (const unsigned char *)w->s + (i - b);
+			unsigned char c = *s;
+			size_t k;
+
+			if (c >= 0x20 && c < 0x7f && c != '\\') {
+				*o++ = (char)c; /* most of any text */
+				i++;
+			} else if (c < 0x80 && c != '\\') {
+				o += put_code(o, c);
+				i++;
+			} else if (avail < end && avail - i < CHAR_MAX_BYTES) {
+				break; /* the rest of it is past the window */
+			} else if (c == '\\') {
+				o += put_code(o, unescape((const char *)s, avail - i, &k));
+				i += k;
+			} else if ((k = json_utf8_len(s, avail - i)) > 0) {
+				/* A valid sequence: its code point, for the check of formatting characters. */
+				uint32_t cp = k == 2 ? (uint32_t)(c & 0x1f) : k == 3 ? (uint32_t)(c & 0x0f) : (uint32_t)(c & 0x07);
+
+				for (size_t j = 1; j < k; j++)
+					cp = (cp << 6) | (s[j] & 0x3f);
+				o += put_code(o, cp);
+				i += k;
+			} else {
+				*o++ = '?';
+				i++;
+			}
+		}
+		w->out->len = (size_t)(o - w->out->buf);
+		w->out->buf[w->out->len] = '\0';
+	}
+	return i;
+}
+
+static void newline(struct walk *w)
+{
+	int r = sb_add(w->out, "\n", 1);
+
+	if (r < 0 && w->r == 0)
+		w->r = r;
+}
+
+/* The text of piece p->k is made: handed on if it is one asked for, and the next one begun. */
+static void piece_done(struct walk *w)
+{
+	struct pieces *p = w->p;
+	int r = 0;
+
+	if (p->k >= p->from)
+		r = p->fn(p->ctx, p->k, sb_str(w->out), w->out->len);
+	w->out->len = 0;
+	if (w->out->buf)
+		w->out->buf[0] = '\0';
+	p->k++;
+	if (r == 0 && p->k >= p->to)
+		r = 1;
+	if (r == 0)
+		r = search_piece_start(p->m, p->k + 1, &p->cut);
+	if (r != 0)
+		w->r = r;
+}
+
+/*
+ * The JSON string body [start, end) goes into the text, then "\n". Cut
+ * into pieces (w->p), each piece k has the characters that begin in
+ * [search_piece_start(k), search_piece_start(k + 1)), and the "\n" goes
+ * with the piece the body ends in: so that the text of a piece is the same
+ * whether the pieces before it were made or not (they are not decoded
+ * unless asked for).
  */
 static void emit(struct walk *w, size_t start, size_t end)
 {
-	const char *s = w->s;
-	size_t i = start;
-	char *o;
+	struct pieces *p = w->p;
+	size_t i = start, lim;
 
-	if (w->r < 0 || start >= end || (w->r = sb_grow(w->out, 3 * (end - start) + 1)) < 0)
+	if (w->r != 0 || start >= end)
 		return;
-	o = w->out->buf + w->out->len;
-	while (i < end) {
-		unsigned char c = (unsigned char)s[i];
-		size_t k;
-
-		if (c >= 0x20 && c < 0x7f && c != '\\') {
-			*o++ = (char)c; /* most of any text */
-			i++;
-		} else if (c == '\\') {
-			o += put_code(o, unescape(s + i, end - i, &k));
-			i += k;
-		} else if (c < 0x80) {
-			o += put_code(o, c);
-			i++;
-		} else if ((k = json_utf8_len((const unsigned char *)s + i, end - i)) > 0) {
-			/* A valid sequence: its code point, for the check of formatting characters. */
-			uint32_t cp = k == 2 ? (uint32_t)(c & 0x1f) : k == 3 ? (uint32_t)(c & 0x0f) : (uint32_t)(c & 0x07);
-
-			for (size_t j = 1; j < k; j++)
-				cp = (cp << 6) | ((unsigned char)s[i + j] & 0x3f);
-			o += put_code(o, cp);
-			i += k;
-		} else {
-			*o++ = '?';
-			i++;
-		}
+	if (!p) {
+		decode(w, start, end, end);
+		newline(w);
+		return;
 	}
-	*o++ = '\n';
-	w->out->len = (size_t)(o - w->out->buf);
-	w->out->buf[w->out->len] = '\0';
+	for (;;) {
+		if (i >= p->cut) {
+			size_t here = p->cut;
+
+			piece_done(w);
+			if (w->r != 0)
+				return;
+			i = start > here ? start : here;
+			continue;
+		}
+		lim = end < p->cut ? end : p->cut;
+		i = p->k >= p->from ? decode(w, i, lim, end) : lim;
+		if (w->r != 0)
+			return;
+		if (lim == end)
+			break;
+	}
+	if (p->k >= p->from)
+		newline(w);
 }
 
 /*
@@ -265,33 +437,37 @@ typedef void (*member_fn)(struct walk *w, const char *key, size_t klen, void *ct
 
 static void members(struct walk *w, member_fn fn, void *ctx)
 {
+	char key[KEY_MAX];
 	size_t ks, ke, at;
 
 	w->i++; /* the '{' */
 	for (;;) {
 		skip_ws(w);
-		if (w->i >= w->n)
+		if (ended(w))
 			return;
-		if (w->s[w->i] == '}') {
+		if (cur(w) == '}') {
 			w->i++;
 			return;
 		}
-		if (w->s[w->i] == ',') {
+		if (cur(w) == ',') {
 			w->i++;
 			continue;
 		}
-		if (w->s[w->i] != '"') {
+		if (cur(w) != '"') {
 			skip_value(w); /* not an object after all: move on */
 			continue;
 		}
 		string_span(w, &ks, &ke);
+		/* A key is compared with names of a few letters: a longer one is none of them. */
+		for (size_t j = 0; j < ke - ks && j < KEY_MAX; j++)
+			key[j] = byte_at(w, ks + j);
 		skip_ws(w);
-		if (w->i < w->n && w->s[w->i] == ':')
+		if (w->i < w->n && cur(w) == ':')
 			w->i++;
 		skip_ws(w);
 		at = w->i;
-		if (w->i < w->n)
-			fn(w, w->s + ks, ke - ks, ctx);
+		if (!ended(w))
+			fn(w, key, ke - ks, ctx);
 		if (w->i == at)
 			skip_value(w);
 	}
@@ -299,12 +475,12 @@ static void members(struct walk *w, member_fn fn, void *ctx)
 
 static bool key_is(const char *key, size_t klen, const char *name)
 {
-	return klen == strlen(name) && memcmp(key, name, klen) == 0;
+	return klen == strlen(name) && klen <= KEY_MAX && memcmp(key, name, klen) == 0;
 }
 
-static bool at(const struct walk *w, char c)
+static bool at(struct walk *w, char c)
 {
-	return w->i < w->n && w->s[w->i] == c;
+	return w->i < w->n && cur(w) == c;
 }
 
 /* Takes the string value at w->i into the text (anything else is skipped). */
@@ -357,14 +533,22 @@ static struct kinds kinds_of(struct walk *w)
 	return k;
 }
 
-static bool raw_is(const struct walk *w, size_t s, size_t e, const char *word)
+/* Whether the bytes [s, s + strlen(prefix)) of the message, s + strlen(prefix) <= e, are prefix's. */
+static bool raw_begins(struct walk *w, size_t s, size_t e, const char *prefix)
 {
-	return e - s == strlen(word) && memcmp(w->s + s, word, e - s) == 0;
+	size_t n = strlen(prefix);
+
+	if (e - s < n)
+		return false;
+	for (size_t j = 0; j < n; j++)
+		if (byte_at(w, s + j) != prefix[j])
+			return false;
+	return true;
 }
 
-static bool raw_begins(const struct walk *w, size_t s, size_t e, const char *prefix)
+static bool raw_is(struct walk *w, size_t s, size_t e, const char *word)
 {
-	return e - s >= strlen(prefix) && memcmp(w->s + s, prefix, strlen(prefix)) == 0;
+	return e - s == strlen(word) && raw_begins(w, s, e, word);
 }
 
 /* Every string of the value at w->i, at any depth (a tool's input). Keys are not text. */
@@ -430,15 +614,15 @@ static void take_blocks(struct walk *w, int depth)
 	w->i++; /* the '[' */
 	for (;;) {
 		skip_ws(w);
-		if (w->i >= w->n || w->r < 0)
+		if (ended(w))
 			return;
-		if (w->s[w->i] == ']') {
+		if (cur(w) == ']') {
 			w->i++;
 			return;
 		}
-		if (w->s[w->i] == ',') {
+		if (cur(w) == ',') {
 			w->i++;
-		} else if (w->s[w->i] == '{') {
+		} else if (cur(w) == '{') {
 			struct kinds k = kinds_of(w);
 			struct block_ctx b = { &k, depth };
 
@@ -462,22 +646,94 @@ static void message_member(struct walk *w, const char *key, size_t klen, void *c
 		take_string(w);
 }
 
-int search_text(const char *json, size_t len, struct sb *out)
+/* The walk of a message, from its first byte. */
+static void walk_message(struct walk *w)
 {
-	struct walk w = { .s = json, .n = len, .out = out };
 	struct kinds k;
 
-	skip_ws(&w);
-	if (!at(&w, '{'))
-		return 0;
-	k = kinds_of(&w);
-	members(&w, message_member, &k);
+	skip_ws(w);
+	if (!at(w, '{'))
+		return;
+	k = kinds_of(w);
+	members(w, message_member, &k);
+}
+
+int search_text(const char *json, size_t len, struct sb *out)
+{
+	struct walk w = { .s = json, .wn = len, .n = len, .out = out };
+
+	walk_message(&w);
 	return w.r;
+}
+
+/*
+ * Whether a piece may begin after byte c: an ASCII byte that is neither a
+ * letter, a digit nor '_' (words are not cut), nor a backslash (an escape
+ * is not).
+ */
+static bool separator(unsigned char c)
+{
+	return c < 0x80 && !(c >= '0' && c <= '9') && !((c | 0x20) >= 'a' && (c | 0x20) <= 'z') && c != '_' &&
+	       c != '\\';
+}
+
+size_t search_piece_count(size_t len)
+{
+	size_t n = len <= SEARCH_PIECE_BYTES ? 1 : (len - 1) / SEARCH_PIECE_BYTES + 1;
+
+	return n < SEARCH_PIECES_MAX ? n : SEARCH_PIECES_MAX;
+}
+
+int search_piece_start(const struct search_bytes *m, size_t k, size_t *ret)
+{
+	unsigned char buf[PIECE_BACK];
+	size_t at = k * SEARCH_PIECE_BYTES, from, q;
+	int r;
+
+	if (k == 0 || at >= m->len) {
+		*ret = k == 0 ? 0 : m->len;
+		return 0;
+	}
+	from = at - PIECE_BACK;
+	if ((r = m->read(m->ctx, from, buf, PIECE_BACK)) < 0)
+		return r;
+	/* Just after the last space before it; else after the last punctuation mark; else where it is. */
+	for (q = PIECE_BACK; q > 0 && buf[q - 1] != ' '; q--)
+		;
+	if (q == 0)
+		for (q = PIECE_BACK; q > 0 && !separator(buf[q - 1]); q--)
+			;
+	*ret = q > 0 ? from + q : at;
+	return 0;
+}
+
+int search_text_pieces(const struct search_bytes *m, size_t from, size_t to, search_piece_fn fn, void *ctx)
+{
+	_cleanup_sb_ struct sb text = SB_INIT;
+	_cleanup_free_ char *room = NULL;
+	size_t window = m->window > 2 * WINDOW_BACK + CHAR_MAX_BYTES ? m->window : SEARCH_PIECE_BYTES;
+	struct pieces p = { .m = m, .from = from > 1 ? from : 1, .to = to, .fn = fn, .ctx = ctx };
+	struct walk w = { .n = m->len, .m = m, .room_len = window, .out = &text, .p = &p };
+
+	if (p.to > search_piece_count(m->len))
+		p.to = search_piece_count(m->len);
+	if (p.from >= p.to)
+		return 0;
+	if (!(room = malloc(window)))
+		return -ENOMEM;
+	w.room = room;
+	w.r = search_piece_start(m, 1, &p.cut);
+	if (w.r == 0)
+		walk_message(&w);
+	/* The pieces past the last text: empty. */
+	while (w.r == 0)
+		piece_done(&w);
+	return w.r < 0 ? w.r : 0;
 }
 
 enum search_role search_role(const char *json, size_t len)
 {
-	struct walk w = { .s = json, .n = len };
+	struct walk w = { .s = json, .wn = len, .n = len };
 	struct kinds k;
 
 	skip_ws(&w);

@@ -157,6 +157,177 @@ static void test_camel(void **state)
 	assert_parts("aBcDeFgHiJkLmNoPqRsTuVwXyZ", "a|Bc|De|Fg|Hi|Jk|Lm|No|Pq|Rs|Tu|Vw|Xy|Z");
 }
 
+/* ---- the pieces of a large message's text -------------------------------------------- */
+
+static int mem_read(void *ctx, size_t off, void *buf, size_t n)
+{
+	memcpy(buf, (const char *)ctx + off, n);
+	return 0;
+}
+
+#define PIECES_MAX 8
+struct pieces_got {
+	struct sb text[PIECES_MAX];
+	size_t seen;
+};
+
+static int pieces_collect(void *ctx, size_t k, const char *text, size_t n)
+{
+	struct pieces_got *g = ctx;
+
+	assert_true(k >= 1 && k < PIECES_MAX);
+	assert_int_equal(g->text[k].len, 0);
+	assert_int_equal(sb_add(&g->text[k], text, n), 0);
+	g->seen++;
+	return 0;
+}
+
+static void pieces_release(struct pieces_got *g)
+{
+	for (size_t k = 0; k < PIECES_MAX; k++)
+		sb_release(&g->text[k]);
+}
+
+static uint64_t pieces_rand(uint64_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	return *x;
+}
+
+/*
+ * Text about len bytes of JSON long: numbered words "wNNNNNN" (each once),
+ * between spaces and escapes, raw UTF-8, and now and then a separator-free
+ * run longer than a piece's look back. *words: how many numbered ones.
+ */
+static void pieces_text(struct sb *sb, size_t len, uint64_t *x, size_t *words, bool runs)
+{
+	static const char *const bits[] = { " ", " ", " ", "\\n", "\\t", "\\\"", "\\\\", "\\u00e9", "\\ud83d\\ude00",
+					    "\xc3\xa9", "\xe6\x97\xa5\xe6\x9c\xac", "/", ".", "_x", "\\u2028" };
+	size_t end = sb->len + len;
+
+	while (sb->len < end) {
+		uint64_t r = pieces_rand(x);
+
+		if (runs && r % 997 == 0) {
+			for (size_t i = 0; i < 300 + r % 500; i++)
+				assert_int_equal(sb_add(sb, "z", 1), 0);
+			assert_int_equal(sb_add(sb, " ", 1), 0);
+		}
+		assert_int_equal(sb_addf(sb, "w%07zu", (*words)++), 0);
+		assert_int_equal(sb_adds(sb, bits[(r >> 8) % (sizeof(bits) / sizeof(bits[0]))]), 0);
+		assert_int_equal(sb_adds(sb, " "), 0);
+	}
+}
+
+/* Marks in seen[] each "wNNNNNNN" of text that stands as a word of its own. */
+static void pieces_mark(const char *t, size_t n, bool *seen, size_t words)
+{
+	for (size_t i = 0; i + 8 <= n; i++) {
+		size_t v = 0, j;
+
+		if (t[i] != 'w' || (i > 0 && ((t[i - 1] >= '0' && t[i - 1] <= '9') || (t[i - 1] | 0x20) >= 'a')))
+			continue;
+		for (j = 1; j < 8 && t[i + j] >= '0' && t[i + j] <= '9'; j++)
+			v = v * 10 + (size_t)(t[i + j] - '0');
+		if (j == 8 && (i + 8 == n || !(t[i + 8] >= '0' && t[i + 8] <= '9')) && v < words)
+			seen[v] = true;
+	}
+}
+
+/*
+ * A message's text past its first MiB, in pieces: the same whatever the
+ * window the walk reads through (down to a few hundred bytes, so that
+ * escapes and UTF-8 sequences fall across its edges), the same made one at
+ * a time as all at once, and with every word of the message whole in one
+ * of them or in the first piece (search_text() of the first MiB).
+ */
+static void test_pieces(void **state)
+{
+	static const size_t windows[] = { 200, 4099, 65536, 0 };
+	uint64_t x = 0x9e3779b97f4a7c15;
+
+	for (int shape = 0; shape < 4; shape++) {
+		_cleanup_sb_ struct sb msg = SB_INIT, first = SB_INIT;
+		_cleanup_free_ bool *seen = NULL;
+		struct pieces_got whole = { 0 };
+		size_t words = 0, count;
+
+		switch (shape) {
+		case 0: /* a ui message's text */
+			assert_int_equal(sb_adds(&msg, "{\"ts\":1,\"type\":\"say\",\"say\":\"text\",\"text\":\""), 0);
+			pieces_text(&msg, (size_t)5 << 19, &x, &words, true);
+			assert_int_equal(sb_adds(&msg, "\"}"), 0);
+			break;
+		case 1: /* a tool's result in blocks, and a text block after it */
+			assert_int_equal(sb_adds(&msg, "{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\",\"tool_use_id\":"
+						       "\"t1\",\"content\":[{\"type\":\"text\",\"text\":\""), 0);
+			pieces_text(&msg, (size_t)3 << 20, &x, &words, false);
+			assert_int_equal(sb_adds(&msg, "\"}]},{\"type\":\"text\",\"text\":\""), 0);
+			pieces_text(&msg, 1000, &x, &words, false);
+			assert_int_equal(sb_adds(&msg, "\"}]}"), 0);
+			break;
+		case 2: /* a tool's input: every string, keys not */
+			assert_int_equal(sb_adds(&msg, "{\"role\":\"assistant\",\"content\":[{\"type\":\"tool_use\",\"name\":"
+						       "\"write_to_file\",\"input\":{\"path\":\"a/b.ts\",\"content\":\""), 0);
+			pieces_text(&msg, (size_t)5 << 19, &x, &words, false);
+			assert_int_equal(sb_adds(&msg, "\",\"more\":[\""), 0);
+			pieces_text(&msg, 100, &x, &words, false);
+			assert_int_equal(sb_adds(&msg, "\"]}}]}"), 0);
+			break;
+		default: /* many small blocks: pieces begin between strings too */
+			assert_int_equal(sb_adds(&msg, "{\"role\":\"assistant\",\"content\":["), 0);
+			for (int b = 0; msg.len < ((size_t)5 << 19); b++) {
+				assert_int_equal(sb_adds(&msg, b ? ",{\"type\":\"text\",\"text\":\"" : "{\"type\":\"text\",\"text\":\""), 0);
+				pieces_text(&msg, 1 + pieces_rand(&x) % 300, &x, &words, false);
+				assert_int_equal(sb_adds(&msg, "\"}"), 0);
+			}
+			assert_int_equal(sb_adds(&msg, "]}"), 0);
+		}
+		count = search_piece_count(msg.len);
+		assert_true(count >= 3 && count < PIECES_MAX);
+		{
+			struct search_bytes m = { msg.len, mem_read, msg.buf, msg.len + 1 };
+
+			assert_int_equal(search_text_pieces(&m, 1, count, pieces_collect, &whole), 0);
+			assert_int_equal(whole.seen, count - 1);
+		}
+		for (size_t w = 0; w < sizeof(windows) / sizeof(windows[0]); w++) {
+			struct search_bytes m = { msg.len, mem_read, msg.buf, windows[w] };
+			struct pieces_got got = { 0 };
+
+			assert_int_equal(search_text_pieces(&m, 0, SIZE_MAX, pieces_collect, &got), 0);
+			for (size_t k = 1; k < count; k++)
+				if (got.text[k].len != whole.text[k].len ||
+				    memcmp(sb_str(&got.text[k]), sb_str(&whole.text[k]), got.text[k].len) != 0)
+					fail_msg("shape %d: piece %zu read through a window of %zu bytes differs", shape, k,
+						 windows[w]);
+			pieces_release(&got);
+		}
+		for (size_t k = 1; k < count; k++) {
+			struct search_bytes m = { msg.len, mem_read, msg.buf, 4099 };
+			struct pieces_got one = { 0 };
+
+			assert_int_equal(search_text_pieces(&m, k, k + 1, pieces_collect, &one), 0);
+			assert_int_equal(one.seen, 1);
+			assert_int_equal(one.text[k].len, whole.text[k].len);
+			assert_memory_equal(sb_str(&one.text[k]), sb_str(&whole.text[k]), whole.text[k].len);
+			pieces_release(&one);
+		}
+		seen = calloc(words, sizeof(*seen));
+		assert_non_null(seen);
+		assert_int_equal(search_text(msg.buf, SEARCH_ELEM_BYTES, &first), 0);
+		pieces_mark(first.buf, first.len, seen, words);
+		for (size_t k = 1; k < count; k++)
+			pieces_mark(sb_str(&whole.text[k]), whole.text[k].len, seen, words);
+		for (size_t v = 0; v < words; v++)
+			if (!seen[v])
+				fail_msg("shape %d: word w%07zu of %zu is in no piece", shape, v, words);
+		pieces_release(&whole);
+	}
+}
+
 static void test_query(void **state)
 {
 	static const struct {
@@ -842,6 +1013,7 @@ int main(void)
 		cmocka_unit_test(test_text),
 		cmocka_unit_test(test_role),
 		cmocka_unit_test(test_camel),
+		cmocka_unit_test(test_pieces),
 		cmocka_unit_test(test_query),
 		cmocka_unit_test_setup_teardown(test_index_commits, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_index_merge, setup, teardown),
