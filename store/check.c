@@ -118,12 +118,22 @@ static const struct invariant search_invariants[] = {
 	  "FROM elems e JOIN docs d ON d.id = e.doc_id "
 	  "WHERE " CURRENT_MESSAGE " AND (" SEARCH_CURSOR " < 0 OR e.id <= " SEARCH_CURSOR ") "
 	  "  AND NOT EXISTS (SELECT 1 FROM search_docsize z WHERE z.id = e.id) GROUP BY d.id" },
+	{ "the pieces of the search index",
+	  "SELECT printf('search: doc ''%s'': element %d has %d of the %d more pieces of its text in the search index', "
+	  "  d.path, e.seq, n, " SEARCH_MORE_PIECES("e") ") "
+	  "FROM (SELECT e.*, (SELECT count(*) FROM search_docsize z WHERE z.id BETWEEN -((e.id << 16) | 65535) "
+	  "  AND -((e.id << 16) | 1)) AS n FROM elems e WHERE e.len > 1048576) e JOIN docs d ON d.id = e.doc_id "
+	  "WHERE " CURRENT_MESSAGE " AND (" SEARCH_CURSOR " < 0 OR e.id <= " SEARCH_CURSOR ") "
+	  "  AND EXISTS (SELECT 1 FROM search_docsize z WHERE z.id = e.id) AND n != " SEARCH_MORE_PIECES("e") },
 	{ "the rows of the search index",
 	  "SELECT CASE WHEN d.id IS NULL THEN printf('search: the search index holds row %d, which no message has', z.id) "
+	  "  WHEN " CURRENT_MESSAGE " THEN printf('search: doc ''%s'': the search index holds piece %d of element %d, "
+	  "which has %d', d.path, -z.id & 65535, e.seq, 1 + " SEARCH_MORE_PIECES("e") ") "
 	  "  ELSE printf('search: doc ''%s'': the search index holds element %d of revision %d, which is not "
 	  "a current message', d.path, e.seq, e.rev_from) END "
-	  "FROM search_docsize z LEFT JOIN elems e ON e.id = z.id LEFT JOIN docs d ON d.id = e.doc_id "
-	  "WHERE d.id IS NULL OR NOT (" CURRENT_MESSAGE ")" },
+	  "FROM search_docsize z LEFT JOIN elems e ON e.id = " SEARCH_ELEM_OF("z.id") " LEFT JOIN docs d ON d.id = e.doc_id "
+	  "WHERE d.id IS NULL OR NOT (" CURRENT_MESSAGE ") "
+	  "  OR (z.id < 0 AND (-z.id & 65535) NOT BETWEEN 1 AND " SEARCH_MORE_PIECES("e") ")" },
 };
 
 /* Runs sql (one text column) and reports each row; returns the number reported or -errno. */

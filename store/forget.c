@@ -313,6 +313,12 @@ static int forget_index(struct store *st, const struct store_forget *f)
 
 	if (!st->search)
 		return 0;
+	r = store_prepare(st, SEARCH_FORGET_PIECES_SQL(ROW_HITS), &stmt);
+	if (r < 0)
+		return r;
+	bind_forget(stmt, f);
+	if ((r = search_pieces_out(st, TAKE_PTR(stmt))) < 0)
+		return r;
 	r = store_prepare(st, SEARCH_FORGET_SQL(ROW_HITS), &stmt);
 	if (r < 0)
 		return r;

@@ -135,6 +135,60 @@ static void sql_text(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 	sqlite3_result_text64(ctx, text ? text : "", len, text ? free : SQLITE_STATIC, SQLITE_UTF8);
 }
 
+/* A message's bytes as search_text_pieces() reads them: through a blob handle on its row's json. */
+static int blob_bytes_read(void *ctx, size_t off, void *buf, size_t n)
+{
+	int rc = sqlite3_blob_read(ctx, buf, (int)n, (int)off);
+
+	return rc == SQLITE_OK ? 0 : rc == SQLITE_NOMEM ? -ENOMEM : -EIO;
+}
+
+/* Opens row id's json for search_text_pieces() into *m: an SQLite result code. */
+static int elem_bytes_open(sqlite3 *db, int64_t id, sqlite3_blob **ret_b, struct search_bytes *m)
+{
+	int rc = sqlite3_blob_open(db, "main", "elems", "json", id, 0, ret_b);
+
+	if (rc == SQLITE_OK)
+		*m = (struct search_bytes){ .len = (size_t)sqlite3_blob_bytes(*ret_b), .read = blob_bytes_read,
+					    .ctx = *ret_b };
+	return rc;
+}
+
+static int piece_keep(void *ctx, size_t k, const char *text, size_t n)
+{
+	return sb_add(ctx, text, n);
+}
+
+/* convfs_piece(rowid): the text of the piece of a message that index row rowid (< 0) is (search_piece_id()). */
+static void sql_piece(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+	__attribute__((cleanup(blob_closep))) sqlite3_blob *b = NULL;
+	_cleanup_sb_ struct sb out = SB_INIT;
+	int64_t rowid = sqlite3_value_int64(argv[0]);
+	size_t k = (size_t)(-rowid & ((1 << SEARCH_PIECE_SHIFT) - 1));
+	struct search_bytes m;
+	char *text;
+	size_t len;
+	int rc, r;
+
+	if (rowid >= 0 || k == 0) {
+		sqlite3_result_null(ctx);
+		return;
+	}
+	rc = elem_bytes_open(sqlite3_context_db_handle(ctx), search_elem_of(rowid), &b, &m);
+	if (rc != SQLITE_OK) {
+		sqlite3_result_error_code(ctx, rc);
+		return;
+	}
+	r = search_text_pieces(&m, k, k + 1, piece_keep, &out);
+	if (r < 0) {
+		sqlite3_result_error_code(ctx, r == -ENOMEM ? SQLITE_NOMEM : SQLITE_IOERR);
+		return;
+	}
+	text = sb_detach(&out, &len);
+	sqlite3_result_text64(ctx, text ? text : "", len, text ? free : SQLITE_STATIC, SQLITE_UTF8);
+}
+
 /* convfs_role(len, json, id): "user", "assistant" or NULL (search_role()). */
 static void sql_role(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 {
@@ -172,6 +226,8 @@ int search_register(sqlite3 *db)
 	int flags = SQLITE_UTF8 | SQLITE_INNOCUOUS;
 	int rc = sqlite3_create_function(db, "convfs_text", 3, flags, NULL, sql_text, NULL, NULL);
 
+	if (rc == SQLITE_OK)
+		rc = sqlite3_create_function(db, "convfs_piece", 1, flags, NULL, sql_piece, NULL, NULL);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_create_function(db, "convfs_role", 3, flags, NULL, sql_role, NULL, NULL);
 	if (rc == SQLITE_OK)
@@ -229,6 +285,91 @@ static const char flush_sql[] =
 	"WHERE e.id >= ?1 AND e.rev_to IS NULL AND convfs_stream(d.path) IS NOT NULL AND NOT (?2 AND e.id > ?3) "
 	"AND NOT EXISTS (SELECT 1 FROM search_docsize z WHERE z.id = e.id)";
 
+/* The same rows over 1 MiB, whose text has more pieces: those that lack them. */
+static const char flush_pieces_sql[] =
+	"SELECT e.id FROM elems e JOIN docs d ON d.id = e.doc_id "
+	"WHERE e.id >= ?1 AND e.rev_to IS NULL AND " SEARCH_PIECES_MISSING("e") " AND convfs_stream(d.path) IS NOT NULL "
+	"AND NOT (?2 AND e.id > ?3)";
+
+/* ---- the pieces of a large message ------------------------------------------------------- */
+
+struct piece_write {
+	sqlite3_stmt *stmt;
+	int64_t id;
+	int rc; /* the statement's failure */
+};
+
+static int piece_write(void *ctx, size_t k, const char *text, size_t n)
+{
+	struct piece_write *pw = ctx;
+
+	sqlite3_bind_int64(pw->stmt, 1, search_piece_id(pw->id, k));
+	sqlite3_bind_text64(pw->stmt, 2, text, n, SQLITE_STATIC, SQLITE_UTF8);
+	pw->rc = sqlite3_step(pw->stmt);
+	sqlite3_reset(pw->stmt);
+	return pw->rc == SQLITE_DONE ? 0 : -EIO;
+}
+
+/*
+ * The pieces after the first of row id's text go into the index (add) or
+ * out of it: one statement each, with the text the walk of its bytes makes
+ * (search_text_pieces(), a window at a time).
+ */
+static int elem_pieces(struct store *st, int64_t id, bool add)
+{
+	__attribute__((cleanup(blob_closep))) sqlite3_blob *b = NULL;
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	struct search_bytes m;
+	struct piece_write pw = { .id = id };
+	int r, rc;
+
+	rc = elem_bytes_open(st->db, id, &b, &m);
+	if (rc != SQLITE_OK)
+		return store_fail(st, rc, "cannot read a message to index");
+	r = store_prepare(st, add ? "INSERT INTO search(rowid, body) VALUES (?1, ?2)"
+				  : "INSERT INTO search(search, rowid, body) VALUES ('delete', ?1, ?2)",
+			  &stmt);
+	if (r < 0)
+		return r;
+	pw.stmt = stmt;
+	r = search_text_pieces(&m, 1, SIZE_MAX, piece_write, &pw);
+	if (r < 0 && pw.rc != SQLITE_DONE && pw.rc != SQLITE_OK)
+		return store_fail(st, pw.rc, add ? "cannot add a large message to the search index"
+						 : "cannot take a large message out of the search index");
+	if (r < 0)
+		log_err("store: cannot read a large message to index: %s", strerror(-r));
+	return r;
+}
+
+/*
+ * The rows the statement rows gives (their ids, column 0) get their pieces
+ * in the index (add), or lose them; rows is released first. Few rows are
+ * over 1 MiB: their ids are kept while the index changes.
+ */
+static int rows_pieces(struct store *st, sqlite3_stmt *rows, bool add)
+{
+	_cleanup_free_ int64_t *ids = NULL;
+	size_t n = 0, alloc = 0;
+	int r = 0, rc;
+
+	while ((rc = sqlite3_step(rows)) == SQLITE_ROW) {
+		if ((r = ARRAY_GROW(ids, n, alloc, 8)) < 0)
+			break;
+		ids[n++] = sqlite3_column_int64(rows, 0);
+	}
+	if (r == 0 && rc != SQLITE_DONE)
+		r = store_fail(st, rc, "cannot find the large messages to index");
+	store_stmt_release(rows);
+	for (size_t i = 0; i < n && r == 0; i++)
+		r = elem_pieces(st, ids[i], add);
+	return r;
+}
+
+int search_pieces_out(struct store *st, sqlite3_stmt *rows)
+{
+	return rows_pieces(st, rows, false);
+}
+
 /* ---- the hooks ------------------------------------------------------------------------------ */
 
 void search_row_added(struct store *st, const struct doc_layout *lay, int64_t id)
@@ -259,6 +400,7 @@ int search_doc_rows_added(struct store *st, int64_t doc_id, int64_t rev)
 
 int search_flush(struct store *st)
 {
+	sqlite3_stmt *rows = NULL;
 	bool defer = st->batch_depth > 0 && st->search_cursor >= 0;
 	int r;
 
@@ -269,6 +411,10 @@ int search_flush(struct store *st)
 	}
 	r = store_run(st, flush_sql, STORE_INTS(st->search_from, defer, st->search_cursor),
 		      "cannot add messages to the search index");
+	if (r == 0)
+		r = store_prepare_ints(st, flush_pieces_sql, STORE_INTS(st->search_from, defer, st->search_cursor), &rows);
+	if (r == 0)
+		r = rows_pieces(st, rows, true);
 	if (r == 0)
 		st->search_from = 0;
 	return r;
@@ -282,6 +428,7 @@ void search_forget_pending(struct store *st)
 int search_rows_closing(struct store *st, int64_t doc_id, int64_t from_seq, int64_t rev)
 {
 	_cleanup_stmt_ sqlite3_stmt *any = NULL;
+	sqlite3_stmt *big = NULL;
 	int r;
 
 	if (!st->search)
@@ -299,6 +446,14 @@ int search_rows_closing(struct store *st, int64_t doc_id, int64_t from_seq, int6
 	if (r < 0)
 		return r;
 	store_stmt_release(TAKE_PTR(any));
+	r = store_prepare_ints(st, "SELECT e.id FROM elems e WHERE e.doc_id = ?1 AND e.rev_to IS NULL AND e.seq >= ?2 "
+				   "AND e.rev_from < ?3 AND e.len > 1048576 AND EXISTS (SELECT 1 FROM search_docsize z "
+				   "WHERE z.id = -((e.id << 16) | 1))",
+			       STORE_INTS(doc_id, from_seq, rev), &big);
+	if (r == 0)
+		r = rows_pieces(st, big, false);
+	if (r < 0)
+		return r;
 	return store_run(st, "INSERT INTO search(search, rowid, body) SELECT 'delete', e.id, " SEARCH_BODY("e") " "
 			     "FROM elems e WHERE e.doc_id = ?1 AND e.rev_to IS NULL AND e.seq >= ?2 AND e.rev_from < ?3 "
 			     "AND EXISTS (SELECT 1 FROM search_docsize z WHERE z.id = e.id)",
@@ -313,12 +468,21 @@ int search_rows_closing(struct store *st, int64_t doc_id, int64_t from_seq, int6
  */
 int search_forget_end(struct store *st)
 {
+	sqlite3_stmt *big = NULL;
+	int r;
+
 	if (!st->search)
 		return 0;
-	return store_run(st, "INSERT INTO search(rowid, body) SELECT e.id, " SEARCH_BODY("e") " FROM elems e "
-			     "JOIN docs d ON d.id = e.doc_id WHERE e.rev_to IS NULL AND convfs_stream(d.path) IS NOT NULL "
-			     "AND (?1 < 0 OR e.id <= ?1) AND NOT EXISTS (SELECT 1 FROM search_docsize z WHERE z.id = e.id)",
-			 STORE_INTS(st->search_cursor), "cannot put messages back in the search index");
+	r = store_run(st, "INSERT INTO search(rowid, body) SELECT e.id, " SEARCH_BODY("e") " FROM elems e "
+			  "JOIN docs d ON d.id = e.doc_id WHERE e.rev_to IS NULL AND convfs_stream(d.path) IS NOT NULL "
+			  "AND (?1 < 0 OR e.id <= ?1) AND NOT EXISTS (SELECT 1 FROM search_docsize z WHERE z.id = e.id)",
+		      STORE_INTS(st->search_cursor), "cannot put messages back in the search index");
+	if (r == 0)
+		r = store_prepare_ints(st, "SELECT e.id FROM elems e JOIN docs d ON d.id = e.doc_id WHERE e.rev_to IS NULL "
+					   "AND " SEARCH_PIECES_MISSING("e") " AND convfs_stream(d.path) IS NOT NULL "
+					   "AND (?1 < 0 OR e.id <= ?1)",
+				       STORE_INTS(st->search_cursor), &big);
+	return r < 0 ? r : rows_pieces(st, big, true);
 }
 
 /* What is left of the forgotten text in the index's pages goes: its segments merged into one. */
@@ -334,7 +498,7 @@ int search_forget_pages(struct store *st)
 /* The rows a step looks at, past the cursor: whether each is a message to take in, and its size. */
 #define BUILD_ROWS_SQL \
 	"SELECT e.id, e.len, e.rev_to IS NULL AND convfs_stream(d.path) IS NOT NULL " \
-	"  AND NOT EXISTS (SELECT 1 FROM search_docsize z WHERE z.id = e.id) " \
+	"  AND (NOT EXISTS (SELECT 1 FROM search_docsize z WHERE z.id = e.id) OR " SEARCH_PIECES_MISSING("e") ") " \
 	"FROM elems e JOIN docs d ON d.id = e.doc_id WHERE e.id > ?1 ORDER BY e.id LIMIT ?2"
 
 /*
@@ -346,6 +510,7 @@ int search_forget_pages(struct store *st)
 static int build_rows(struct store *st, size_t max_rows, int64_t *ret_cursor)
 {
 	_cleanup_stmt_ sqlite3_stmt *rows = NULL;
+	sqlite3_stmt *big = NULL;
 	int64_t cursor = st->search_cursor;
 	size_t seen = 0, bytes = 0, todo = 0;
 	int r, rc = SQLITE_DONE;
@@ -361,7 +526,7 @@ static int build_rows(struct store *st, size_t max_rows, int64_t *ret_cursor)
 		if (!sqlite3_column_int(rows, 2))
 			continue;
 		todo++;
-		bytes += (size_t)len < SEARCH_ELEM_BYTES ? (size_t)len : SEARCH_ELEM_BYTES;
+		bytes += (size_t)len; /* all of a large one: its pieces too */
 	}
 	if (bytes < BUILD_BYTES && rc != SQLITE_DONE)
 		return store_fail(st, rc, "cannot read the rows to index");
@@ -372,6 +537,13 @@ static int build_rows(struct store *st, size_t max_rows, int64_t *ret_cursor)
 				  "AND convfs_stream(d.path) IS NOT NULL "
 				  "AND NOT EXISTS (SELECT 1 FROM search_docsize z WHERE z.id = e.id)",
 			      STORE_INTS(st->search_cursor, cursor), "cannot add messages to the search index");
+	if (todo && r == 0)
+		r = store_prepare_ints(st, "SELECT e.id FROM elems e JOIN docs d ON d.id = e.doc_id WHERE e.id > ?1 "
+					   "AND e.id <= ?2 AND e.rev_to IS NULL AND " SEARCH_PIECES_MISSING("e") " "
+					   "AND convfs_stream(d.path) IS NOT NULL",
+				       STORE_INTS(st->search_cursor, cursor), &big);
+	if (todo && r == 0)
+		r = rows_pieces(st, big, true);
 	if (r < 0)
 		return r;
 	*ret_cursor = bytes >= BUILD_BYTES || seen == max_rows ? cursor : -1;
@@ -421,7 +593,7 @@ int store_search_state(struct store *st, bool count, struct store_search_state *
 		return r;
 	s.indexed = -1;
 	if (count) {
-		r = store_row_args(st, "SELECT count(*) FROM search_docsize", NULL, 0, NULL, 0,
+		r = store_row_args(st, "SELECT count(*) FROM search_docsize WHERE id > 0", NULL, 0, NULL, 0,
 				   "cannot count the messages of the search index", &counted);
 		if (r < 0)
 			return r;
@@ -431,7 +603,8 @@ int store_search_state(struct store *st, bool count, struct store_search_state *
 	if (s.building) {
 		r = store_row_args(st, "SELECT count(*) FROM elems e JOIN docs d ON d.id = e.doc_id "
 				       "WHERE e.id > ?1 AND e.rev_to IS NULL AND convfs_stream(d.path) IS NOT NULL "
-				       "AND NOT EXISTS (SELECT 1 FROM search_docsize z WHERE z.id = e.id)",
+				       "AND (NOT EXISTS (SELECT 1 FROM search_docsize z WHERE z.id = e.id) OR "
+				       SEARCH_PIECES_MISSING("e") ")",
 				   NULL, 0, STORE_INTS(cursor), "cannot count what the search index has yet to take in",
 				   &to_go);
 		if (r < 0)

@@ -305,6 +305,9 @@ static const char *const migrations[] = {
 	 * rev_from reaches it, which no other statement has.
 	 */
 	"DROP INDEX IF EXISTS elems_from;",
+
+	/* 16 -> 17: the text of a message past its first MiB in the search index, in pieces (store/index.c) */
+	SEARCH_PIECES_MIGRATION,
 };
 
 int store_schema_version(void)

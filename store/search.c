@@ -49,7 +49,7 @@
 #define ROLE_OF_E "convfs_role(e.len, CASE WHEN e.len <= 65536 THEN e.json END, e.id)"
 #define TIME_OF_E "coalesce(e.ts, r.time_ns / 1000000)"
 #define JOINS                                                                                             \
-	"JOIN elems e ON e.id = s.rowid JOIN docs d ON d.id = e.doc_id "                                  \
+	"JOIN elems e ON e.id = " SEARCH_ELEM_OF("s.rowid") " JOIN docs d ON d.id = e.doc_id "           \
 	"LEFT JOIN tasks k ON k.id = d.task_id LEFT JOIN workspaces w ON w.id = k.workspace_id "
 
 /* The hits and their scores, of a query without filters: FTS5 alone (its index holds only current messages). */
@@ -243,7 +243,7 @@ static int order_ties(struct store *st, struct ranked *v, size_t n, size_t out)
 			return r;
 		for (size_t i = a; i < b; i++) {
 			sqlite3_reset(stmt);
-			sqlite3_bind_int64(stmt, 1, v[i].id);
+			sqlite3_bind_int64(stmt, 1, search_elem_of(v[i].id));
 			if ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
 				v[i].time_ms = sqlite3_column_int64(stmt, 0);
 			else if (rc != SQLITE_DONE)
@@ -298,6 +298,59 @@ static size_t select_best(struct ranked *v, size_t n, size_t k)
 	return hi;
 }
 
+static int int64_cmp(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * A message over 1 MiB is in the index in pieces (index.c), each a hit of
+ * its own: of the hits of one message only its best stays, so that it is
+ * one hit, as any message is. In place; how many hits are left.
+ */
+static int one_hit_a_message(struct ranked *v, size_t *n)
+{
+	_cleanup_free_ int64_t *big = NULL;
+	_cleanup_free_ size_t *best = NULL;
+	size_t nbig = 0, alloc = 0, out = 0;
+	int r;
+
+	for (size_t i = 0; i < *n; i++)
+		if (v[i].id < 0) {
+			if ((r = ARRAY_GROW(big, nbig, alloc, 16)) < 0)
+				return r;
+			big[nbig++] = search_elem_of(v[i].id);
+		}
+	if (nbig == 0)
+		return 0;
+	qsort(big, nbig, sizeof(*big), int64_cmp);
+	for (size_t i = 1, u = 1; i <= nbig; i++) /* each message once */
+		if (i == nbig)
+			nbig = u;
+		else if (big[i] != big[u - 1])
+			big[u++] = big[i];
+	if (!(best = malloc(nbig * sizeof(*best))))
+		return -ENOMEM;
+	for (size_t j = 0; j < nbig; j++)
+		best[j] = SIZE_MAX;
+	for (size_t i = 0; i < *n; i++) {
+		int64_t e = search_elem_of(v[i].id), *at = bsearch(&e, big, nbig, sizeof(*big), int64_cmp);
+
+		if (at && (best[at - big] == SIZE_MAX || v[i].score < v[best[at - big]].score))
+			best[at - big] = i;
+	}
+	for (size_t i = 0; i < *n; i++) {
+		int64_t e = search_elem_of(v[i].id), *at = bsearch(&e, big, nbig, sizeof(*big), int64_cmp);
+
+		if (!at || best[at - big] == i)
+			v[out++] = v[i];
+	}
+	*n = out;
+	return 0;
+}
+
 /*
  * The hits of q, ranked, the best first: *ret_v (free()), *ret_n of them
  * (q's limit at most), of *ret_all in all. Store lock held.
@@ -335,6 +388,8 @@ static int rank(struct store *st, const struct store_search_query *q, const char
 	if (rc != SQLITE_DONE)
 		return store_fail(st, rc, "cannot search the index");
 	store_stmt_release(TAKE_PTR(stmt));
+	if ((r = one_hit_a_message(v, &n)) < 0)
+		return r;
 	if (q->limit > 0 && (size_t)q->limit < n)
 		r = order_ties(st, v, select_best(v, n, (size_t)q->limit), (size_t)q->limit);
 	else

@@ -41,6 +41,28 @@
 #define SEARCH_PIECE_BYTES SEARCH_ELEM_BYTES
 #define SEARCH_PIECES_MAX 16
 
+/*
+ * The rowid in the index of piece k >= 1 of the text of elems row id (the
+ * first piece is row id itself): negative, so that no row's id is one, and
+ * the row's id in its high bits, so that the row is known from it.
+ */
+#define SEARCH_PIECE_SHIFT 16
+_Static_assert(SEARCH_PIECES_MAX <= 1 << SEARCH_PIECE_SHIFT, "a piece's number in its rowid");
+static inline int64_t search_piece_id(int64_t id, size_t k)
+{
+	return -((id << SEARCH_PIECE_SHIFT) | (int64_t)k);
+}
+static inline int64_t search_elem_of(int64_t rowid)
+{
+	return rowid > 0 ? rowid : -rowid >> SEARCH_PIECE_SHIFT;
+}
+/* The same in SQL: the row of index rowid r, and whether row e (of elems) lacks its pieces. */
+#define SEARCH_ELEM_OF(r) "(CASE WHEN " r " > 0 THEN " r " ELSE -(" r ") >> 16 END)"
+#define SEARCH_PIECES_MISSING(e) \
+	"(" e ".len > 1048576 AND NOT EXISTS (SELECT 1 FROM search_docsize p WHERE p.id = -((" e ".id << 16) | 1)))"
+/* How many pieces after the first the text of row e is in (search_piece_count() - 1). */
+#define SEARCH_MORE_PIECES(e) "min((" e ".len - 1) / 1048576, 15)"
+
 /* A token longer than this (in bytes, case folded) is not indexed: base64, minified blobs. */
 #define SEARCH_TOKEN_MAX 64
 
@@ -69,6 +91,21 @@
 	"CREATE VIRTUAL TABLE IF NOT EXISTS search USING fts5(body, content = 'search_text', "                 \
 	"  content_rowid = 'id', tokenize = 'convfs');"                                                         \
 	"INSERT OR REPLACE INTO meta(key, value) VALUES ('search_cursor', '0');"
+
+/*
+ * The migration that indexes the text of a message past its first MiB: the
+ * view search_text gets the pieces' text (convfs_piece() of their rowid,
+ * for FTS5's snippets and `convfs check`; the rowids the index holds are
+ * the pieces it has), and the build goes back to the first row over 1 MiB,
+ * which it gives its pieces (rows it already holds cost it a lookup each).
+ */
+#define SEARCH_PIECES_MIGRATION                                                                                 \
+	"DROP VIEW IF EXISTS search_text;"                                                                        \
+	"CREATE VIEW search_text(id, body) AS SELECT id, " SEARCH_BODY("elems") " FROM elems "                    \
+	"  UNION ALL SELECT z.id, convfs_piece(z.id) FROM search_docsize z WHERE z.id < 0;"                       \
+	"INSERT OR REPLACE INTO meta(key, value) SELECT 'search_cursor', min(x) FROM ("                           \
+	"  SELECT min(id) - 1 AS x FROM elems WHERE len > 1048576 "                                               \
+	"  UNION ALL SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'search_cursor') HAVING min(x) IS NOT NULL;"
 
 /* ---- search_text.c ------------------------------------------------------------------ */
 
@@ -224,6 +261,15 @@ int search_rows_closing(struct store *st, int64_t doc_id, int64_t from_seq, int6
 	"INSERT INTO search(search, rowid, body) SELECT 'delete', e.id, " SEARCH_BODY("e") " FROM elems e "    \
 	"JOIN docs d ON d.id = e.doc_id WHERE e.rev_to IS NULL AND (" cond ") "                                \
 	"AND EXISTS (SELECT 1 FROM search_docsize z WHERE z.id = e.id)"
+/*
+ * And before it, SEARCH_FORGET_PIECES_SQL(cond) prepared and bound the same
+ * way, handed to search_pieces_out() (which releases it): the pieces of
+ * those rows over 1 MiB leave the index.
+ */
+#define SEARCH_FORGET_PIECES_SQL(cond)                                                                           \
+	"SELECT e.id FROM elems e JOIN docs d ON d.id = e.doc_id WHERE e.rev_to IS NULL AND (" cond ") "         \
+	"AND e.len > 1048576 AND EXISTS (SELECT 1 FROM search_docsize z WHERE z.id = -((e.id << 16) | 1))"
+int search_pieces_out(struct store *st, sqlite3_stmt *rows);
 int search_forget_end(struct store *st);
 /* Notes that the transaction ended without search_flush() (rolled back). */
 void search_forget_pending(struct store *st);

@@ -78,7 +78,8 @@ static int check_text(struct store *st, struct search_tokenizer *tk, store_probl
 	*ret_sum = 0;
 	*ret_tokens = 0;
 	r = store_prepare(st, "SELECT z.id, z.sz, t.body, d.path, e.seq FROM search_docsize z "
-			      "JOIN search_text t ON t.id = z.id JOIN elems e ON e.id = z.id JOIN docs d ON d.id = e.doc_id",
+			      "JOIN search_text t ON t.id = z.id JOIN elems e ON e.id = " SEARCH_ELEM_OF("z.id") " "
+			      "JOIN docs d ON d.id = e.doc_id",
 			  &stmt);
 	if (r < 0)
 		return r;
@@ -95,9 +96,10 @@ static int check_text(struct store *st, struct search_tokenizer *tk, store_probl
 		*ret_tokens += t.ntokens;
 		if (t.ntokens == size)
 			continue;
-		snprintf(line, sizeof(line), "search: doc '%s': element %" PRId64 " is indexed with %" PRId64
+		snprintf(line, sizeof(line), "search: doc '%s': element %" PRId64 "%s%.0" PRId64 " is indexed with %" PRId64
 			 " words, its text has %" PRId64, (const char *)sqlite3_column_text(stmt, 3),
-			 (int64_t)sqlite3_column_int64(stmt, 4), size, t.ntokens);
+			 (int64_t)sqlite3_column_int64(stmt, 4), t.row < 0 ? ", piece " : "",
+			 t.row < 0 ? -t.row & ((1 << SEARCH_PIECE_SHIFT) - 1) : 0, size, t.ntokens);
 		n++;
 		if ((r = fn(ctx, line)) < 0)
 			return r;

@@ -24,10 +24,12 @@
 #   - the daemon's peak RSS (VmHWM of its process, over its whole life up to
 #     the last save) stays at or under 64 MB: a commit must not hold the file
 #     in memory, nor does the search index, which each save updates (the big
-#     message by its first MiB). The figure is printed in any case ("# peak
+#     message a piece of about 1 MiB at a time). The figure is printed in any case ("# peak
 #     RSS");
-#   - the index has every message after each save, the big one included:
-#     convfs search finds the small ones beside it, and convfs check, at the
+#   - the index has every message after each save, the big one included,
+#     its text past the first MiB too: convfs search finds the small ones
+#     beside it and a word 10 MiB into the big one (after save 1, and after
+#     save 3 the new one's, not the old one's), and convfs check, at the
 #     end, finds the index holds the current messages and their words.
 # Under valgrind (CONVFS_VALGRIND=1) the big message is 8 MB and the RSS is
 # not checked (it is memcheck's); under a sanitizer build (CONVFS_SANITIZED=1)
@@ -38,6 +40,10 @@
 
 BIG=$((100 << 20))
 [[ ${CONVFS_VALGRIND:-} == 1 ]] && BIG=$((8 << 20)) # 100 MB through memcheck take minutes
+# Where in the big message's text a word stands: 10 MiB in (4 MiB of 8),
+# past the first MiB, which the search index holds as the message's first
+# piece, and before the 16th, where the pieces it holds end.
+MID=$((BIG > (20 << 20) ? 10 << 20 : BIG / 2))
 RSS_LIMIT_KB=65536
 check_rss=1
 why_no_rss=
@@ -85,7 +91,9 @@ conversation()
 		printf '%s' "$sep"
 		small 1795500000003 "here it comes"
 		printf '%s{"ts":1795500000004,"type":"say","say":"text","text":"' "$sep"
-		head -c "$BIG" /dev/zero | tr '\0' "$letter"
+		head -c "$MID" /dev/zero | tr '\0' "$letter"
+		printf ' %smid ' "$letter"
+		head -c "$((BIG - MID - 6))" /dev/zero | tr '\0' "$letter"
 		printf '"}%s' "$sep"
 		small 1795500000005 "that was big"
 		printf '%s' "$sep"
@@ -150,6 +158,8 @@ say "1. temp + rename: 6 messages, the big one all a's"
 rename_in "$T/gen/v1.json"
 check_content "$T/gen/v1.json" 6 "after the first temp + rename"
 echo "#   VmHWM after save 1: $(peak) kB"
+hits=$("$CONVFS" search --json amid "$M" | wc -l) || true
+((hits == 1)) || problem "after save 1, convfs search finds the word $MID bytes into the big message $hits times, not once"
 
 say "2. in place: a small message appended, the big one unchanged"
 cat "$T/gen/v2.json" >"$UI"
@@ -162,6 +172,11 @@ check_content "$T/gen/v3.json" 7 "after the temp + rename that changed the big m
 echo "#   VmHWM after save 3: $(peak) kB"
 hits=$("$CONVFS" search --json '"that was big"' "$M" | wc -l) || true
 ((hits == 1)) || problem "after save 3, convfs search finds the message after the big one $hits times, not once"
+# The word inside the big message: the new one's is found, the old one's no longer.
+hits=$("$CONVFS" search --json bmid "$M" | wc -l) || true
+((hits == 1)) || problem "after save 3, convfs search finds the word $MID bytes into the big message $hits times, not once"
+hits=$("$CONVFS" search --json amid "$M" | wc -l) || true
+((hits == 0)) || problem "after save 3, convfs search finds the word of the big message it replaced $hits times"
 
 say "4. the view's JSON Lines rewritten whole: CRLF ends, a message first, one more at the end"
 cat "$T/gen/v4.jsonl" >"$M/workspaces/unknown/tasks/$TASK/ui_messages.jsonl" ||

@@ -584,7 +584,7 @@ static void test_index_restore(void **state)
 	assert_int_equal(hits(st, "numbat"), 0);
 }
 
-/* A message over 1 MiB: its first MiB is indexed (read a piece at a time), and it leaves the index whole. */
+/* A message over 1 MiB: its first MiB is indexed (read a piece at a time), the rest in pieces, and it leaves the index whole. */
 static void test_index_large(void **state)
 {
 	struct store *st = *state;
@@ -609,7 +609,10 @@ static void test_index_large(void **state)
 	assert_index_sound(st);
 	assert_int_equal(hits(st, "bigstart"), 1);
 	assert_int_equal(hits(st, "aardvark"), 1);
-	assert_int_equal(hits(st, "lateword"), 0); /* past the first MiB */
+	/* past the first MiB: in a piece of its own; and a word in every piece is one hit, the message */
+	assert_int_equal(hits(st, "lateword"), 1);
+	assert_int_equal(hits(st, "filler"), 1);
+	assert_int_equal(hits(st, "filler lateword"), 1);
 	/* a merge copies it (a current copy: indexed), and the rewrite closes it (a closed copy: not) */
 	{
 		static const char mine[] = "[" U("small aardvark") "," U("mine") "]";
@@ -721,13 +724,34 @@ static void test_build(void **state)
 	assert_int_equal(hits(st, "ocelot"), 4);
 }
 
+/*
+ * The store at path set back as sql does (with the search functions at
+ * hand), then opened again: its migration has its index under way, with
+ * indexed messages in it and to_go still to come.
+ */
+static struct store *reopen_after(const char *path, const char *sql, int64_t indexed, int64_t to_go)
+{
+	struct store_search_state s;
+	struct store *st = NULL;
+	sqlite3 *db = NULL;
+
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(search_register(db), 0);
+	assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	assert_int_equal(store_open(path, 0, &st), 0);
+	assert_int_equal(store_search_state(st, true, &s), 0);
+	assert_true(s.present && s.building);
+	assert_int_equal(s.indexed, indexed);
+	assert_int_equal(s.to_go, to_go);
+	return st;
+}
+
 /* A store from before the index: the migration makes it, empty, and the build fills it. */
 static void test_migration(void **state)
 {
 	char dir[] = "/tmp/convfs-search-XXXXXX", path[64];
 	struct store *st = NULL;
-	struct store_search_state s;
-	sqlite3 *db = NULL;
 
 	assert_non_null(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/store.db", dir);
@@ -736,19 +760,46 @@ static void test_migration(void **state)
 	commit(st, UI("9"), "[" M(1, "migrated meerkat") "]");
 	store_free(st);
 	/* back to schema 14, as the convfs before the index left it */
-	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-	assert_int_equal(search_register(db), 0);
-	assert_int_equal(sqlite3_exec(db, "DROP TABLE search; DROP VIEW search_text; PRAGMA user_version = 14", NULL, NULL,
-				      NULL), SQLITE_OK);
-	sqlite3_close(db);
-	assert_int_equal(store_open(path, 0, &st), 0);
-	assert_int_equal(store_search_state(st, true, &s), 0);
-	assert_true(s.present && s.building);
-	assert_int_equal(s.indexed, 0);
-	assert_int_equal(s.to_go, 1);
+	st = reopen_after(path, "DROP TABLE search; DROP VIEW search_text; PRAGMA user_version = 14", 0, 1);
 	assert_int_equal(hits(st, "meerkat"), 0);
 	build_all(st, 100);
 	assert_int_equal(hits(st, "meerkat"), 1);
+	assert_index_sound(st);
+	store_free(st);
+	remove_store_file(dir, path);
+}
+
+/*
+ * A store of schema 16, whose index holds the first MiB of a large message
+ * only: the migration has the build give it its pieces, after which its
+ * last word is found.
+ */
+static void test_migration_pieces(void **state)
+{
+	char dir[] = "/tmp/convfs-search-XXXXXX", path[64];
+	_cleanup_sb_ struct sb doc = SB_INIT;
+	struct store *st = NULL;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/store.db", dir);
+	assert_int_equal(store_open(path, 0, &st), 0);
+	build_all(st, 100);
+	assert_int_equal(sb_adds(&doc, "[" U("small aardvark") ",{\"role\":\"user\",\"content\":\""), 0);
+	while (doc.len < ((size_t)5 << 19))
+		assert_int_equal(sb_adds(&doc, "filler "), 0);
+	assert_int_equal(sb_adds(&doc, "lastword\"}]"), 0);
+	assert_int_equal(store_doc_commit(st, API("7"), doc.buf, doc.len, &who, "write"), 0);
+	assert_int_equal(hits(st, "lastword"), 1);
+	store_free(st);
+	/* back to schema 16: the pieces out of the index, the view as it was */
+	st = reopen_after(path, "INSERT INTO search(search, rowid, body) SELECT 'delete', z.id, convfs_piece(z.id) "
+				"FROM search_docsize z WHERE z.id < 0; DROP VIEW search_text; CREATE VIEW "
+				"search_text(id, body) AS SELECT id, " SEARCH_BODY("elems") " FROM elems; "
+				"PRAGMA user_version = 16", 2, 1);
+	assert_int_equal(hits(st, "lastword"), 0);
+	assert_int_equal(hits(st, "aardvark"), 1);
+	build_all(st, 100);
+	assert_int_equal(hits(st, "lastword"), 1);
 	assert_index_sound(st);
 	store_free(st);
 	remove_store_file(dir, path);
@@ -861,6 +912,24 @@ static void assert_file_lacks(const char *path, const char *text)
 }
 
 /* After `convfs forget`, no word of the secret is in the index, and no byte of it in the file. */
+/* Commits to path a message of 3 MiB, "ok" first, then a large one with word 2 MiB into it. */
+static void commit_large(struct store *st, const char *path, const char *word)
+{
+	_cleanup_sb_ struct sb doc = SB_INIT;
+	bool put = false;
+
+	assert_int_equal(sb_adds(&doc, "[" U("ok") ",{\"role\":\"user\",\"content\":\""), 0);
+	while (doc.len < ((size_t)3 << 20)) {
+		bool now = !put && doc.len > ((size_t)2 << 20);
+
+		assert_int_equal(sb_adds(&doc, now ? word : "filler"), 0);
+		assert_int_equal(sb_adds(&doc, " "), 0);
+		put = put || now;
+	}
+	assert_int_equal(sb_adds(&doc, "\"}]"), 0);
+	assert_int_equal(store_doc_commit(st, path, doc.buf, doc.len, &who, "write"), 0);
+}
+
 static void test_forget(void **state)
 {
 	char dir[] = "/tmp/convfs-search-XXXXXX", path[64], side[80];
@@ -875,11 +944,12 @@ static void test_forget(void **state)
 	commit(st, API("13"), "[" U("ok") "]"); /* also in an older version */
 	commit(st, API("13"), "[" U("ok") "," U("again hunter2xyzzy, sorry") "]");
 	commit(st, UI("14"), "[" M(1, "hunter2xyzzy") "]");
-	assert_int_equal(hits(st, "hunter2xyzzy"), 2);
+	commit_large(st, API("16"), "hunter2xyzzy"); /* 2 MiB into a message: in one of its pieces */
+	assert_int_equal(hits(st, "hunter2xyzzy"), 3);
 	assert_int_equal(store_forget_run(st, &f, &who, NULL, NULL), 0);
 	assert_int_equal(hits(st, "hunter2xyzzy"), 0);
 	assert_int_equal(hits(st, "sorry"), 0);
-	assert_int_equal(hits(st, "ok"), 1);
+	assert_int_equal(hits(st, "ok"), 2);
 	assert_index_sound(st);
 	assert_int_equal(sqlite3_exec(st->db, "CREATE VIRTUAL TABLE temp.v USING fts5vocab(main, search, row)", NULL, NULL,
 				      NULL), SQLITE_OK);
@@ -888,7 +958,8 @@ static void test_forget(void **state)
 	/* a whole task: its rows are deleted, current ones included */
 	f = (struct store_forget){ .task = "15" };
 	commit(st, UI("15"), "[" M(1, "zanzibarword") "]");
-	assert_int_equal(hits(st, "zanzibarword"), 1);
+	commit_large(st, API("15"), "zanzibarword");
+	assert_int_equal(hits(st, "zanzibarword"), 2);
 	assert_int_equal(store_forget_run(st, &f, &who, NULL, NULL), 0);
 	assert_int_equal(hits(st, "zanzibarword"), 0);
 	assert_index_sound(st);
@@ -1023,6 +1094,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_snippet, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_build, setup, teardown),
 		cmocka_unit_test(test_migration),
+		cmocka_unit_test(test_migration_pieces),
 		cmocka_unit_test_setup_teardown(test_filters, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tasks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_many, setup, teardown),
