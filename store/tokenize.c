@@ -51,10 +51,10 @@ size_t search_camel_parts(const char *s, size_t n, size_t *starts, size_t max)
 
 	if (n == 0 || max == 0)
 		return 0;
+	starts[k++] = 0;
 	for (size_t i = 0; i < n; i++)
 		if (!is_upper(s[i]) && !is_lower(s[i]) && !is_digit(s[i]))
 			return 1; /* not an identifier of ASCII letters and digits: one part */
-	starts[k++] = 0;
 	for (size_t i = 1; i < n && k < max; i++) {
 		bool boundary = is_upper(s[i]) &&
 				((is_lower(s[i - 1]) || is_digit(s[i - 1])) ||
