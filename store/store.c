@@ -79,6 +79,20 @@ static struct {
 } stmt_cache[STMT_CACHE];
 static pthread_mutex_t stmt_cache_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/*
+ * Before a statement that may write outside a transaction: the blob kept
+ * open holds a read transaction, and a write on top of it is one SQLite
+ * cannot wait for. If another daemon holds the lock or has committed since,
+ * it fails at once with SQLITE_BUSY ("database is locked"), the busy
+ * handler never asked. Closed, the statement takes the lock afresh and
+ * waits its turn like any other.
+ */
+static void write_ahead(struct store *st)
+{
+	if (st->blob && sqlite3_get_autocommit(st->db))
+		store_blob_drop(st);
+}
+
 int store_prepare(struct store *st, const char *sql, sqlite3_stmt **ret)
 {
 	int rc, free_slot = -1;
@@ -91,7 +105,7 @@ int store_prepare(struct store *st, const char *sql, sqlite3_stmt **ret)
 			stmt_cache[i].busy = true;
 			*ret = stmt_cache[i].stmt;
 			pthread_mutex_unlock(&stmt_cache_lock);
-			return 0;
+			goto prepared;
 		}
 		if (!stmt_cache[i].db && free_slot < 0)
 			free_slot = i;
@@ -110,6 +124,9 @@ int store_prepare(struct store *st, const char *sql, sqlite3_stmt **ret)
 		}
 		pthread_mutex_unlock(&stmt_cache_lock);
 	}
+prepared:
+	if (!sqlite3_stmt_readonly(*ret))
+		write_ahead(st);
 	return 0;
 }
 
@@ -253,7 +270,10 @@ int store_tx_aside_end(struct store *st, int r)
 
 int store_exec(struct store *st, const char *sql)
 {
-	int rc = sqlite3_exec(st->db, sql, NULL, NULL, NULL);
+	int rc;
+
+	write_ahead(st);
+	rc = sqlite3_exec(st->db, sql, NULL, NULL, NULL);
 
 	if (rc != SQLITE_OK)
 		return store_fail(st, rc, "cannot run a statement");

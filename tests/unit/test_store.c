@@ -25,6 +25,7 @@
 #include <sqlite3.h>
 
 #include "store/store.h"
+#include "store/store_changes.h"
 #include "store/store_internal.h"
 #include "store/store_search.h"
 #include "store/util.h"
@@ -433,6 +434,40 @@ static void test_meta(void **state)
 	free(v);
 }
 
+/*
+ * Another daemon of the store commits while this one has just read a large
+ * element (the blob handle kept open holds a read transaction). A write
+ * outside a transaction here must wait its turn and then go in, not fail
+ * with "database is locked": SQLite does not wait for a connection that
+ * reads, and a stale read cannot become a write.
+ */
+static void test_write_after_blob_read(void **state)
+{
+	struct fixture *f = *state;
+	struct store *other = NULL;
+	size_t n = 100 * 1024;
+	_cleanup_free_ char *big = malloc(n + 16);
+	char *v = NULL;
+
+	assert_non_null(big);
+	memcpy(big, "[\"", 2);
+	memset(big + 2, 'a', n);
+	memcpy(big + 2 + n, "\"]", 3);
+	assert_int_equal(commit(f->st, UI, big), 0);
+	assert_int_equal(store_open(f->path, 0, &other), 0);
+
+	assert_doc_str(f->st, UI, big); /* leaves the blob open */
+	assert_int_equal(commit(other, API, "[1]"), 0);
+	assert_int_equal(store_plain_changed(f->st, "settings/a.json"), 0);
+	assert_doc_str(f->st, UI, big);
+	assert_int_equal(commit(other, API, "[1,2]"), 0);
+	assert_int_equal(store_meta_set(f->st, "imported_from", "/home/dev"), 0);
+	assert_int_equal(store_meta_get(other, "imported_from", &v), 0);
+	assert_string_equal(v, "/home/dev");
+	free(v);
+	store_free(other);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -449,6 +484,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_readonly, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_batch, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_meta, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_write_after_blob_read, setup_store, teardown),
 	};
 
 	log_set_level(LOG_LEVEL_ERR);
