@@ -70,41 +70,57 @@ static int count_doc(void *ctx, const char *name, const struct store_stat *s)
 	return 0;
 }
 
+/* What heal_doc() works with. */
+struct heal {
+	struct fs *fs;
+	unsigned *made;
+};
+
 /* store_doc_foreach: makes the folders of one doc again. */
 static int heal_doc(void *ctx, const char *path, const struct store_stat *stat)
 {
-	struct fs *fs = ctx;
+	struct heal *h = ctx;
 	const char *slash = strrchr(path, '/');
 	int r;
 
 	(void)stat;
 	if (!slash)
 		return 0;
-	r = backing_mkdirs(fs, path, (size_t)(slash - path));
+	r = backing_mkdirs_made(h->fs, path, (size_t)(slash - path), h->made);
 	if (r < 0)
 		log_err("cannot make the folder of '%s' again in the backing tree: %s", path, strerror(-r));
 	return 0;
 }
 
 /* Makes the folders of every doc again (backing_check() runs after its own repair too). */
-int heal_all_docs(struct fs *fs)
+int heal_all_docs(struct fs *fs, unsigned *made)
 {
-	return store_doc_foreach(fs->store, heal_doc, fs);
+	return store_doc_foreach(fs->store, heal_doc, &(struct heal){ .fs = fs, .made = made });
 }
 
 /*
  * A folder of the compat tree (tasks/, tasks/<id>/, state/) lives in the
  * backing tree; its conversations live in the store. If the folder was
  * removed behind the daemon's back, its conversations would be out of reach:
- * make the folders of every doc again. Returns 0 if it tried.
+ * make the folders of every doc again. Returns how many folders were missing
+ * and made.
+ *
+ * Only those count: a lookup that found no folder may race the first save
+ * of a conversation, or a commit pulled from another machine, which makes
+ * the folder before it commits the doc. Then nothing was lost and nothing
+ * is said.
  */
 static int heal_all(struct fs *fs, const char *rel)
 {
+	unsigned made = 0;
+	int r;
+
 	backing_check(fs); /* the backing folder itself first */
-	return heal_all_docs(fs);
+	r = heal_all_docs(fs, &made);
+	return r < 0 ? r : (int)made;
 }
 
-/* The same for a folder of docs, if it holds any. */
+/* The same for a folder of docs, if it holds any (-ENOENT if not). */
 static int heal_docs(struct fs *fs, const char *rel)
 {
 	int n = 0, r;
@@ -113,18 +129,18 @@ static int heal_docs(struct fs *fs, const char *rel)
 	r = store_doc_list(fs->store, rel, count_doc, &n);
 	if (r < 0 || n == 0)
 		return -ENOENT;
-	return heal_all_docs(fs);
+	return heal_all(fs, rel);
 }
 
 /* The attributes of a folder of the compat tree, made again (heal) if it went. */
 static int folder_getattr(const struct route *rt, struct stat *st, int (*heal)(struct fs *fs, const char *rel))
 {
 	struct fs *fs = rt->fs;
-	int r = backing_stat(fs, rt->rel, st);
+	int r = backing_stat(fs, rt->rel, st), made;
 
-	if (r == -ENOENT && heal(fs, rt->rel) == 0) {
+	if (r == -ENOENT && (made = heal(fs, rt->rel)) >= 0) {
 		r = backing_stat(fs, rt->rel, st);
-		if (r == 0)
+		if (r == 0 && made > 0)
 			log_warn("the folder '%s' was missing from the backing tree: made it again for its conversations",
 				 rt->rel);
 	}
@@ -282,21 +298,22 @@ static int list_per_mount(struct fs *fs, op_list_fn fn, void *ctx)
 /*
  * The entries of the backing folder rel: all of them, or for the root all
  * but convfs's own (.convfs-*) and what this mount keeps in its own folder.
- * heal (NULL: none) makes the folder again if it went. -ENOENT if there is
- * no such folder.
+ * heal (NULL: none) makes the folder again if it went, and returns how many
+ * folders it made (a warning if any) or -ENOENT. -ENOENT if there is no such
+ * folder.
  */
 int path_list_backing(struct fs *fs, const char *rel, int (*heal)(struct fs *fs, const char *rel), op_list_fn fn,
 		      void *ctx)
 {
 	struct dirent *de;
-	int fd, res = 0;
+	int fd, res = 0, made;
 	DIR *d;
 
 	fd = plain_open(fs, rel, O_RDONLY | O_DIRECTORY, 0);
-	if (fd == -ENOENT && heal && heal(fs, rel) == 0) {
+	if (fd == -ENOENT && heal && (made = heal(fs, rel)) >= 0) {
 		/* The kernel holds the folder's entry: listing it heals it, as a lookup does (folder_getattr()). */
 		fd = plain_open(fs, rel, O_RDONLY | O_DIRECTORY, 0);
-		if (fd >= 0)
+		if (fd >= 0 && made > 0)
 			log_warn("the folder '%s' was missing from the backing tree: made it again for its conversations", rel);
 	}
 	if (fd < 0)

@@ -210,7 +210,8 @@ int path_plain_unlink(const struct route *rt);
 int path_plain_rmdir(const struct route *rt);
 /*
  * The entries of the backing folder rel (the root's but convfs's own);
- * heal (NULL: none) makes the folder again if it went. -ENOENT: no folder.
+ * heal (NULL: none) makes the folder again if it went, and returns how many
+ * folders it made (a warning if any) or -ENOENT. -ENOENT: no folder.
  */
 int path_list_backing(struct fs *fs, const char *rel, int (*heal)(struct fs *fs, const char *rel), op_list_fn fn,
 		      void *ctx);

@@ -136,11 +136,12 @@ int plain_fail(const char *what, const char *r, int err)
 	return -err;
 }
 
-/*
- * mkdir -p of dir (relative, from the store: no "..") in the backing tree,
- * one component at a time and never through a symlink.
- */
 int backing_mkdirs(struct fs *fs, const char *dir, size_t len)
+{
+	return backing_mkdirs_made(fs, dir, len, NULL);
+}
+
+int backing_mkdirs_made(struct fs *fs, const char *dir, size_t len, unsigned *made)
 {
 	char comp[NAME_MAX + 1];
 	int dfd, fd;
@@ -159,7 +160,10 @@ int backing_mkdirs(struct fs *fs, const char *dir, size_t len)
 		}
 		memcpy(comp, dir + i, n);
 		comp[n] = '\0';
-		if (mkdirat(dfd, comp, 0700) < 0 && errno != EEXIST) {
+		if (mkdirat(dfd, comp, 0700) == 0) {
+			if (made)
+				(*made)++;
+		} else if (errno != EEXIST) {
 			int r = -errno;
 
 			close(dfd);
@@ -217,7 +221,7 @@ void backing_check(struct fs *fs)
 		log_warn("the backing folder '%s' was removed under the daemon: made it again; the plain files that were in it are gone",
 			 fs->backing_path);
 	close(fd);
-	if (heal_all_docs(fs) < 0)
+	if (heal_all_docs(fs, NULL) < 0)
 		log_err("cannot make the folders of the conversations again in '%s'", fs->backing_path);
 out:
 	pthread_mutex_unlock(&lock);

@@ -106,14 +106,19 @@ void backing_check(struct fs *fs);
  * one component at a time and never through a symlink.
  */
 int backing_mkdirs(struct fs *fs, const char *dir, size_t len);
+/* The same, adding to *made (if not NULL) the folders it made: those that were not there. */
+int backing_mkdirs_made(struct fs *fs, const char *dir, size_t len, unsigned *made);
 /* What a NULL member answers for a kind that names nothing (rt->err), or dflt (kinds.h). */
 int path_default(const struct route *rt, int dflt);
 /* Whether the folder of the view rt is in lets the name be made (made_in; 0 outside the view). */
 int path_made_in(const struct route *rt, const char *what);
 /* True if rt is read-only, or would be made in a read-only folder: -EROFS for what writes there. */
 bool path_readonly(const struct route *rt);
-/* Makes the folders of every doc again in the backing tree (compat.c). */
-int heal_all_docs(struct fs *fs);
+/*
+ * Makes the folders of every doc again in the backing tree (compat.c); adds
+ * to *made (if not NULL) those that were missing.
+ */
+int heal_all_docs(struct fs *fs, unsigned *made);
 /* Group and other bits go unless the mount is shared (-o allow_other). */
 mode_t private_mode(const struct fs *fs, mode_t mode);
 /*

@@ -11,19 +11,29 @@
  * by one name or one match, reachable by the walk the kernel's cache uses),
  * keeps its attributes only where a commit tells the kernel, is read-only
  * where its folder is; and the compat tree's kinds are told apart as
- * route_resolve() must (no store: only paths outside workspaces/).
+ * route_resolve() must (no store: only paths outside workspaces/). Last,
+ * with a store and a backing tree: tasks/ made again, with a warning, only
+ * when it was missing, not when a lookup raced the thread that made it.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
+#include "fs/fs.h"
 #include "fs/ops/route.h"
 #include "fs/view/view.h"
+#include "store/store.h"
+#include "store/util.h"
 
 static const char *const compat_names[] = {
 #define COMPAT_NAME(kind, row) #kind,
@@ -298,6 +308,90 @@ static void test_doc_of(void **state)
 	assert_int_equal(view_doc_of("workspaces/a-1/workspace.json", buf, sizeof(buf)), -ENOENT);
 }
 
+/* ---- a compat folder missing from the backing tree ------------------------------------ */
+
+/*
+ * fstatat() of fs/'s objects goes through here (-Wl,--wrap, meson.build):
+ * armed, the first look that finds no "tasks" runs race_make() before it
+ * returns, as a pull or a first save on another thread would.
+ */
+int __real_fstatat64(int dfd, const char *name, struct stat *st, int flags);
+int __wrap_fstatat64(int dfd, const char *name, struct stat *st, int flags);
+static const char *race_make;
+static int race_root = -1;
+
+int __wrap_fstatat64(int dfd, const char *name, struct stat *st, int flags)
+{
+	int r = __real_fstatat64(dfd, name, st, flags);
+
+	if (r < 0 && errno == ENOENT && race_make && strcmp(name, "tasks") == 0) {
+		char path[64];
+
+		snprintf(path, sizeof(path), "%.*s", (int)(strchr(race_make, '/') - race_make), race_make);
+		assert_int_equal(mkdirat(race_root, path, 0700), 0);
+		assert_int_equal(mkdirat(race_root, race_make, 0700), 0);
+		race_make = NULL;
+		errno = ENOENT;
+	}
+	return r;
+}
+
+static int missing_warnings;
+
+static void count_missing(enum log_level level, const char *line)
+{
+	if (level == LOG_LEVEL_WARN && strstr(line, "was missing from the backing tree"))
+		missing_warnings++;
+}
+
+/*
+ * tasks/ is made again for the conversations in the store, with a warning,
+ * when something removed it; but a lookup that finds no tasks/ while a
+ * thread is making it for a new conversation (whose doc comes after its
+ * folder) warns of nothing: nothing was missing.
+ */
+static void test_folder_made_again(void **state)
+{
+	static const char doc[] = "tasks/1740000000000/ui_messages.json";
+	char dir[] = "/tmp/convfs-kinds-XXXXXX";
+	struct fs fs = { 0 };
+	struct store_who who = { .pid = 1, .comm = "test" };
+	struct route rt;
+	struct stat st;
+	char cmd[64];
+
+	assert_non_null(mkdtemp(dir));
+	fs.backing_path = dir;
+	fs.root_fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	assert_true(fs.root_fd >= 0);
+	assert_int_equal(store_open(":memory:", 0, &fs.store), 0);
+	assert_int_equal(store_doc_commit(fs.store, doc, "[]", 2, &who, "write"), 0);
+	log_set_sink(count_missing);
+
+	/* The folder made while the lookup looked: no warning. */
+	race_root = fs.root_fd;
+	race_make = "tasks/1740000000000";
+	route_resolve(&fs, "tasks", &rt);
+	assert_ptr_equal(rt.ops, &path_tasks);
+	assert_int_equal(rt.ops->getattr(&rt, &st), 0);
+	assert_null(race_make);
+	assert_true(S_ISDIR(st.st_mode));
+	assert_int_equal(missing_warnings, 0);
+
+	/* Removed behind the daemon's back: made again, with a warning. */
+	assert_int_equal(unlinkat(fs.root_fd, "tasks/1740000000000", AT_REMOVEDIR), 0);
+	assert_int_equal(unlinkat(fs.root_fd, "tasks", AT_REMOVEDIR), 0);
+	assert_int_equal(rt.ops->getattr(&rt, &st), 0);
+	assert_int_equal(missing_warnings, 1);
+	assert_int_equal(fstatat(fs.root_fd, "tasks/1740000000000", &st, AT_SYMLINK_NOFOLLOW), 0);
+
+	log_set_sink(NULL);
+	store_free(fs.store);
+	close(fs.root_fd);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -309,6 +403,7 @@ int main(void)
 		cmocka_unit_test(test_readonly_below_readonly),
 		cmocka_unit_test(test_compat_routes),
 		cmocka_unit_test(test_doc_of),
+		cmocka_unit_test(test_folder_made_again),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
