@@ -70,6 +70,25 @@ static void blob_closep(sqlite3_blob **b)
 		sqlite3_blob_close(*b);
 }
 
+/* A message's bytes as search_text_pieces() reads them: through a blob handle on its row's json. */
+static int blob_bytes_read(void *ctx, size_t off, void *buf, size_t n)
+{
+	int rc = sqlite3_blob_read(ctx, buf, (int)n, (int)off);
+
+	return rc == SQLITE_OK ? 0 : rc == SQLITE_NOMEM ? -ENOMEM : -EIO;
+}
+
+/* Opens row id's json for search_text_pieces() into *m: an SQLite result code. */
+static int elem_bytes_open(sqlite3 *db, int64_t id, sqlite3_blob **ret_b, struct search_bytes *m)
+{
+	int rc = sqlite3_blob_open(db, "main", "elems", "json", id, 0, ret_b);
+
+	if (rc == SQLITE_OK)
+		*m = (struct search_bytes){ .len = (size_t)sqlite3_blob_bytes(*ret_b), .read = blob_bytes_read,
+					    .ctx = *ret_b };
+	return rc;
+}
+
 /*
  * The bytes of message (len, json, id) a function reads, at most max: json
  * itself (a row of at most ELEM_INLINE bytes hands it over), or the first
@@ -81,6 +100,7 @@ static int message_bytes(sqlite3_context *ctx, sqlite3_value **argv, size_t max,
 {
 	__attribute__((cleanup(blob_closep))) sqlite3_blob *b = NULL;
 	int64_t len = sqlite3_value_int64(argv[0]);
+	struct search_bytes m;
 	size_t n;
 	char *buf;
 	int rc;
@@ -98,10 +118,9 @@ static int message_bytes(sqlite3_context *ctx, sqlite3_value **argv, size_t max,
 	buf = malloc(n + 1);
 	if (!buf)
 		return SQLITE_NOMEM;
-	rc = sqlite3_blob_open(sqlite3_context_db_handle(ctx), "main", "elems", "json", sqlite3_value_int64(argv[2]), 0,
-			       &b);
-	if (rc == SQLITE_OK && n > (size_t)sqlite3_blob_bytes(b))
-		n = (size_t)sqlite3_blob_bytes(b);
+	rc = elem_bytes_open(sqlite3_context_db_handle(ctx), sqlite3_value_int64(argv[2]), &b, &m);
+	if (rc == SQLITE_OK && n > m.len)
+		n = m.len;
 	if (rc == SQLITE_OK)
 		rc = sqlite3_blob_read(b, buf, (int)n, 0);
 	if (rc != SQLITE_OK) {
@@ -133,25 +152,6 @@ static void sql_text(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 	}
 	text = sb_detach(&out, &len);
 	sqlite3_result_text64(ctx, text ? text : "", len, text ? free : SQLITE_STATIC, SQLITE_UTF8);
-}
-
-/* A message's bytes as search_text_pieces() reads them: through a blob handle on its row's json. */
-static int blob_bytes_read(void *ctx, size_t off, void *buf, size_t n)
-{
-	int rc = sqlite3_blob_read(ctx, buf, (int)n, (int)off);
-
-	return rc == SQLITE_OK ? 0 : rc == SQLITE_NOMEM ? -ENOMEM : -EIO;
-}
-
-/* Opens row id's json for search_text_pieces() into *m: an SQLite result code. */
-static int elem_bytes_open(sqlite3 *db, int64_t id, sqlite3_blob **ret_b, struct search_bytes *m)
-{
-	int rc = sqlite3_blob_open(db, "main", "elems", "json", id, 0, ret_b);
-
-	if (rc == SQLITE_OK)
-		*m = (struct search_bytes){ .len = (size_t)sqlite3_blob_bytes(*ret_b), .read = blob_bytes_read,
-					    .ctx = *ret_b };
-	return rc;
 }
 
 static int piece_keep(void *ctx, size_t k, const char *text, size_t n)
