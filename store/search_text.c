@@ -67,9 +67,9 @@ struct walk {
 	int r;                 /* the first failure (-errno), or 1: the pieces asked for are made */
 };
 
-static bool in_window(const struct walk *w, size_t i)
+static inline bool in_window(const struct walk *w, size_t i)
 {
-	return i >= w->base && i - w->base < w->wn;
+	return i - w->base < w->wn; /* i < base wraps around to more than wn */
 }
 
 /* Makes the window hold byte i < w->n and what follows; a read that fails ends the walk there. */
@@ -93,15 +93,20 @@ static void window_at(struct walk *w, size_t i)
 	w->wn = len;
 }
 
-/* Byte i of the message (0 past its end). */
-static char byte_at(struct walk *w, size_t i)
+/* byte_at() outside the window: the window moved there first. */
+static __attribute__((noinline)) char byte_moved(struct walk *w, size_t i)
 {
-	if (!in_window(w, i)) {
-		window_at(w, i);
-		if (!in_window(w, i))
-			return 0;
-	}
-	return w->s[i - w->base];
+	window_at(w, i);
+	return in_window(w, i) ? w->s[i - w->base] : 0;
+}
+
+/*
+ * Byte i of the message (0 past its end). Every byte outside string bodies
+ * is read here: the test of the window stays inline, its move does not.
+ */
+static inline char byte_at(struct walk *w, size_t i)
+{
+	return in_window(w, i) ? w->s[i - w->base] : byte_moved(w, i);
 }
 
 /* The byte the walk is at: w->i < w->n. */
