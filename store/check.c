@@ -120,20 +120,35 @@ static const struct invariant search_invariants[] = {
 	  "  AND NOT EXISTS (SELECT 1 FROM search_docsize z WHERE z.id = e.id) GROUP BY d.id" },
 	{ "the pieces of the search index",
 	  "SELECT printf('search: doc ''%s'': element %d has %d of the %d more pieces of its text in the search index', "
-	  "  d.path, e.seq, n, " SEARCH_MORE_PIECES("e") ") "
+	  "  d.path, e.seq, n, " SEARCH_PIECES_HELD("e") ") "
 	  "FROM (SELECT e.*, (SELECT count(*) FROM search_docsize z WHERE z.id BETWEEN -((e.id << 16) | 65535) "
 	  "  AND -((e.id << 16) | 1)) AS n FROM elems e WHERE e.len > 1048576) e JOIN docs d ON d.id = e.doc_id "
 	  "WHERE " CURRENT_MESSAGE " AND (" SEARCH_CURSOR " < 0 OR e.id <= " SEARCH_CURSOR ") "
-	  "  AND EXISTS (SELECT 1 FROM search_docsize z WHERE z.id = e.id) AND n != " SEARCH_MORE_PIECES("e") },
+	  "  AND EXISTS (SELECT 1 FROM search_docsize z WHERE z.id = e.id) AND n != " SEARCH_PIECES_HELD("e") },
 	{ "the rows of the search index",
 	  "SELECT CASE WHEN d.id IS NULL THEN printf('search: the search index holds row %d, which no message has', z.id) "
 	  "  WHEN " CURRENT_MESSAGE " THEN printf('search: doc ''%s'': the search index holds piece %d of element %d, "
-	  "which has %d', d.path, -z.id & 65535, e.seq, 1 + " SEARCH_MORE_PIECES("e") ") "
+	  "which has %d', d.path, -z.id & 65535, e.seq, 1 + " SEARCH_PIECES_HELD("e") ") "
 	  "  ELSE printf('search: doc ''%s'': the search index holds element %d of revision %d, which is not "
 	  "a current message', d.path, e.seq, e.rev_from) END "
 	  "FROM search_docsize z LEFT JOIN elems e ON e.id = " SEARCH_ELEM_OF("z.id") " LEFT JOIN docs d ON d.id = e.doc_id "
-	  "WHERE d.id IS NULL OR NOT (" CURRENT_MESSAGE ") "
-	  "  OR (z.id < 0 AND (-z.id & 65535) NOT BETWEEN 1 AND " SEARCH_MORE_PIECES("e") ")" },
+	  "WHERE (d.id IS NULL OR NOT (" CURRENT_MESSAGE ") "
+	  "  OR (z.id < 0 AND (-z.id & 65535) NOT BETWEEN 1 AND " SEARCH_PIECES_HELD("e") ")) "
+	  /* the pieces of a row gone that wait to leave the index */
+	  "  AND NOT (z.id < 0 AND e.id IS NULL AND EXISTS (SELECT 1 FROM search_stale s WHERE s.id = -z.id >> 16 "
+	  "    AND (-z.id & 65535) >= s.next AND (-z.id & 65535) < s.upto))" },
+	{ "the pieces the search index has yet to take in and out",
+	  "SELECT printf('search: the pieces of element %d wait to be indexed from the %dth on, but it %s', l.id, l.next, "
+	  "  CASE WHEN d.id IS NULL THEN 'is no row' WHEN NOT (" CURRENT_MESSAGE ") THEN 'is no current message' "
+	  "  ELSE printf('has %d', 1 + " SEARCH_MORE_PIECES("e") ") END) "
+	  "FROM search_later l LEFT JOIN elems e ON e.id = l.id LEFT JOIN docs d ON d.id = e.doc_id "
+	  "WHERE d.id IS NULL OR NOT (" CURRENT_MESSAGE ") OR l.next < 2 OR l.next > " SEARCH_MORE_PIECES("e") " "
+	  "UNION ALL "
+	  "SELECT printf('search: pieces %d to %d of element %d wait to leave the index, but %s', s.next, s.upto - 1, s.id, "
+	  "  CASE WHEN s.next >= s.upto THEN 'that is none' WHEN EXISTS (SELECT 1 FROM elems e WHERE e.id = s.id) "
+	  "  THEN 'the element is still there' ELSE printf('their text''s row %d is gone', s.text_id) END) "
+	  "FROM search_stale s WHERE s.next >= s.upto OR EXISTS (SELECT 1 FROM elems e WHERE e.id = s.id) "
+	  "  OR NOT EXISTS (SELECT 1 FROM elems e WHERE e.id = s.text_id)" },
 };
 
 /* Runs sql (one text column) and reports each row; returns the number reported or -errno. */

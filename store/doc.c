@@ -439,8 +439,9 @@ int elems_close(struct store *st, int64_t doc_id, int64_t from_seq, int64_t rev)
 	}
 	for (size_t i = 0; i < n; i++) {
 		struct elem_copy c = { .seq = -1, .off = -1, .rev_from = -1, .rev_to = rev, .loff = -1 };
+		int64_t to;
 
-		if ((r = elem_copy_large(st, large[i], &c, NULL)) < 0 ||
+		if ((r = elem_copy_large(st, large[i], &c, &to)) < 0 || (r = search_row_moved(st, large[i], to)) < 0 ||
 		    (r = store_run(st, "DELETE FROM elems WHERE id = ?1", STORE_INTS(large[i]),
 				   "cannot close a large element")) < 0)
 			goto out;

@@ -313,6 +313,9 @@ static int forget_index(struct store *st, const struct store_forget *f)
 
 	if (!st->search)
 		return 0;
+	/* Pieces of rows gone, which the steps behind the mount had yet to take out: their text may be forgotten. */
+	if ((r = search_stale_out(st)) < 0)
+		return r;
 	r = store_prepare(st, SEARCH_FORGET_PIECES_SQL(ROW_HITS), &stmt);
 	if (r < 0)
 		return r;

@@ -159,7 +159,11 @@ static int piece_keep(void *ctx, size_t k, const char *text, size_t n)
 	return sb_add(ctx, text, n);
 }
 
-/* convfs_piece(rowid): the text of the piece of a message that index row rowid (< 0) is (search_piece_id()). */
+/*
+ * convfs_piece(rowid[, text_id]): the text of the piece of a message that
+ * index row rowid (< 0) is (search_piece_id()), read from row text_id if
+ * given (the row of the piece is gone: search_stale).
+ */
 static void sql_piece(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 {
 	__attribute__((cleanup(blob_closep))) sqlite3_blob *b = NULL;
@@ -175,7 +179,8 @@ static void sql_piece(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 		sqlite3_result_null(ctx);
 		return;
 	}
-	rc = elem_bytes_open(sqlite3_context_db_handle(ctx), search_elem_of(rowid), &b, &m);
+	rc = elem_bytes_open(sqlite3_context_db_handle(ctx),
+			     argc > 1 ? sqlite3_value_int64(argv[1]) : search_elem_of(rowid), &b, &m);
 	if (rc != SQLITE_OK) {
 		sqlite3_result_error_code(ctx, rc);
 		return;
@@ -229,6 +234,8 @@ int search_register(sqlite3 *db)
 	if (rc == SQLITE_OK)
 		rc = sqlite3_create_function(db, "convfs_piece", 1, flags, NULL, sql_piece, NULL, NULL);
 	if (rc == SQLITE_OK)
+		rc = sqlite3_create_function(db, "convfs_piece", 2, flags, NULL, sql_piece, NULL, NULL);
+	if (rc == SQLITE_OK)
 		rc = sqlite3_create_function(db, "convfs_role", 3, flags, NULL, sql_role, NULL, NULL);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_create_function(db, "convfs_stream", 1, flags | SQLITE_DETERMINISTIC, NULL, sql_stream,
@@ -267,8 +274,17 @@ int search_load(struct store *st)
 			   0, "cannot look for the search index", &stmt);
 	st->search = r == 0;
 	st->search_cursor = -1;
+	st->search_pieces_now = SEARCH_PIECES_NOW;
 	if (r == -ENOENT)
 		return 0;
+	if (r < 0)
+		return r;
+	store_stmt_release(TAKE_PTR(stmt));
+	r = store_row_args(st, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'search_later'", NULL, 0,
+			   NULL, 0, "cannot look for the search index's pieces to come", &stmt);
+	/* A store of schema 17 read as it is: its pieces past the 16th are to come, as the migration says. */
+	if (r == -ENOENT)
+		r = store_exec(st, SEARCH_LATER_READONLY);
 	if (r < 0)
 		return r;
 	return cursor_read(st, &st->search_cursor);
@@ -311,11 +327,12 @@ static int piece_write(void *ctx, size_t k, const char *text, size_t n)
 }
 
 /*
- * The pieces after the first of row id's text go into the index (add) or
- * out of it: one statement each, with the text the walk of its bytes makes
- * (search_text_pieces(), a window at a time).
+ * Pieces [from, to) of the text of row text_id go into the index (add) or
+ * out of it, as pieces of row id (text_id itself, but for pieces that
+ * outlived their row, search_stale): one statement each, with the text the
+ * walk of its bytes makes (search_text_pieces(), a window at a time).
  */
-static int elem_pieces(struct store *st, int64_t id, bool add)
+static int elem_pieces(struct store *st, int64_t id, int64_t text_id, size_t from, size_t to, bool add)
 {
 	__attribute__((cleanup(blob_closep))) sqlite3_blob *b = NULL;
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
@@ -323,7 +340,9 @@ static int elem_pieces(struct store *st, int64_t id, bool add)
 	struct piece_write pw = { .id = id };
 	int r, rc;
 
-	rc = elem_bytes_open(st->db, id, &b, &m);
+	if (from >= to)
+		return 0;
+	rc = elem_bytes_open(st->db, text_id, &b, &m);
 	if (rc != SQLITE_OK)
 		return store_fail(st, rc, "cannot read a message to index");
 	r = store_prepare(st, add ? "INSERT INTO search(rowid, body) VALUES (?1, ?2)"
@@ -332,7 +351,7 @@ static int elem_pieces(struct store *st, int64_t id, bool add)
 	if (r < 0)
 		return r;
 	pw.stmt = stmt;
-	r = search_text_pieces(&m, 1, SIZE_MAX, piece_write, &pw);
+	r = search_text_pieces(&m, from, to, piece_write, &pw);
 	if (r < 0 && pw.rc != SQLITE_DONE && pw.rc != SQLITE_OK)
 		return store_fail(st, pw.rc, add ? "cannot add a large message to the search index"
 						 : "cannot take a large message out of the search index");
@@ -341,12 +360,66 @@ static int elem_pieces(struct store *st, int64_t id, bool add)
 	return r;
 }
 
+/* Row id's pieces after the first (*ret_count of them in all), and those the index holds (*ret_held, up to). */
+static int pieces_of(struct store *st, int64_t id, size_t *ret_count, size_t *ret_held)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	int r = store_row_args(st, "SELECT e.len, (SELECT l.next FROM search_later l WHERE l.id = e.id) FROM elems e "
+				   "WHERE e.id = ?1", NULL, 0, STORE_INTS(id), "cannot read a large message to index",
+			       &stmt);
+
+	if (r < 0)
+		return r == -ENOENT ? -EIO : r;
+	*ret_count = search_piece_count((size_t)sqlite3_column_int64(stmt, 0));
+	*ret_held = sqlite3_column_type(stmt, 1) == SQLITE_NULL ? *ret_count : (size_t)sqlite3_column_int64(stmt, 1);
+	return 0;
+}
+
+/* What rows_pieces() does with the pieces of each row. */
+enum pieces_do {
+	PIECES_ADD,      /* into the index: the first ones now, the rest later (search_later) */
+	PIECES_OUT,      /* out of it: the first ones now, the rest later (search_stale) */
+	PIECES_OUT_ALL,  /* out of it, all now (`convfs forget`) */
+};
+
+/* One row's pieces, as rows_pieces() says. */
+static int row_pieces(struct store *st, int64_t id, enum pieces_do what)
+{
+	size_t count, held, now = st->search_pieces_now, to;
+	int r = pieces_of(st, id, &count, &held);
+
+	if (r < 0)
+		return r;
+	if (what == PIECES_ADD) {
+		to = count < now ? count : now;
+		r = elem_pieces(st, id, id, 1, to, true);
+		if (r == 0 && to < count) {
+			r = store_run(st, "INSERT OR REPLACE INTO search_later(id, next) VALUES (?1, ?2)",
+				      STORE_INTS(id, (int64_t)to), "cannot note the pieces of a message to index later");
+			__atomic_store_n(&st->search_more, true, __ATOMIC_RELEASE);
+		}
+		return r;
+	}
+	to = what == PIECES_OUT_ALL || held < now ? held : now;
+	r = elem_pieces(st, id, id, 1, to, false);
+	if (r == 0 && held < count)
+		r = store_run(st, "DELETE FROM search_later WHERE id = ?1", STORE_INTS(id),
+			      "cannot note the pieces of a message to index later");
+	if (r == 0 && to < held) {
+		r = store_run(st, "INSERT OR REPLACE INTO search_stale(id, text_id, next, upto) VALUES (?1, ?1, ?2, ?3)",
+			      STORE_INTS(id, (int64_t)to, (int64_t)held),
+			      "cannot note the pieces of a message to take out of the index later");
+		__atomic_store_n(&st->search_more, true, __ATOMIC_RELEASE);
+	}
+	return r;
+}
+
 /*
  * The rows the statement rows gives (their ids, column 0) get their pieces
- * in the index (add), or lose them; rows is released first. Few rows are
+ * in the index, or lose them (what); rows is released first. Few rows are
  * over 1 MiB: their ids are kept while the index changes.
  */
-static int rows_pieces(struct store *st, sqlite3_stmt *rows, bool add)
+static int rows_pieces(struct store *st, sqlite3_stmt *rows, enum pieces_do what)
 {
 	_cleanup_free_ int64_t *ids = NULL;
 	size_t n = 0, alloc = 0;
@@ -361,13 +434,104 @@ static int rows_pieces(struct store *st, sqlite3_stmt *rows, bool add)
 		r = store_fail(st, rc, "cannot find the large messages to index");
 	store_stmt_release(rows);
 	for (size_t i = 0; i < n && r == 0; i++)
-		r = elem_pieces(st, ids[i], add);
+		r = row_pieces(st, ids[i], what);
 	return r;
 }
 
 int search_pieces_out(struct store *st, sqlite3_stmt *rows)
 {
-	return rows_pieces(st, rows, false);
+	return rows_pieces(st, rows, PIECES_OUT_ALL);
+}
+
+/* Pieces a step behind the mount takes in or out: about 2 MiB of text, as a step of the build. */
+#define LATER_PIECES 2
+
+/*
+ * One step of what the commits left (search_later, search_stale): a few
+ * pieces of the first row of either, the pieces of no message first.
+ * *ret_done is true if there was nothing.
+ */
+static int later_step(struct store *st, bool *ret_done)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	int64_t id, text_id, next, upto;
+	bool add;
+	int r;
+
+	*ret_done = false;
+	r = store_row_args(st, "SELECT * FROM (SELECT id, text_id, next, upto, 0 AS later FROM search_stale "
+			       "UNION ALL SELECT id, id, next, 0, 1 FROM search_later) ORDER BY later, id LIMIT 1",
+			   NULL, 0, NULL, 0, "cannot read what the search index has yet to take in", &stmt);
+	if (r == -ENOENT) {
+		*ret_done = true;
+		return 0;
+	}
+	if (r < 0)
+		return r;
+	id = sqlite3_column_int64(stmt, 0);
+	text_id = sqlite3_column_int64(stmt, 1);
+	next = sqlite3_column_int64(stmt, 2);
+	upto = sqlite3_column_int64(stmt, 3);
+	add = sqlite3_column_int(stmt, 4);
+	store_stmt_release(TAKE_PTR(stmt));
+	if (add) {
+		size_t count, held;
+
+		if ((r = pieces_of(st, id, &count, &held)) < 0)
+			return r;
+		upto = (int64_t)count; /* held is next */
+	}
+	if (next + LATER_PIECES < upto) {
+		r = elem_pieces(st, id, text_id, (size_t)next, (size_t)next + LATER_PIECES, add);
+		if (r == 0)
+			r = store_run(st, add ? "UPDATE search_later SET next = ?2 WHERE id = ?1"
+					      : "UPDATE search_stale SET next = ?2 WHERE id = ?1",
+				      STORE_INTS(id, next + LATER_PIECES), "cannot record the search index's build");
+		return r;
+	}
+	r = elem_pieces(st, id, text_id, (size_t)next, (size_t)upto, add);
+	if (r == 0)
+		r = store_run(st, add ? "DELETE FROM search_later WHERE id = ?1" : "DELETE FROM search_stale WHERE id = ?1",
+			      STORE_INTS(id), "cannot record the search index's build");
+	return r;
+}
+
+int search_stale_out(struct store *st)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	int r;
+
+	if (!st->search)
+		return 0;
+	for (;;) {
+		r = store_row_args(st, "SELECT id, text_id, next, upto FROM search_stale LIMIT 1", NULL, 0, NULL, 0,
+				   "cannot read what the search index has yet to take out", &stmt);
+		if (r == -ENOENT)
+			return 0;
+		if (r < 0)
+			return r;
+		r = elem_pieces(st, sqlite3_column_int64(stmt, 0), sqlite3_column_int64(stmt, 1),
+				(size_t)sqlite3_column_int64(stmt, 2), (size_t)sqlite3_column_int64(stmt, 3), false);
+		if (r == 0)
+			r = store_run(st, "DELETE FROM search_stale WHERE id = ?1", STORE_INTS(sqlite3_column_int64(stmt, 0)),
+				      "cannot record the search index's build");
+		store_stmt_release(TAKE_PTR(stmt));
+		if (r < 0)
+			return r;
+	}
+}
+
+int search_row_moved(struct store *st, int64_t from, int64_t to)
+{
+	if (!st->search)
+		return 0;
+	return store_run(st, "UPDATE search_stale SET text_id = ?2 WHERE text_id = ?1", STORE_INTS(from, to),
+			 "cannot note where the text of pieces to take out of the index went");
+}
+
+bool store_search_more(struct store *st)
+{
+	return __atomic_exchange_n(&st->search_more, false, __ATOMIC_ACQ_REL);
 }
 
 /* ---- the hooks ------------------------------------------------------------------------------ */
@@ -414,7 +578,7 @@ int search_flush(struct store *st)
 	if (r == 0)
 		r = store_prepare_ints(st, flush_pieces_sql, STORE_INTS(st->search_from, defer, st->search_cursor), &rows);
 	if (r == 0)
-		r = rows_pieces(st, rows, true);
+		r = rows_pieces(st, rows, PIECES_ADD);
 	if (r == 0)
 		st->search_from = 0;
 	return r;
@@ -451,7 +615,7 @@ int search_rows_closing(struct store *st, int64_t doc_id, int64_t from_seq, int6
 				   "WHERE z.id = -((e.id << 16) | 1))",
 			       STORE_INTS(doc_id, from_seq, rev), &big);
 	if (r == 0)
-		r = rows_pieces(st, big, false);
+		r = rows_pieces(st, big, PIECES_OUT);
 	if (r < 0)
 		return r;
 	return store_run(st, "INSERT INTO search(search, rowid, body) SELECT 'delete', e.id, " SEARCH_BODY("e") " "
@@ -482,7 +646,7 @@ int search_forget_end(struct store *st)
 					   "AND " SEARCH_PIECES_MISSING("e") " AND convfs_stream(d.path) IS NOT NULL "
 					   "AND (?1 < 0 OR e.id <= ?1)",
 				       STORE_INTS(st->search_cursor), &big);
-	return r < 0 ? r : rows_pieces(st, big, true);
+	return r < 0 ? r : rows_pieces(st, big, PIECES_ADD);
 }
 
 /* What is left of the forgotten text in the index's pages goes: its segments merged into one. */
@@ -543,7 +707,7 @@ static int build_rows(struct store *st, size_t max_rows, int64_t *ret_cursor)
 					   "AND convfs_stream(d.path) IS NOT NULL",
 				       STORE_INTS(st->search_cursor, cursor), &big);
 	if (todo && r == 0)
-		r = rows_pieces(st, big, true);
+		r = rows_pieces(st, big, PIECES_ADD);
 	if (r < 0)
 		return r;
 	*ret_cursor = bytes >= BUILD_BYTES || seen == max_rows ? cursor : -1;
@@ -557,12 +721,17 @@ int store_search_build(struct store *st, size_t max_rows, bool *ret_done)
 	int r;
 
 	*ret_done = true;
-	if (!st->search || st->search_cursor < 0)
+	if (!st->search)
 		return 0;
 	if (st->readonly)
 		return -EROFS;
 	if ((r = store_tx_aside_begin(st)) < 0)
 		return r;
+	if (st->search_cursor < 0) {
+		/* The build is over: what commits left to the steps behind the mount. */
+		r = later_step(st, ret_done);
+		return store_tx_aside_end(st, r);
+	}
 	r = build_rows(st, max_rows ? max_rows : 1, &cursor);
 	if (r == 0)
 		r = cursor < 0 ? store_run(st, "DELETE FROM meta WHERE key = 'search_cursor'", NULL, 0,
@@ -572,14 +741,14 @@ int store_search_build(struct store *st, size_t max_rows, bool *ret_done)
 	if ((r = store_tx_aside_end(st, r)) < 0)
 		return r;
 	st->search_cursor = cursor;
-	*ret_done = cursor < 0;
+	*ret_done = false; /* the pieces left for later, next */
 	return 0;
 }
 
 int store_search_state(struct store *st, bool count, struct store_search_state *ret)
 {
 	STORE_LOCK(st);
-	_cleanup_stmt_ sqlite3_stmt *counted = NULL, *to_go = NULL;
+	_cleanup_stmt_ sqlite3_stmt *counted = NULL, *to_go = NULL, *later = NULL;
 	struct store_search_state s = { .present = st->search };
 	int64_t cursor = -1;
 	int r;
@@ -599,8 +768,15 @@ int store_search_state(struct store *st, bool count, struct store_search_state *
 			return r;
 		s.indexed = sqlite3_column_int64(counted, 0);
 	}
-	s.building = cursor >= 0;
-	if (s.building) {
+	r = store_row_args(st, "SELECT count(*), coalesce(sum(" SEARCH_MORE_PIECES("e") " + 1 - l.next), 0) "
+			       "FROM search_later l JOIN elems e ON e.id = l.id", NULL, 0, NULL, 0,
+			   "cannot count what the search index has yet to take in", &later);
+	if (r < 0)
+		return r;
+	s.pieces_to_go = sqlite3_column_int64(later, 1);
+	s.building = cursor >= 0 || s.pieces_to_go > 0;
+	s.to_go = sqlite3_column_int64(later, 0); /* messages not all of whose text is in */
+	if (cursor >= 0) {
 		r = store_row_args(st, "SELECT count(*) FROM elems e JOIN docs d ON d.id = e.doc_id "
 				       "WHERE e.id > ?1 AND e.rev_to IS NULL AND convfs_stream(d.path) IS NOT NULL "
 				       "AND (NOT EXISTS (SELECT 1 FROM search_docsize z WHERE z.id = e.id) OR "
@@ -609,7 +785,7 @@ int store_search_state(struct store *st, bool count, struct store_search_state *
 				   &to_go);
 		if (r < 0)
 			return r;
-		s.to_go = sqlite3_column_int64(to_go, 0);
+		s.to_go += sqlite3_column_int64(to_go, 0);
 	}
 	*ret = s;
 	return 0;

@@ -308,6 +308,9 @@ static const char *const migrations[] = {
 
 	/* 16 -> 17: the text of a message past its first MiB in the search index, in pieces (store/index.c) */
 	SEARCH_PIECES_MIGRATION,
+
+	/* 17 -> 18: all of it, the pieces past the first 16 taken in (and out) behind the mount */
+	SEARCH_LATER_MIGRATION,
 };
 
 int store_schema_version(void)

@@ -32,14 +32,21 @@
  * bytes, this many. A message over 1 MiB (a pasted log, a file read whole)
  * is kept a piece at a time and never held whole (src.c); its text goes on
  * in more pieces of about as many bytes each (search_text_pieces()), each
- * a document of the index of its own, up to SEARCH_PIECES_MAX pieces in
- * all: its text past that many MiB is not found. The cap is the time a
- * commit holds the store: FTS5 takes in about 10 MB of dense text a
- * second, and every other request waits meanwhile.
+ * a document of the index of its own, up to SEARCH_PIECES_MAX (64 GiB).
+ *
+ * The commit that makes a message current indexes its first
+ * SEARCH_PIECES_NOW pieces; the rest wait in the table search_later for
+ * the steps behind the mount (store_search_build()), a few at a time. The
+ * bound is the time a commit holds the store: FTS5 takes in about 10 MB of
+ * dense text a second, and every other request waits meanwhile. Likewise
+ * the pieces past those of a message that stops being current wait in
+ * search_stale to leave the index; no search finds them meanwhile (their
+ * row is gone: a large row is closed by a copy, doc.c).
  */
 #define SEARCH_ELEM_BYTES ((size_t)1 << 20)
 #define SEARCH_PIECE_BYTES SEARCH_ELEM_BYTES
-#define SEARCH_PIECES_MAX 16
+#define SEARCH_PIECES_MAX 65535
+#define SEARCH_PIECES_NOW 16
 
 /*
  * The rowid in the index of piece k >= 1 of the text of elems row id (the
@@ -61,7 +68,10 @@ static inline int64_t search_elem_of(int64_t rowid)
 #define SEARCH_PIECES_MISSING(e) \
 	"(" e ".len > 1048576 AND NOT EXISTS (SELECT 1 FROM search_docsize p WHERE p.id = -((" e ".id << 16) | 1)))"
 /* How many pieces after the first the text of row e is in (search_piece_count() - 1). */
-#define SEARCH_MORE_PIECES(e) "min((" e ".len - 1) / 1048576, 15)"
+#define SEARCH_MORE_PIECES(e) "min((" e ".len - 1) / 1048576, 65534)"
+/* How many of them the index is to hold now: those before search_later's next, if it waits for some. */
+#define SEARCH_PIECES_HELD(e) \
+	"coalesce((SELECT l.next - 1 FROM search_later l WHERE l.id = " e ".id), " SEARCH_MORE_PIECES(e) ")"
 
 /* A token longer than this (in bytes, case folded) is not indexed: base64, minified blobs. */
 #define SEARCH_TOKEN_MAX 64
@@ -106,6 +116,29 @@ static inline int64_t search_elem_of(int64_t rowid)
 	"INSERT OR REPLACE INTO meta(key, value) SELECT 'search_cursor', min(x) FROM ("                           \
 	"  SELECT min(id) - 1 AS x FROM elems WHERE len > 1048576 "                                               \
 	"  UNION ALL SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'search_cursor') HAVING min(x) IS NOT NULL;"
+
+/*
+ * The migration that indexes all of a large message's text: the pieces
+ * that wait to go into the index (search_later: row id, its next piece to
+ * index) and to leave it (search_stale: the pieces [next, upto) of row id,
+ * whose text row text_id has now, id itself gone). A message that the last
+ * schema indexed has its first 16 pieces, the rest to come. The view
+ * search_text reads the text of a piece of a row gone from text_id.
+ */
+#define SEARCH_LATER_TABLES(temp)                                                                               \
+	"CREATE " temp " TABLE IF NOT EXISTS search_later (id INTEGER PRIMARY KEY, next INTEGER NOT NULL);"       \
+	"CREATE " temp " TABLE IF NOT EXISTS search_stale (id INTEGER PRIMARY KEY, text_id INTEGER NOT NULL, "   \
+	"  next INTEGER NOT NULL, upto INTEGER NOT NULL);"                                                         \
+	"INSERT OR IGNORE INTO search_later(id, next) SELECT e.id, 16 FROM elems e WHERE e.rev_to IS NULL "        \
+	"  AND e.len > 16 * 1048576 AND EXISTS (SELECT 1 FROM search_docsize p WHERE p.id = -((e.id << 16) | 1));"
+#define SEARCH_LATER_MIGRATION                                                                                  \
+	SEARCH_LATER_TABLES("")                                                                                   \
+	"DROP VIEW IF EXISTS search_text;"                                                                        \
+	"CREATE VIEW search_text(id, body) AS SELECT id, " SEARCH_BODY("elems") " FROM elems "                    \
+	"  UNION ALL SELECT z.id, convfs_piece(z.id, coalesce((SELECT s.text_id FROM search_stale s "             \
+	"  WHERE s.id = -z.id >> 16), -z.id >> 16)) FROM search_docsize z WHERE z.id < 0;"
+/* The same tables for a connection of its own to a store of schema 17, read as it is (`check`, `search`). */
+#define SEARCH_LATER_READONLY SEARCH_LATER_TABLES("TEMP")
 
 /* ---- search_text.c ------------------------------------------------------------------ */
 
@@ -249,8 +282,13 @@ int search_doc_rows_added(struct store *st, int64_t doc_id, int64_t rev);
  * clears what is noted, as a rollback does.
  */
 int search_flush(struct store *st);
-/* Before elems_close(doc_id, from_seq, rev): the rows it closes leave the index. */
+/*
+ * Before elems_close(doc_id, from_seq, rev): the rows it closes leave the
+ * index (the pieces of a large one past the first SEARCH_PIECES_NOW, later).
+ */
 int search_rows_closing(struct store *st, int64_t doc_id, int64_t from_seq, int64_t rev);
+/* elems_close() copied large row from to row to, and deletes it: the pieces it left for later read to. */
+int search_row_moved(struct store *st, int64_t from, int64_t to);
 /*
  * `convfs forget` (in its transaction): SEARCH_FORGET_SQL(cond), with the
  * parameters cond has, takes the current rows it is about to blank or
@@ -270,6 +308,8 @@ int search_rows_closing(struct store *st, int64_t doc_id, int64_t from_seq, int6
 	"SELECT e.id FROM elems e JOIN docs d ON d.id = e.doc_id WHERE e.rev_to IS NULL AND (" cond ") "         \
 	"AND e.len > 1048576 AND EXISTS (SELECT 1 FROM search_docsize z WHERE z.id = -((e.id << 16) | 1))"
 int search_pieces_out(struct store *st, sqlite3_stmt *rows);
+/* And first of all: the pieces of messages gone from the store that still wait to leave the index, all. */
+int search_stale_out(struct store *st);
 int search_forget_end(struct store *st);
 /* Notes that the transaction ended without search_flush() (rolled back). */
 void search_forget_pending(struct store *st);

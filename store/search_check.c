@@ -77,8 +77,10 @@ static int check_text(struct store *st, struct search_tokenizer *tk, store_probl
 
 	*ret_sum = 0;
 	*ret_tokens = 0;
+	/* (The pieces of a row gone that wait to leave the index: their text is another row's, search_stale's.) */
 	r = store_prepare(st, "SELECT z.id, z.sz, t.body, d.path, e.seq FROM search_docsize z "
-			      "JOIN search_text t ON t.id = z.id JOIN elems e ON e.id = " SEARCH_ELEM_OF("z.id") " "
+			      "JOIN search_text t ON t.id = z.id JOIN elems e ON e.id = coalesce((SELECT s.text_id "
+			      "FROM search_stale s WHERE z.id < 0 AND s.id = -z.id >> 16), " SEARCH_ELEM_OF("z.id") ") "
 			      "JOIN docs d ON d.id = e.doc_id",
 			  &stmt);
 	if (r < 0)

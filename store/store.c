@@ -432,11 +432,6 @@ int store_open(const char *path, int flags, struct store **ret)
 	r = (flags & STORE_OPEN_AS_IS) && st->readonly ? store_schema_of(st) : store_migrate(st);
 	if (r < 0)
 		goto fail;
-	/*
-	 * A damaged schema can fail this read: the mount's check, which comes
-	 * next, says how the store is damaged, and refuses it with the reason.
-	 */
-	st->search_load_err = search_load(st);
 	if (!st->readonly) {
 		r = store_exec(st, "PRAGMA journal_mode = WAL");
 		if (r < 0)
@@ -446,6 +441,13 @@ int store_open(const char *path, int flags, struct store **ret)
 			   "PRAGMA cache_size = -8192; PRAGMA temp_store = MEMORY");
 	if (r < 0)
 		goto fail;
+	/*
+	 * A damaged schema can fail this read: the mount's check, which comes
+	 * next, says how the store is damaged, and refuses it with the reason.
+	 * After temp_store is set, which drops the temporary tables there are
+	 * (search_load() may make some, for an older schema read as it is).
+	 */
+	st->search_load_err = search_load(st);
 	if (!(flags & STORE_OPEN_AS_IS) && (r = sync_track_load(st)) < 0)
 		goto fail;
 	*ret = TAKE_PTR(st);

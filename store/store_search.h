@@ -104,7 +104,8 @@ struct store_search_state {
 	bool present;   /* the store has an index (schema 15 on) */
 	bool building;  /* it is being built: messages may be missing from it */
 	int64_t indexed; /* messages in it (-1: not counted) */
-	int64_t to_go;   /* while building: messages it has yet to take in */
+	int64_t to_go;   /* while building: messages it has yet to take in (all of their text, or some) */
+	int64_t pieces_to_go; /* of those, the pieces of large messages' text (about a MiB each) */
 };
 /* With count, the messages in it are counted too (a read of search_docsize, some milliseconds a 100,000). */
 int store_search_state(struct store *st, bool count, struct store_search_state *ret);
@@ -112,10 +113,15 @@ int store_search_state(struct store *st, bool count, struct store_search_state *
 /*
  * One step of the index's build: takes in up to max_rows messages it does
  * not hold (or about 2 MiB of them), in one transaction, and remembers how
- * far it got, so that a build cut short goes on where it stopped. *ret_done
- * is true once nothing is left (then the build is over). The daemon runs it
- * behind the mount until done (fs/indexer.c). -EROFS on a read-only store.
+ * far it got, so that a build cut short goes on where it stopped. Once
+ * the build is over, a step takes in (or out) a few pieces of the text of
+ * large messages that their commits left for later. *ret_done is true once
+ * nothing is left. The daemon runs it behind the mount until done
+ * (fs/backing/indexer.c), and again when store_search_more() says a commit
+ * left more. -EROFS on a read-only store.
  */
 int store_search_build(struct store *st, size_t max_rows, bool *ret_done);
+/* Whether a commit of this connection left pieces for store_search_build() since the last call. */
+bool store_search_more(struct store *st);
 
 #endif

@@ -2,10 +2,12 @@
 /*
  * indexer.c: the search index's build, behind the mount.
  *
- * The index is kept by each commit (store/index.c), but two things leave
+ * The index is kept by each commit (store/index.c), but three things leave
  * messages for it to take in: a store's first take-in, which would take
  * half again as long if it indexed as it went (and runs before the mount
- * answers), and the upgrade of a store from before the index. So the daemon
+ * answers), the upgrade of a store from before the index, and the commit
+ * of a message over 16 MiB, which indexes that much of its text and leaves
+ * the rest (and, when it stops being current, the rest's way out). So the daemon
  * builds it once mounted, on a thread of its own, in steps
  * (store_search_build(): a few hundred messages, one transaction, some
  * tens of milliseconds each), each step taking the store's lock like any
@@ -14,9 +16,11 @@
  * it (a mutex is not fair), and the thread runs niced, so that on few CPUs
  * the mount's requests come first. At unmount it stops between two steps;
  * the next mount goes on from where it stopped (the build's cursor is in
- * the store). Meanwhile `convfs search` finds what is indexed, and says
- * that the rest is to come. CONVFS_INDEX_DELAY_MS=n (the tests) makes the
- * pause between steps n ms, so that a build can be cut in its middle.
+ * the store). Once built, the thread stays, and looks every 50 ms whether
+ * a commit left it more (store_search_more()). Meanwhile `convfs search`
+ * finds what is indexed, and says that the rest is to come.
+ * CONVFS_INDEX_DELAY_MS=n (the tests) makes the pause between steps n ms,
+ * so that a build can be cut in its middle.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -33,6 +37,7 @@
 #define STEP_ROWS 256
 #define STEP_PAUSE_NS 200000 /* between steps: a request that waits for the lock gets it */
 #define NICE 10
+#define IDLE_NS 50000000 /* once built: how often it looks whether a commit left it more (and whether to stop) */
 
 struct indexer {
 	struct store *st;
@@ -47,6 +52,7 @@ static void *build(void *arg)
 	const char *delay = getenv("CONVFS_INDEX_DELAY_MS");
 	int64_t ns = delay ? (int64_t)strtoul(delay, NULL, 10) * 1000000 : STEP_PAUSE_NS;
 	struct timespec pause = { (time_t)(ns / 1000000000), (long)(ns % 1000000000) };
+	struct timespec idle = { 0, IDLE_NS };
 	int64_t t0 = now_ns();
 	bool done = false;
 	int r;
@@ -57,18 +63,24 @@ static void *build(void *arg)
 	if (store_search_state(ix->st, false, &s) == 0 && s.to_go > 0)
 		log_info("building the search index behind the mount: %lld messages to take in", (long long)s.to_go);
 	while (!__atomic_load_n(&ix->stop, __ATOMIC_ACQUIRE)) {
+		if (done) {
+			/* Until a commit leaves pieces of a large message for later. */
+			nanosleep(&idle, NULL);
+			done = !store_search_more(ix->st);
+			continue;
+		}
 		r = store_search_build(ix->st, STEP_ROWS, &done);
 		if (r < 0) {
 			log_err("cannot build the search index: %s; the next mount goes on with it", strerror(-r));
 			return NULL;
 		}
-		if (done) {
-			if (s.to_go > 0)
-				log_info("built the search index: %lld messages taken in, in %.1f s", (long long)s.to_go,
-					 (double)(now_ns() - t0) / 1e9);
-			return NULL;
+		if (done && s.to_go > 0) {
+			log_info("built the search index: %lld messages taken in, in %.1f s", (long long)s.to_go,
+				 (double)(now_ns() - t0) / 1e9);
+			s.to_go = 0;
 		}
-		nanosleep(&pause, NULL);
+		if (!done)
+			nanosleep(&pause, NULL);
 	}
 	return NULL;
 }
@@ -85,7 +97,7 @@ int indexer_start(struct store *st, struct indexer **ret)
 	r = store_search_state(st, false, &s);
 	if (r < 0)
 		return r;
-	if (!s.present || !s.building)
+	if (!s.present)
 		return 0;
 	ix = calloc(1, sizeof(*ix));
 	if (!ix)

@@ -446,7 +446,7 @@ static void note_build(struct store *st)
 
 	if (store_search_state(st, false, &s) == 0 && s.building && s.to_go > 0)
 		fprintf(stderr, "convfs: search: note: the index is being built behind the mount: %lld messages are not "
-				"in it yet, and are not found\n", (long long)s.to_go);
+				"in it yet (or not all of their text), and are not found\n", (long long)s.to_go);
 }
 
 static int run(struct search_cmd *c, const char *store_path)

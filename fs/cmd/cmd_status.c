@@ -286,7 +286,8 @@ static int print_json(const struct status *s)
 			ok = (c = cJSON_AddObjectToObject(o, "search")) &&
 			     cJSON_AddNumberToObject(c, "messages", (double)s->search.indexed) &&
 			     cJSON_AddBoolToObject(c, "building", s->search.building) &&
-			     cJSON_AddNumberToObject(c, "to_go", (double)s->search.to_go);
+			     cJSON_AddNumberToObject(c, "to_go", (double)s->search.to_go) &&
+			     cJSON_AddNumberToObject(c, "pieces_to_go", (double)s->search.pieces_to_go);
 		if (ok && s->sum.last_rev == 0) {
 			ok = cJSON_AddNullToObject(o, "last_commit") != NULL;
 		} else if (ok) {
@@ -369,7 +370,11 @@ static void print_text(const struct status *s)
 		printf("holds:        %" PRId64 " tasks, %" PRId64 " sessions, %" PRId64 " in the trash; "
 		       "%" PRId64 " conversation files, %" PRId64 " versions (schema %d)\n",
 		       s->sum.tasks, s->sum.sessions, s->sum.trashed, s->sum.docs, s->sum.revisions, s->sum.schema);
-		if (s->search.building)
+		if (s->search.building && s->search.pieces_to_go > 0)
+			printf("search:       %" PRId64 " messages indexed, %" PRId64 " to take in, about %" PRId64 " MiB "
+			       "of them the text of large messages (being built behind the mount)\n",
+			       s->search.indexed, s->search.to_go, s->search.pieces_to_go);
+		else if (s->search.building)
 			printf("search:       %" PRId64 " messages indexed, %" PRId64 " to take in (being built behind the "
 			       "mount)\n", s->search.indexed, s->search.to_go);
 		else if (s->search.present)

@@ -628,6 +628,146 @@ static void test_index_large(void **state)
 	assert_int_equal(hits(st, "bigstart"), 0);
 }
 
+/*
+ * Commits to path the messages "[small aardvark, big]", big a message of
+ * size bytes whose words are long runs (not indexed: cheap to index), but
+ * words[i] at offsets at[i] (ascending).
+ */
+static void commit_big(struct store *st, const char *path, size_t size, const char *const *words, const size_t *at,
+		       size_t n)
+{
+	static const char run[] = "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx ";
+	_cleanup_sb_ struct sb doc = SB_INIT;
+	size_t k = 0;
+
+	assert_int_equal(sb_adds(&doc, "[" U("small aardvark") ",{\"role\":\"user\",\"content\":\"bigstart "), 0);
+	while (doc.len < size) {
+		if (k < n && doc.len >= at[k]) {
+			assert_int_equal(sb_adds(&doc, words[k++]), 0);
+			assert_int_equal(sb_adds(&doc, " "), 0);
+		} else {
+			assert_int_equal(sb_adds(&doc, run), 0);
+		}
+	}
+	assert_int_equal(sb_adds(&doc, "end\"}]"), 0);
+	assert_int_equal(store_doc_commit(st, path, doc.buf, doc.len, &who, "write"), 0);
+}
+
+static int64_t vocab_count(struct store *st, const char *term)
+{
+	char sql[256];
+
+	assert_int_equal(sqlite3_exec(st->db, "CREATE VIRTUAL TABLE IF NOT EXISTS temp.vocab USING "
+					      "fts5vocab(main, search, instance)", NULL, NULL, NULL), SQLITE_OK);
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM temp.vocab WHERE term = '%s'", term);
+	return db_int(st->db, sql);
+}
+
+#define MIB ((size_t)1 << 20)
+
+/* check finds the damage sql makes (a line with want); undo mends it. */
+static void assert_check_finds(struct store *st, const char *sql, const char *undo, const char *want)
+{
+	struct found f = { 0 };
+
+	assert_int_equal(sqlite3_exec(st->db, sql, NULL, NULL, NULL), SQLITE_OK);
+	if (store_check(st, collect_problem, NULL, &f) < 1 || !strstr(f.lines, want))
+		fail_msg("after %s: expected a line with '%s', got:\n%s", sql, want, f.lines);
+	assert_int_equal(sqlite3_exec(st->db, undo, NULL, NULL, NULL), SQLITE_OK);
+	assert_index_sound(st);
+}
+
+/*
+ * The pieces of a large message past the first SEARCH_PIECES_NOW (2 here):
+ * its commit leaves them to the steps behind the mount, which take them in
+ * a few at a time; the rewrite that closes it takes out what it indexed and
+ * leaves the rest's way out to the steps too. Meanwhile the index is sound
+ * (check), a search finds only the current messages, and forget takes out
+ * all, pieces left for later included.
+ */
+static void test_index_later(void **state)
+{
+	static const char *const words[] = { "midword", "piecethreeword", "lateword" };
+	static const size_t at[] = { MIB + MIB / 2, 3 * MIB + MIB / 2, 4 * MIB + MIB / 2 };
+	struct store *st = *state;
+	struct store_search_state s;
+	struct store_forget f = { .match = "lateword" };
+	bool done = false;
+
+	build_all(st, 100); /* a new store's build, over: each step is of the pieces */
+	st->search_pieces_now = 2;
+	commit_big(st, API("21"), 5 * MIB, words, at, 3);
+	assert_int_equal(hits(st, "bigstart"), 1);
+	assert_int_equal(hits(st, "midword"), 1);
+	assert_int_equal(hits(st, "lateword"), 0);
+	assert_int_equal(store_search_state(st, false, &s), 0);
+	assert_true(s.building);
+	assert_int_equal(s.to_go, 1);
+	assert_int_equal(s.pieces_to_go, 3); /* pieces 2, 3 and 4 */
+	assert_true(store_search_more(st));
+	assert_false(store_search_more(st));
+	assert_index_sound(st);
+	assert_check_finds(st, "UPDATE search_later SET next = 3", "UPDATE search_later SET next = 2",
+			   "has 1 of the 2 more pieces");
+	assert_check_finds(st, "UPDATE search_later SET id = -id", "UPDATE search_later SET id = -id",
+			   "wait to be indexed from the 2th on, but it is no row");
+	/* one step: two pieces */
+	assert_int_equal(store_search_build(st, 100, &done), 0);
+	assert_false(done);
+	assert_int_equal(hits(st, "piecethreeword"), 1);
+	assert_int_equal(hits(st, "lateword"), 0);
+	assert_index_sound(st);
+	build_all(st, 100);
+	assert_int_equal(hits(st, "lateword"), 1);
+	assert_int_equal(store_search_state(st, false, &s), 0);
+	assert_false(s.building);
+	assert_index_sound(st);
+
+	/* closed: pieces 2 to 4 wait to leave, and are found by no search meanwhile */
+	commit(st, API("21"), "[" U("only this") "]");
+	assert_int_equal(hits(st, "lateword"), 0);
+	assert_int_equal(hits(st, "bigstart"), 0);
+	assert_int_equal(db_int(st->db, "SELECT count(*) FROM search_stale"), 1);
+	assert_int_equal(vocab_count(st, "lateword"), 1);
+	assert_true(store_search_more(st));
+	assert_index_sound(st);
+	assert_check_finds(st, "UPDATE search_stale SET text_id = -text_id", "UPDATE search_stale SET text_id = -text_id",
+			   "wait to leave the index, but their text's row");
+	assert_check_finds(st, "UPDATE search_stale SET next = 4", "UPDATE search_stale SET next = 2", "which no message has");
+	build_all(st, 100);
+	assert_int_equal(vocab_count(st, "lateword"), 0);
+	assert_int_equal(vocab_count(st, "piecethreeword"), 0);
+	assert_int_equal(db_int(st->db, "SELECT count(*) FROM search_stale"), 0);
+	assert_index_sound(st);
+
+	/* closed halfway through: what the steps indexed leaves later, what they had not, never went in */
+	commit_big(st, API("22"), 5 * MIB, words, at, 3);
+	assert_int_equal(store_search_build(st, 100, &done), 0);
+	commit(st, API("22"), "[" U("only this") "]");
+	assert_int_equal(db_int(st->db, "SELECT count(*) FROM search_later"), 0);
+	assert_int_equal(db_int(st->db, "SELECT next FROM search_stale"), 2);
+	assert_int_equal(db_int(st->db, "SELECT upto FROM search_stale"), 4);
+	assert_index_sound(st);
+	build_all(st, 100);
+	assert_int_equal(vocab_count(st, "piecethreeword"), 0);
+	assert_index_sound(st);
+
+	/* forget, with pieces both to come in (24's) and to go out (23's): none of their words is left */
+	commit_big(st, API("23"), 5 * MIB, words, at, 3);
+	commit_big(st, API("24"), 5 * MIB, words, at, 3);
+	assert_int_equal(store_search_build(st, 100, &done), 0); /* 23's pieces 2 and 3 */
+	commit(st, API("23"), "[" U("only this") "]");           /* them to go out */
+	assert_int_equal(store_forget_run(st, &f, &who, NULL, NULL), 0);
+	build_all(st, 100);
+	/* the messages that held it are gone, all of their text; the small one beside 24's stays */
+	assert_int_equal(vocab_count(st, "lateword"), 0);
+	assert_int_equal(vocab_count(st, "piecethreeword"), 0);
+	assert_int_equal(hits(st, "aardvark"), 1);
+	assert_int_equal(db_int(st->db, "SELECT count(*) FROM search_later"), 0);
+	assert_int_equal(db_int(st->db, "SELECT count(*) FROM search_stale"), 0);
+	assert_index_sound(st);
+}
+
 /* The snippet of a hit, from its last field of a line of collect_hit(). */
 static const char *snippet_of(const struct found *f)
 {
@@ -800,6 +940,62 @@ static void test_migration_pieces(void **state)
 	assert_int_equal(hits(st, "aardvark"), 1);
 	build_all(st, 100);
 	assert_int_equal(hits(st, "lastword"), 1);
+	assert_index_sound(st);
+	store_free(st);
+	remove_store_file(dir, path);
+}
+
+/*
+ * A store of schema 17, whose index holds the first 16 pieces of a large
+ * message only: read as it is (read-only), it is sound; the migration
+ * leaves the rest to the steps, after which its last word is found.
+ */
+static void test_migration_later(void **state)
+{
+	static const char *const words[] = { "tailword" };
+	static const size_t at[] = { 17 * MIB + MIB / 2 };
+	char dir[] = "/tmp/convfs-search-XXXXXX", path[64];
+	struct store_search_state s;
+	struct store *st = NULL;
+	sqlite3 *db = NULL;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/store.db", dir);
+	assert_int_equal(store_open(path, 0, &st), 0);
+	build_all(st, 100);
+	commit_big(st, API("7"), 18 * MIB, words, at, 1); /* 19 pieces: 16 now, 3 later */
+	assert_int_equal(hits(st, "tailword"), 0);
+	build_all(st, 100);
+	assert_int_equal(hits(st, "tailword"), 1);
+	store_free(st);
+	/* back to schema 17: the pieces past the 16th out of the index, no tables of pieces, the view as it was */
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(search_register(db), 0);
+	assert_int_equal(sqlite3_exec(db, "INSERT INTO search(search, rowid, body) SELECT 'delete', z.id, "
+					  "convfs_piece(z.id) FROM search_docsize z WHERE z.id < 0 AND (-z.id & 65535) >= 16; "
+					  "DROP TABLE search_later; DROP TABLE search_stale; DROP VIEW search_text; "
+					  "CREATE VIEW search_text(id, body) AS SELECT id, " SEARCH_BODY("elems") " FROM elems "
+					  "UNION ALL SELECT z.id, convfs_piece(z.id) FROM search_docsize z WHERE z.id < 0; "
+					  "PRAGMA user_version = 17",
+				      NULL, NULL, NULL),
+			 SQLITE_OK);
+	sqlite3_close(db);
+	/* read as it is: the message's pieces past the 16th are to come, nothing is amiss */
+	assert_int_equal(store_open(path, STORE_OPEN_READONLY | STORE_OPEN_AS_IS, &st), 0);
+	assert_index_sound(st);
+	assert_int_equal(hits(st, "bigstart"), 1);
+	assert_int_equal(hits(st, "tailword"), 0);
+	store_free(st);
+	/* migrated: the rest to come, and then found */
+	assert_int_equal(store_open(path, 0, &st), 0);
+	assert_int_equal(store_search_state(st, false, &s), 0);
+	assert_true(s.building);
+	assert_int_equal(s.pieces_to_go, db_int(st->db, "SELECT (len - 1) / 1048576 + 1 - 16 FROM elems "
+							"WHERE len > 1048576 AND rev_to IS NULL"));
+	assert_true(s.pieces_to_go >= 2);
+	assert_index_sound(st);
+	build_all(st, 100);
+	assert_int_equal(hits(st, "tailword"), 1);
 	assert_index_sound(st);
 	store_free(st);
 	remove_store_file(dir, path);
@@ -1091,10 +1287,12 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_index_trash, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_index_restore, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_index_large, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_index_later, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_snippet, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_build, setup, teardown),
 		cmocka_unit_test(test_migration),
 		cmocka_unit_test(test_migration_pieces),
+		cmocka_unit_test(test_migration_later),
 		cmocka_unit_test_setup_teardown(test_filters, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tasks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_many, setup, teardown),
