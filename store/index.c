@@ -369,7 +369,7 @@ static int pieces_of(struct store *st, int64_t id, size_t *ret_count, size_t *re
 			       &stmt);
 
 	if (r < 0)
-		return r == -ENOENT ? -EIO : r;
+		return r; /* -ENOENT: no such row */
 	*ret_count = search_piece_count((size_t)sqlite3_column_int64(stmt, 0));
 	*ret_held = sqlite3_column_type(stmt, 1) == SQLITE_NULL ? *ret_count : (size_t)sqlite3_column_int64(stmt, 1);
 	return 0;
@@ -389,7 +389,7 @@ static int row_pieces(struct store *st, int64_t id, enum pieces_do what)
 	int r = pieces_of(st, id, &count, &held);
 
 	if (r < 0)
-		return r;
+		return r == -ENOENT ? -EIO : r; /* the row the statement gave */
 	if (what == PIECES_ADD) {
 		to = count < now ? count : now;
 		r = elem_pieces(st, id, id, 1, to, true);
@@ -447,6 +447,20 @@ int search_pieces_out(struct store *st, sqlite3_stmt *rows)
 #define LATER_PIECES 2
 
 /*
+ * A row of table (search_later or search_stale) whose text row is gone,
+ * which only damage makes (`convfs check` says so): the steps let go of it,
+ * with one line, rather than stop at it for good.
+ */
+static int later_orphan(struct store *st, const char *table, int64_t id, int64_t text_id)
+{
+	log_err("search: the pieces of element %" PRId64 " in %s have no text (row %" PRId64 " is gone): "
+		"left as they are; convfs check reports them", id, table, text_id);
+	return store_run(st, strcmp(table, "search_later") == 0 ? "DELETE FROM search_later WHERE id = ?1"
+								 : "DELETE FROM search_stale WHERE id = ?1",
+			 STORE_INTS(id), "cannot record the search index's build");
+}
+
+/*
  * One step of what the commits left (search_later, search_stale): a few
  * pieces of the first row of either, the pieces of no message first.
  * *ret_done is true if there was nothing.
@@ -477,9 +491,20 @@ static int later_step(struct store *st, bool *ret_done)
 	if (add) {
 		size_t count, held;
 
-		if ((r = pieces_of(st, id, &count, &held)) < 0)
+		r = pieces_of(st, id, &count, &held);
+		if (r == -ENOENT)
+			return later_orphan(st, "search_later", id, text_id);
+		if (r < 0)
 			return r;
 		upto = (int64_t)count; /* held is next */
+	} else {
+		r = store_row_args(st, "SELECT 1 FROM elems WHERE id = ?1", NULL, 0, STORE_INTS(text_id),
+				   "cannot read a message to index", &stmt);
+		if (r == -ENOENT)
+			return later_orphan(st, "search_stale", id, text_id);
+		if (r < 0)
+			return r;
+		store_stmt_release(TAKE_PTR(stmt));
 	}
 	if (next + LATER_PIECES < upto) {
 		r = elem_pieces(st, id, text_id, (size_t)next, (size_t)next + LATER_PIECES, add);
@@ -504,18 +529,23 @@ int search_stale_out(struct store *st)
 	if (!st->search)
 		return 0;
 	for (;;) {
+		int64_t id, text_id, next, upto;
+
 		r = store_row_args(st, "SELECT id, text_id, next, upto FROM search_stale LIMIT 1", NULL, 0, NULL, 0,
 				   "cannot read what the search index has yet to take out", &stmt);
 		if (r == -ENOENT)
 			return 0;
 		if (r < 0)
 			return r;
-		r = elem_pieces(st, sqlite3_column_int64(stmt, 0), sqlite3_column_int64(stmt, 1),
-				(size_t)sqlite3_column_int64(stmt, 2), (size_t)sqlite3_column_int64(stmt, 3), false);
-		if (r == 0)
-			r = store_run(st, "DELETE FROM search_stale WHERE id = ?1", STORE_INTS(sqlite3_column_int64(stmt, 0)),
-				      "cannot record the search index's build");
+		id = sqlite3_column_int64(stmt, 0);
+		text_id = sqlite3_column_int64(stmt, 1);
+		next = sqlite3_column_int64(stmt, 2);
+		upto = sqlite3_column_int64(stmt, 3);
 		store_stmt_release(TAKE_PTR(stmt));
+		r = elem_pieces(st, id, text_id, (size_t)next, (size_t)upto, false);
+		if (r == 0)
+			r = store_run(st, "DELETE FROM search_stale WHERE id = ?1", STORE_INTS(id),
+				      "cannot record the search index's build");
 		if (r < 0)
 			return r;
 	}

@@ -752,6 +752,15 @@ static void test_index_later(void **state)
 	assert_int_equal(vocab_count(st, "piecethreeword"), 0);
 	assert_index_sound(st);
 
+	/* rows of the two tables whose text is gone (damage): the steps let go of them, with a line each */
+	assert_int_equal(sqlite3_exec(st->db, "INSERT INTO search_later VALUES (999999, 2); "
+					      "INSERT INTO search_stale VALUES (999998, 999997, 2, 4)", NULL, NULL, NULL),
+			 SQLITE_OK);
+	build_all(st, 100);
+	assert_int_equal(db_int(st->db, "SELECT count(*) FROM search_later"), 0);
+	assert_int_equal(db_int(st->db, "SELECT count(*) FROM search_stale"), 0);
+	assert_index_sound(st);
+
 	/* forget, with pieces both to come in (24's) and to go out (23's): none of their words is left */
 	commit_big(st, API("23"), 5 * MIB, words, at, 3);
 	commit_big(st, API("24"), 5 * MIB, words, at, 3);
