@@ -375,6 +375,14 @@ static int pieces_of(struct store *st, int64_t id, size_t *ret_count, size_t *re
 	return 0;
 }
 
+/*
+ * Whether a commit left pieces for the steps since store_search_more() last
+ * asked: of the process, not of a connection, since the sync's and the
+ * take-in's commit on connections of their own, and the daemon's steps run
+ * on the requests' one.
+ */
+static bool search_more;
+
 /* What rows_pieces() does with the pieces of each row. */
 enum pieces_do {
 	PIECES_ADD,      /* into the index: the first ones now, the rest later (search_later) */
@@ -396,7 +404,7 @@ static int row_pieces(struct store *st, int64_t id, enum pieces_do what)
 		if (r == 0 && to < count) {
 			r = store_run(st, "INSERT OR REPLACE INTO search_later(id, next) VALUES (?1, ?2)",
 				      STORE_INTS(id, (int64_t)to), "cannot note the pieces of a message to index later");
-			__atomic_store_n(&st->search_more, true, __ATOMIC_RELEASE);
+			__atomic_store_n(&search_more, true, __ATOMIC_RELEASE);
 		}
 		return r;
 	}
@@ -409,7 +417,7 @@ static int row_pieces(struct store *st, int64_t id, enum pieces_do what)
 		r = store_run(st, "INSERT OR REPLACE INTO search_stale(id, text_id, next, upto) VALUES (?1, ?1, ?2, ?3)",
 			      STORE_INTS(id, (int64_t)to, (int64_t)held),
 			      "cannot note the pieces of a message to take out of the index later");
-		__atomic_store_n(&st->search_more, true, __ATOMIC_RELEASE);
+		__atomic_store_n(&search_more, true, __ATOMIC_RELEASE);
 	}
 	return r;
 }
@@ -559,9 +567,22 @@ int search_row_moved(struct store *st, int64_t from, int64_t to)
 			 "cannot note where the text of pieces to take out of the index went");
 }
 
-bool store_search_more(struct store *st)
+bool store_search_more(void)
 {
-	return __atomic_exchange_n(&st->search_more, false, __ATOMIC_ACQ_REL);
+	return __atomic_exchange_n(&search_more, false, __ATOMIC_ACQ_REL);
+}
+
+int store_search_waiting(struct store *st)
+{
+	STORE_LOCK(st);
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	int r;
+
+	if (!st->search)
+		return 0;
+	r = store_row_args(st, "SELECT EXISTS (SELECT 1 FROM search_later) OR EXISTS (SELECT 1 FROM search_stale)",
+			   NULL, 0, NULL, 0, "cannot read what the search index has yet to take in", &stmt);
+	return r < 0 ? r : sqlite3_column_int(stmt, 0);
 }
 
 /* ---- the hooks ------------------------------------------------------------------------------ */

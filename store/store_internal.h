@@ -116,14 +116,8 @@ struct store {
 	 * row.
 	 */
 	int64_t search_from;
-	/*
-	 * How many pieces of a large message's text its commit indexes
-	 * (SEARCH_PIECES_NOW; the tests make it fewer), and whether a commit
-	 * left pieces to the steps behind the mount since they last asked
-	 * (atomic: store_search_more()).
-	 */
+	/* How many pieces of a large message's text its commit indexes (SEARCH_PIECES_NOW; the tests make it fewer). */
 	size_t search_pieces_now;
-	bool search_more;
 	/* The current rows of the last large docs committed, newest first (store/array.c). */
 	struct doc_rows *rows_kept[STORE_ROWS_KEPT];
 	size_t rows_total; /* rows in them */

@@ -117,11 +117,16 @@ int store_search_state(struct store *st, bool count, struct store_search_state *
  * the build is over, a step takes in (or out) a few pieces of the text of
  * large messages that their commits left for later. *ret_done is true once
  * nothing is left. The daemon runs it behind the mount until done
- * (fs/backing/indexer.c), and again when store_search_more() says a commit
- * left more. -EROFS on a read-only store.
+ * (fs/backing/indexer.c), and again when store_search_more() or
+ * store_search_waiting() says a commit left more. -EROFS on a read-only store.
  */
 int store_search_build(struct store *st, size_t max_rows, bool *ret_done);
-/* Whether a commit of this connection left pieces for store_search_build() since the last call. */
-bool store_search_more(struct store *st);
+/*
+ * Whether a commit of this process (on any connection) left pieces for
+ * store_search_build() since the last call.
+ */
+bool store_search_more(void);
+/* Whether any are waiting, whoever left them (another daemon, one killed): 1, 0 or -errno. */
+int store_search_waiting(struct store *st);
 
 #endif

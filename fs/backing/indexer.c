@@ -17,7 +17,9 @@
  * the mount's requests come first. At unmount it stops between two steps;
  * the next mount goes on from where it stopped (the build's cursor is in
  * the store). Once built, the thread stays, and looks every 50 ms whether
- * a commit left it more (store_search_more()). Meanwhile `convfs search`
+ * a commit of the daemon left it more (store_search_more()), every 5 s
+ * whether anyone did (store_search_waiting(): another daemon of the store,
+ * or one killed before its steps were done). Meanwhile `convfs search`
  * finds what is indexed, and says that the rest is to come.
  * CONVFS_INDEX_DELAY_MS=n (the tests) makes the pause between steps n ms,
  * so that a build can be cut in its middle.
@@ -38,6 +40,7 @@
 #define STEP_PAUSE_NS 200000 /* between steps: a request that waits for the lock gets it */
 #define NICE 10
 #define IDLE_NS 50000000 /* once built: how often it looks whether a commit left it more (and whether to stop) */
+#define IDLE_LOOK 100    /* and every so many times, in the store: another daemon's commits (5 s) */
 
 struct indexer {
 	struct store *st;
@@ -54,6 +57,7 @@ static void *build(void *arg)
 	struct timespec pause = { (time_t)(ns / 1000000000), (long)(ns % 1000000000) };
 	struct timespec idle = { 0, IDLE_NS };
 	int64_t t0 = now_ns();
+	unsigned ticks = 0;
 	bool done = false;
 	int r;
 
@@ -64,12 +68,21 @@ static void *build(void *arg)
 		log_info("building the search index behind the mount: %lld messages to take in", (long long)s.to_go);
 	while (!__atomic_load_n(&ix->stop, __ATOMIC_ACQUIRE)) {
 		if (done) {
-			/* Until a commit leaves pieces of a large message for later. */
+			/*
+			 * Until a commit of this daemon leaves pieces of a large
+			 * message for later; now and then, whoever left them.
+			 */
 			nanosleep(&idle, NULL);
-			done = !store_search_more(ix->st);
+			done = !store_search_more() && (++ticks % IDLE_LOOK != 0 || store_search_waiting(ix->st) <= 0);
 			continue;
 		}
 		r = store_search_build(ix->st, STEP_ROWS, &done);
+		if (r == -EBUSY) {
+			/* Another daemon's long write: the step is tried again in a while. */
+			log_debug("search index: a step waited too long for the store; trying again");
+			nanosleep(&(struct timespec){ 1, 0 }, NULL);
+			continue;
+		}
 		if (r < 0) {
 			log_err("cannot build the search index: %s; the next mount goes on with it", strerror(-r));
 			return NULL;

@@ -33,7 +33,8 @@
 #     the 16 MiB a commit indexes, once the daemon has taken in the rest
 #     behind the mount (the replaced message's at once no longer); and
 #     convfs check, at the end, finds the index holds the current messages
-#     and their words.
+#     and their words. Last, the same save through a second mount of the
+#     store, killed right after it: the first mount takes in the rest.
 # Under valgrind (CONVFS_VALGRIND=1) the big message is 8 MB and the RSS is
 # not checked (it is memcheck's); under a sanitizer build (CONVFS_SANITIZED=1)
 # the RSS is not checked either (ASan's shadow memory and quarantine inflate
@@ -240,6 +241,20 @@ left=$(find "$M" "$STORE.files" -name '*.tmp*' -print)
 unmount_convfs "$M"
 mount_convfs "$M" "$STORE"
 check_content "$T/gen/v4.json" 10 "after a remount"
+
+say "7. a second mount killed before its steps are done: the first takes in the rest"
+# The second daemon pauses 2 s between steps, so that it is killed after a
+# step or two; the first looks every 5 s whether pieces wait, whoever left
+# them. (Under valgrind the message is 8 MB: its save indexes all of it.)
+M2=$T/mnt2
+mkdir -p "$M2"
+CONVFS_INDEX_DELAY_MS=2000 mount_convfs_log "$M2" "$T/second.log" -o "store=$STORE"
+cp "$T/gen/v1.json" "$M2/tasks/$TASK/ui_messages.json.tmp.7" &&
+	mv "$M2/tasks/$TASK/ui_messages.json.tmp.7" "$M2/tasks/$TASK/ui_messages.json" ||
+	fail "the save through the second mount failed"
+kill_daemon "$M2"
+remove_dead_mount "$M2"
+late_hits alate 1 "after a save through a second mount killed right after it, through the first"
 unmount_convfs "$M"
 "$CONVFS" check "$STORE" >"$T/check.txt" 2>&1 || problem "convfs check finds problems:\n$(cat "$T/check.txt")"
 check_log "$STORE.log" "^convfs: warning: refusing to (append to 'tasks/$TASK/ui_messages.json': line 11 is not a JSON object|commit 'tasks/$TASK/ui_messages.json': its last line has no newline); nothing stored$"

@@ -704,8 +704,9 @@ static void test_index_later(void **state)
 	assert_true(s.building);
 	assert_int_equal(s.to_go, 1);
 	assert_int_equal(s.pieces_to_go, 3); /* pieces 2, 3 and 4 */
-	assert_true(store_search_more(st));
-	assert_false(store_search_more(st));
+	assert_true(store_search_more());
+	assert_false(store_search_more());
+	assert_int_equal(store_search_waiting(st), 1);
 	assert_index_sound(st);
 	assert_check_finds(st, "UPDATE search_later SET next = 3", "UPDATE search_later SET next = 2",
 			   "has 1 of the 2 more pieces");
@@ -721,6 +722,7 @@ static void test_index_later(void **state)
 	assert_int_equal(hits(st, "lateword"), 1);
 	assert_int_equal(store_search_state(st, false, &s), 0);
 	assert_false(s.building);
+	assert_int_equal(store_search_waiting(st), 0);
 	assert_index_sound(st);
 
 	/* closed: pieces 2 to 4 wait to leave, and are found by no search meanwhile */
@@ -729,7 +731,8 @@ static void test_index_later(void **state)
 	assert_int_equal(hits(st, "bigstart"), 0);
 	assert_int_equal(db_int(st->db, "SELECT count(*) FROM search_stale"), 1);
 	assert_int_equal(vocab_count(st, "lateword"), 1);
-	assert_true(store_search_more(st));
+	assert_true(store_search_more());
+	assert_int_equal(store_search_waiting(st), 1);
 	assert_index_sound(st);
 	assert_check_finds(st, "UPDATE search_stale SET text_id = -text_id", "UPDATE search_stale SET text_id = -text_id",
 			   "wait to leave the index, but their text's row");
