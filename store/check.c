@@ -138,7 +138,7 @@ static const struct invariant search_invariants[] = {
 	  "  AND NOT (z.id < 0 AND e.id IS NULL AND EXISTS (SELECT 1 FROM search_stale s WHERE s.id = -z.id >> 16 "
 	  "    AND (-z.id & 65535) >= s.next AND (-z.id & 65535) < s.upto))" },
 	{ "the pieces the search index has yet to take in and out",
-	  "SELECT printf('search: the pieces of element %d wait to be indexed from the %dth on, but it %s', l.id, l.next, "
+	  "SELECT printf('search: the pieces of element %d wait to be indexed from piece %d on, but it %s', l.id, l.next, "
 	  "  CASE WHEN d.id IS NULL THEN 'is no row' WHEN NOT (" CURRENT_MESSAGE ") THEN 'is no current message' "
 	  "  ELSE printf('has %d', 1 + " SEARCH_MORE_PIECES("e") ") END) "
 	  "FROM search_later l LEFT JOIN elems e ON e.id = l.id LEFT JOIN docs d ON d.id = e.doc_id "

@@ -711,7 +711,7 @@ static void test_index_later(void **state)
 	assert_check_finds(st, "UPDATE search_later SET next = 3", "UPDATE search_later SET next = 2",
 			   "has 1 of the 2 more pieces");
 	assert_check_finds(st, "UPDATE search_later SET id = -id", "UPDATE search_later SET id = -id",
-			   "wait to be indexed from the 2th on, but it is no row");
+			   "wait to be indexed from piece 2 on, but it is no row");
 	/* one step: two pieces */
 	assert_int_equal(store_search_build(st, 100, &done), 0);
 	assert_false(done);
