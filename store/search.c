@@ -5,7 +5,7 @@
  * Two steps. First the hits, ranked: the FTS5 match (with filters, joined
  * with each message's row, doc, task and workspace), its bm25 score
  * (FTS5's rank), sorted here, the newest first among equal scores; only
- * the ids and scores are kept (24 bytes a hit, whatever the messages'
+ * the ids and scores are kept (32 bytes a hit, whatever the messages'
  * size), and the times of those that tie. Then, a batch of hits at a
  * time, what a hit shows: its snippet (convfs_snippet(), snippet.c, which
  * reads the text through the view search_text), where it is (doc, position, task,
@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "store/search.h"
+#include "store/search_sql.h"
 #include "store/store_internal.h"
 #include "store/store_search.h"
 #include "store/util.h"
@@ -44,26 +45,6 @@
  */
 #define PASS_RATIO 32
 #define TITLES_KEPT 16
-
-/* The role of a message as its first 64 KiB say it: its row's bytes if that small, else read by convfs_role(). */
-#define ROLE_OF_E "convfs_role(e.len, CASE WHEN e.len <= 65536 THEN e.json END, e.id)"
-#define TIME_OF_E "coalesce(e.ts, r.time_ns / 1000000)"
-#define JOINS                                                                                             \
-	"JOIN elems e ON e.id = " SEARCH_ELEM_OF("s.rowid") " JOIN docs d ON d.id = e.doc_id "           \
-	"LEFT JOIN tasks k ON k.id = d.task_id LEFT JOIN workspaces w ON w.id = k.workspace_id "
-
-/* The hits and their scores, of a query without filters: FTS5 alone (its index holds only current messages). */
-static const char hits_sql[] = "SELECT rowid, rank FROM search WHERE search MATCH ?1";
-
-/* The same with filters: each hit's row, doc, task and workspace, and its time and role if asked for. */
-static const char filtered_hits_sql[] =
-	"SELECT s.rowid, s.rank FROM search s " JOINS
-	"LEFT JOIN revisions r ON r.id = e.rev_from "
-	"WHERE search MATCH ?1 AND e.rev_to IS NULL "
-	"  AND (?2 IS NULL OR (?2 = '' AND w.id IS NULL) OR w.key = ?2) "
-	"  AND (?3 IS NULL OR " TIME_OF_E " >= ?3) AND (?4 IS NULL OR " TIME_OF_E " < ?4) "
-	"  AND (?5 IS NULL OR convfs_stream(d.path) = ?5) "
-	"  AND (?6 IS NULL OR " ROLE_OF_E " IS ?6)";
 
 static const char time_sql[] =
 	"SELECT " TIME_OF_E " FROM elems e LEFT JOIN revisions r ON r.id = e.rev_from WHERE e.id = ?1";
@@ -106,6 +87,7 @@ int store_search_query_check(const char *text, char *err, size_t errlen)
 struct ranked {
 	int64_t id, time_ms;
 	double score;
+	bool across; /* a large message that matches across its pieces, shown by a piece that has a term */
 };
 
 /* A hit with the strings it owns. */
@@ -352,34 +334,61 @@ static int one_hit_a_message(struct ranked *v, size_t *n)
 }
 
 /*
- * The hits of q, ranked, the best first: *ret_v (free()), *ret_n of them
- * (q's limit at most), of *ret_all in all. Store lock held.
+ * Puts the verdict on the large messages (search_pieces.c) above their
+ * pieces' hits in (*v)[0, *n): drops those of a message that does not match
+ * as a whole, and adds one for a message that matches across its pieces
+ * alone. Store lock held.
  */
-static int rank(struct store *st, const struct store_search_query *q, const char *expr, struct ranked **ret_v,
-		size_t *ret_n, size_t *ret_all)
+static int whole_messages(struct store *st, const struct store_search_query *q, const struct search_parts *p,
+			  struct ranked **v, size_t *n, size_t *alloc)
 {
-	static const char *const streams[] = { NULL, "api", "ui" };
-	static const char *const roles[] = { NULL, "user", "assistant" };
-	bool filtered = q->ws_key || q->since_ms || q->until_ms || q->stream > 0 || q->role > 0;
+	_cleanup_free_ bool *hit = NULL;
+	struct search_verdict verdict;
+	size_t out = 0;
+	int r = search_pieces_verdict(st, q, p, &verdict);
+
+	if (r < 0 || (verdict.nin == 0 && verdict.nout == 0))
+		return r;
+	if (verdict.nin && !(hit = calloc(verdict.nin, sizeof(*hit))))
+		r = -ENOMEM;
+	for (size_t i = 0; r == 0 && i < *n; i++) {
+		int64_t e = search_elem_of((*v)[i].id);
+		const struct search_whole *w = search_verdict_in(&verdict, e);
+
+		if (w)
+			hit[w - verdict.in] = true;
+		else if (search_verdict_out(&verdict, e))
+			continue;
+		(*v)[out++] = (*v)[i];
+	}
+	if (r == 0)
+		*n = out;
+	for (size_t j = 0; r == 0 && j < verdict.nin; j++)
+		if (!hit[j] && (r = ARRAY_GROW(*v, *n, *alloc, 256)) == 0)
+			(*v)[(*n)++] = (struct ranked){ .id = verdict.in[j].rowid, .score = verdict.in[j].score,
+							 .across = true };
+	search_verdict_release(&verdict);
+	return r;
+}
+
+/*
+ * The hits of q (expr, and in parts p), ranked, the best first: *ret_v
+ * (free()), *ret_n of them (q's limit at most), of *ret_all in all. Store
+ * lock held.
+ */
+static int rank(struct store *st, const struct store_search_query *q, const char *expr, const struct search_parts *p,
+		struct ranked **ret_v, size_t *ret_n, size_t *ret_all)
+{
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
 	_cleanup_free_ struct ranked *v = NULL;
 	size_t n = 0, alloc = 0;
 	int r, rc;
 
-	r = store_prepare(st, filtered ? filtered_hits_sql : hits_sql, &stmt);
+	r = store_prepare(st, search_filtered(q) ? FILTERED_HITS_SQL : HITS_SQL, &stmt);
 	if (r < 0)
 		return r;
 	sqlite3_bind_text(stmt, 1, expr, -1, SQLITE_STATIC);
-	if (q->ws_key)
-		sqlite3_bind_text(stmt, 2, q->ws_key, -1, SQLITE_STATIC);
-	if (q->since_ms)
-		sqlite3_bind_int64(stmt, 3, q->since_ms);
-	if (q->until_ms)
-		sqlite3_bind_int64(stmt, 4, q->until_ms);
-	if (q->stream > 0 && (size_t)q->stream < ARRAY_SIZE(streams))
-		sqlite3_bind_text(stmt, 5, streams[q->stream], -1, SQLITE_STATIC);
-	if (q->role > 0 && (size_t)q->role < ARRAY_SIZE(roles))
-		sqlite3_bind_text(stmt, 6, roles[q->role], -1, SQLITE_STATIC);
+	search_bind_filters(stmt, q);
 	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
 		if ((r = ARRAY_GROW(v, n, alloc, 256)) < 0)
 			return r;
@@ -388,7 +397,7 @@ static int rank(struct store *st, const struct store_search_query *q, const char
 	if (rc != SQLITE_DONE)
 		return store_fail(st, rc, "cannot search the index");
 	store_stmt_release(TAKE_PTR(stmt));
-	if ((r = one_hit_a_message(v, &n)) < 0)
+	if ((r = whole_messages(st, q, p, &v, &n, &alloc)) < 0 || (r = one_hit_a_message(v, &n)) < 0)
 		return r;
 	if (q->limit > 0 && (size_t)q->limit < n)
 		r = order_ties(st, v, select_best(v, n, (size_t)q->limit), (size_t)q->limit);
@@ -509,10 +518,12 @@ static int details(struct store *st, const struct store_search_query *q, const c
  * each (without). all: how many hits the query has (the walk of details()
  * costs each of them).
  */
-static int deliver(struct store *st, const struct store_search_query *q, const char *expr, struct titles *titles,
-		   const struct ranked *v, size_t n, size_t all, store_search_fn fn, void *ctx, int *ret_count)
+static int deliver(struct store *st, const struct store_search_query *q, const char *expr,
+		   const struct search_parts *p, struct titles *titles, const struct ranked *v, size_t n, size_t all,
+		   store_search_fn fn, void *ctx, int *ret_count)
 {
 	_cleanup_free_ struct hit *hits = calloc(n, sizeof(*hits));
+	bool walk = n * PASS_RATIO >= all;
 	int r = 0;
 
 	if (!hits)
@@ -520,15 +531,15 @@ static int deliver(struct store *st, const struct store_search_query *q, const c
 	{
 		STORE_LOCK(st);
 
-		if (n * PASS_RATIO >= all) {
+		if (walk)
 			r = details(st, q, expr, v, n, hits);
-		} else {
-			for (size_t i = 0; i < n && r == 0; i++)
-				if ((r = detail(st, q, expr, &v[i], &hits[i])) == -ENOENT) {
-					hit_release(&hits[i]);
-					r = 0;
-				}
-		}
+		/* a message found across its pieces: none matches the query, so its snippet is of any term */
+		for (size_t i = 0; i < n && r == 0; i++)
+			if ((!walk || v[i].across) && !hits[i].snippet &&
+			    (r = detail(st, q, v[i].across ? p->any.buf : expr, &v[i], &hits[i])) == -ENOENT) {
+				hit_release(&hits[i]);
+				r = 0;
+			}
 		for (size_t i = 0; i < n && r == 0; i++)
 			if (hits[i].snippet)
 				r = title_of(st, titles, hits[i].task, &hits[i].title);
@@ -554,37 +565,49 @@ static int deliver(struct store *st, const struct store_search_query *q, const c
 	return r;
 }
 
-/* q's text as FTS5's expression, into expr: 0, -EINVAL for a query that is not one, or -ENOMEM. */
-static int query_expr(const struct store_search_query *q, struct sb *expr)
+/*
+ * q's text as FTS5's expression, into expr, and in parts, into *p (released
+ * by the caller, whatever the result): 0, -EINVAL for a query that is not
+ * one, or -ENOMEM.
+ */
+static int query_expr(const struct store_search_query *q, struct sb *expr, struct search_parts *p)
 {
 	char err[160];
 
-	if (search_query_parse(q->text, expr, err, sizeof(err)) < 0)
+	if (search_query_parse(q->text, expr, err, sizeof(err)) < 0 ||
+	    search_query_split(q->text, p, err, sizeof(err)) < 0)
 		return -EINVAL;
-	return expr->buf ? 0 : -ENOMEM;
+	return expr->buf && p->any.buf ? 0 : -ENOMEM;
 }
+
+static void search_parts_releasep(struct search_parts *p)
+{
+	search_parts_release(p);
+}
+#define _cleanup_parts_ _cleanup_(search_parts_releasep)
 
 int store_search(struct store *st, const struct store_search_query *q, store_search_fn fn, void *ctx)
 {
 	_cleanup_sb_ struct sb expr = SB_INIT;
+	_cleanup_parts_ struct search_parts p = { .npos = 0 };
 	_cleanup_free_ struct ranked *v = NULL;
 	struct titles titles = { 0 };
 	size_t n = 0, all = 0;
 	int r, count = 0;
 
-	if ((r = query_expr(q, &expr)) < 0)
+	if ((r = query_expr(q, &expr, &p)) < 0)
 		return r;
 	{
 		STORE_LOCK(st);
 
 		if (!st->search)
 			return -ENOTSUP;
-		if ((r = rank(st, q, expr.buf, &v, &n, &all)) < 0)
+		if ((r = rank(st, q, expr.buf, &p, &v, &n, &all)) < 0)
 			return r;
 	}
 	r = 0;
 	for (size_t i = 0; i < n && r == 0; i += HITS_AT_ONCE)
-		r = deliver(st, q, expr.buf, &titles, v + i, n - i < HITS_AT_ONCE ? n - i : HITS_AT_ONCE, all, fn, ctx,
+		r = deliver(st, q, expr.buf, &p, &titles, v + i, n - i < HITS_AT_ONCE ? n - i : HITS_AT_ONCE, all, fn, ctx,
 			    &count);
 	titles_release(&titles);
 	return r < 0 ? r : count;
@@ -592,74 +615,180 @@ int store_search(struct store *st, const struct store_search_query *q, store_sea
 
 /* ---- the tasks found ---------------------------------------------------------------------------- */
 
-/* A task's best score (bm25: the least) and its newest hit's time, to order the tasks as their hits are. */
+/*
+ * A task's best score (bm25: the least) and its newest hit's time, to order
+ * the tasks as their hits are; but not of the large messages in the JSON
+ * array ?2, which do not match as a whole (search_pieces.c).
+ */
 static const char tasks_sql[] =
 	"SELECT d.task_id, w.key, w.path, min(s.rank) AS best, max(coalesce(e.ts, 0)) AS latest FROM search s " JOINS
-	"WHERE search MATCH ?1 AND d.task_id IS NOT NULL GROUP BY d.task_id ORDER BY best, latest DESC, d.task_id";
+	"WHERE search MATCH ?1 AND d.task_id IS NOT NULL "
+	"  AND (?2 IS NULL OR e.id NOT IN (SELECT value FROM json_each(?2))) "
+	"GROUP BY d.task_id ORDER BY best, latest DESC, d.task_id";
+
+/* The task of message ?1, in tasks_sql's columns (its score is the caller's). */
+static const char task_of_sql[] =
+	"SELECT d.task_id, w.key, w.path, NULL, coalesce(e.ts, 0) FROM elems e JOIN docs d ON d.id = e.doc_id "
+	"LEFT JOIN tasks k ON k.id = d.task_id LEFT JOIN workspaces w ON w.id = k.workspace_id "
+	"WHERE e.id = ?1 AND d.task_id IS NOT NULL";
 
 struct found_task {
 	char *task, *ws_key, *ws_path;
+	double best;
+	int64_t latest;
 };
 
-static void found_release(struct found_task *v, size_t n)
+static void found_strings_release(struct found_task *v, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		free(v[i].task);
 		free(v[i].ws_key);
 		free(v[i].ws_path);
 	}
+}
+
+static void found_release(struct found_task *v, size_t n)
+{
+	found_strings_release(v, n);
 	free(v);
 }
 
-/* The tasks of expr, ranked, into *ret_v (found_release()). Store lock held. */
-static int tasks_ranked(struct store *st, const char *expr, int64_t limit, struct found_task **ret_v, size_t *ret_n)
+struct found {
+	struct found_task *v;
+	size_t n, alloc;
+};
+
+/* Appends the task of stmt's row, in tasks_sql's columns, to f. */
+static int found_add(sqlite3_stmt *stmt, struct found *f)
+{
+	struct found_task *t;
+	int r;
+
+	if ((r = ARRAY_GROW(f->v, f->n, f->alloc, 64)) < 0)
+		return r;
+	t = &f->v[f->n++];
+	*t = (struct found_task){ .best = sqlite3_column_double(stmt, 3), .latest = sqlite3_column_int64(stmt, 4) };
+	if ((r = column_line(stmt, 0, false, &t->task)) < 0 || (r = column_line(stmt, 1, false, &t->ws_key)) < 0)
+		return r;
+	return column_line(stmt, 2, false, &t->ws_path);
+}
+
+static int by_rank(const void *a, const void *b)
+{
+	const struct found_task *x = a, *y = b;
+
+	if (x->best != y->best)
+		return x->best < y->best ? -1 : 1;
+	if (x->latest != y->latest)
+		return x->latest < y->latest ? 1 : -1;
+	return strcmp(x->task, y->task);
+}
+
+/* Counts whole message w in the tasks found f: its task's score and time, or its task added. */
+static int found_whole(struct store *st, const struct search_whole *w, struct found *f)
 {
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
-	struct found_task *v = NULL;
-	size_t n = 0, alloc = 0;
-	int r, rc = SQLITE_DONE;
+	const char *task;
+	int64_t latest;
+	int r = store_row_args(st, task_of_sql, NULL, 0, STORE_INTS(w->elem), "cannot read the task of a hit", &stmt);
 
-	r = store_prepare(st, tasks_sql, &stmt);
+	if (r == -ENOENT)
+		return 0; /* a message of no task */
 	if (r < 0)
 		return r;
-	sqlite3_bind_text(stmt, 1, expr, -1, SQLITE_STATIC);
-	while ((limit <= 0 || (int64_t)n < limit) && (rc = sqlite3_step(stmt)) == SQLITE_ROW) {
-		if ((r = ARRAY_GROW(v, n, alloc, 64)) < 0)
-			break;
-		v[n] = (struct found_task){ 0 };
-		if ((r = column_line(stmt, 0, false, &v[n].task)) < 0 || (r = column_line(stmt, 1, false, &v[n].ws_key)) < 0 ||
-		    (r = column_line(stmt, 2, false, &v[n].ws_path)) < 0) {
-			n++;
-			break;
+	task = (const char *)sqlite3_column_text(stmt, 0);
+	latest = sqlite3_column_int64(stmt, 4);
+	for (size_t i = 0; task && i < f->n; i++)
+		if (f->v[i].task && strcmp(f->v[i].task, task) == 0) {
+			f->v[i].best = w->score < f->v[i].best ? w->score : f->v[i].best;
+			f->v[i].latest = latest > f->v[i].latest ? latest : f->v[i].latest;
+			return 0;
 		}
-		n++;
+	if ((r = found_add(stmt, f)) < 0)
+		return r;
+	f->v[f->n - 1].best = w->score;
+	return 0;
+}
+
+/* The verdict's messages that do not match, as a JSON array for tasks_sql's ?2, into out (empty: none). */
+static int verdict_out_json(const struct search_verdict *v, struct sb *out)
+{
+	int r = 0;
+
+	for (size_t i = 0; i < v->nout && r == 0; i++)
+		r = sb_addf(out, "%c%" PRId64, i ? ',' : '[', v->out[i]);
+	return r < 0 || v->nout == 0 ? r : sb_adds(out, "]");
+}
+
+/* Reads the tasks of expr into f, as tasks_sql ranks them; limit of them if limit > 0. */
+static int tasks_of_query(struct store *st, const char *expr, const struct search_verdict *verdict, int64_t limit,
+			  struct found *f)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	_cleanup_sb_ struct sb out = SB_INIT;
+	int r, rc = SQLITE_DONE;
+
+	if ((r = verdict_out_json(verdict, &out)) < 0 || (r = store_prepare(st, tasks_sql, &stmt)) < 0)
+		return r;
+	sqlite3_bind_text(stmt, 1, expr, -1, SQLITE_STATIC);
+	if (out.len)
+		sqlite3_bind_text(stmt, 2, out.buf, -1, SQLITE_STATIC);
+	while ((limit <= 0 || (int64_t)f->n < limit) && (rc = sqlite3_step(stmt)) == SQLITE_ROW)
+		if ((r = found_add(stmt, f)) < 0)
+			return r;
+	if ((limit <= 0 || (int64_t)f->n < limit) && rc != SQLITE_DONE)
+		return store_fail(st, rc, "cannot search the index for tasks");
+	return 0;
+}
+
+/* The tasks of expr (in parts p), ranked, into *ret_v (found_release()). Store lock held. */
+static int tasks_ranked(struct store *st, const char *expr, const struct search_parts *p, int64_t limit,
+			struct found_task **ret_v, size_t *ret_n)
+{
+	const struct store_search_query all = { .text = "" }; /* no filters */
+	struct search_verdict verdict;
+	struct found f = { 0 };
+	int r;
+
+	if ((r = search_pieces_verdict(st, &all, p, &verdict)) < 0)
+		return r;
+	/* the whole messages' tasks can change the ranks: then every task is read */
+	r = tasks_of_query(st, expr, &verdict, verdict.nin ? 0 : limit, &f);
+	for (size_t i = 0; i < verdict.nin && r == 0; i++)
+		r = found_whole(st, &verdict.in[i], &f);
+	if (r == 0 && verdict.nin) {
+		qsort(f.v, f.n, sizeof(*f.v), by_rank);
+		if (limit > 0 && (int64_t)f.n > limit) {
+			found_strings_release(f.v + limit, f.n - (size_t)limit);
+			f.n = (size_t)limit;
+		}
 	}
-	if (r == 0 && (limit <= 0 || (int64_t)n < limit) && rc != SQLITE_DONE)
-		r = store_fail(st, rc, "cannot search the index for tasks");
+	search_verdict_release(&verdict);
 	if (r < 0) {
-		found_release(v, n);
+		found_release(f.v, f.n);
 		return r;
 	}
-	*ret_v = v;
-	*ret_n = n;
+	*ret_v = f.v;
+	*ret_n = f.n;
 	return 0;
 }
 
 int store_search_tasks(struct store *st, const struct store_search_query *q, store_search_task_fn fn, void *ctx)
 {
 	_cleanup_sb_ struct sb expr = SB_INIT;
+	_cleanup_parts_ struct search_parts p = { .npos = 0 };
 	struct found_task *v = NULL;
 	size_t n = 0;
 	int r = 0;
 
-	if ((r = query_expr(q, &expr)) < 0)
+	if ((r = query_expr(q, &expr, &p)) < 0)
 		return r;
 	{
 		STORE_LOCK(st);
 
 		if (!st->search)
 			return -ENOTSUP;
-		if ((r = tasks_ranked(st, expr.buf, q->limit, &v, &n)) < 0)
+		if ((r = tasks_ranked(st, expr.buf, &p, q->limit, &v, &n)) < 0)
 			return r;
 	}
 	for (size_t i = 0; i < n && r == 0; i++) {

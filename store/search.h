@@ -260,9 +260,55 @@ int search_tokens(struct search_tokenizer *t, const char *text, size_t n, search
  */
 int search_query_parse(const char *query, struct sb *out, char *err, size_t errlen);
 
-/* ---- index.c: the index kept in step with elems (called with the store's lock held) ---- */
+/*
+ * The same query in parts, to match a message of several pieces as a
+ * whole (search_pieces.c): pos[i], each term that must match (an item, or
+ * items joined by OR), as an FTS5 expression; any, all of them joined by
+ * OR; neg, the items excluded with '-', joined by OR (empty if none). The
+ * errors of search_query_parse(); release with search_parts_release().
+ */
+struct search_parts {
+	struct sb pos[SEARCH_QUERY_TERMS];
+	size_t npos;
+	struct sb any, neg;
+};
+int search_query_split(const char *query, struct search_parts *p, char *err, size_t errlen);
+void search_parts_release(struct search_parts *p);
+
+/* ---- search_pieces.c: a message over 1 MiB matched as a whole (store's lock held) ---- */
 
 struct store;
+struct store_search_query;
+
+/* A large message that matches a query as a whole: the piece to show it by, and its score. */
+struct search_whole {
+	int64_t elem; /* first: in[] is sorted by it */
+	int64_t rowid;
+	double score;
+};
+
+/* Which large messages match a query as a whole, and which do not, whatever their pieces match. */
+struct search_verdict {
+	struct search_whole *in; /* sorted by elem */
+	size_t nin;
+	int64_t *out; /* sorted */
+	size_t nout;
+};
+
+/*
+ * The verdict on the large messages that have a piece matching a term of
+ * p (the query q->text, of q's filters), into *v (search_verdict_release()):
+ * empty for a query of one term and no word excluded, which a message
+ * matches if one of its pieces does. 0 or -errno.
+ */
+int search_pieces_verdict(struct store *st, const struct store_search_query *q, const struct search_parts *p,
+			  struct search_verdict *v);
+void search_verdict_release(struct search_verdict *v);
+bool search_verdict_out(const struct search_verdict *v, int64_t elem);
+const struct search_whole *search_verdict_in(const struct search_verdict *v, int64_t elem);
+
+/* ---- index.c: the index kept in step with elems (called with the store's lock held) ---- */
+
 struct doc_layout;
 
 /* The SQL functions the index and its queries use (convfs_text(), ...), and the tokenizer. */

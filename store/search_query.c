@@ -197,6 +197,20 @@ static int put_item(struct sb *out, const struct item *it)
 	return r;
 }
 
+/* Appends the term of items v[*i, ...] (joined by OR) in parentheses; *i left at its last item. */
+static int put_term(struct sb *out, const struct item *v, size_t *i)
+{
+	int r = sb_adds(out, "(");
+
+	for (; r == 0; ++*i) {
+		r = put_item(out, &v[*i]);
+		if (r < 0 || !v[*i].or_next)
+			break;
+		r = sb_adds(out, " OR ");
+	}
+	return r < 0 ? r : sb_adds(out, ")");
+}
+
 int search_query_parse(const char *query, struct sb *out, char *err, size_t errlen)
 {
 	struct item v[SEARCH_QUERY_TERMS];
@@ -217,16 +231,11 @@ int search_query_parse(const char *query, struct sb *out, char *err, size_t errl
 	for (size_t i = 0; r == 0 && i < n; i++) {
 		if (v[i].neg)
 			continue;
-		r = sb_adds(&e, first ? "(" : " AND (");
+		if (!first)
+			r = sb_adds(&e, " AND ");
 		first = false;
-		for (; r == 0; i++) {
-			r = put_item(&e, &v[i]);
-			if (r < 0 || !v[i].or_next)
-				break;
-			r = sb_adds(&e, " OR ");
-		}
 		if (r == 0)
-			r = sb_adds(&e, ")");
+			r = put_term(&e, v, &i);
 	}
 	if (r == 0 && neg)
 		r = sb_adds(&e, ")");
@@ -236,5 +245,40 @@ int search_query_parse(const char *query, struct sb *out, char *err, size_t errl
 			r = sb_adds(&e, ")");
 	if (r == 0)
 		r = sb_add(out, e.buf, e.len);
+	return r;
+}
+
+void search_parts_release(struct search_parts *p)
+{
+	for (size_t i = 0; i < p->npos; i++)
+		sb_release(&p->pos[i]);
+	p->npos = 0;
+	sb_release(&p->any);
+	sb_release(&p->neg);
+}
+
+int search_query_split(const char *query, struct search_parts *p, char *err, size_t errlen)
+{
+	struct item v[SEARCH_QUERY_TERMS];
+	size_t n = 0;
+	int r;
+
+	*p = (struct search_parts){ .any = SB_INIT, .neg = SB_INIT };
+	if (errlen)
+		err[0] = '\0';
+	if ((r = read_items(query, v, &n, err, errlen)) < 0)
+		return r;
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		if (v[i].neg) {
+			if ((r = sb_adds(&p->neg, p->neg.len ? " OR (" : "(")) == 0 && (r = put_item(&p->neg, &v[i])) == 0)
+				r = sb_adds(&p->neg, ")");
+			continue;
+		}
+		p->pos[p->npos] = (struct sb)SB_INIT;
+		if ((r = put_term(&p->pos[p->npos++], v, &i)) == 0 && (r = sb_adds(&p->any, p->any.len ? " OR " : "")) == 0)
+			r = sb_add(&p->any, p->pos[p->npos - 1].buf, p->pos[p->npos - 1].len);
+	}
+	if (r < 0)
+		search_parts_release(p);
 	return r;
 }

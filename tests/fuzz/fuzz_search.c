@@ -62,15 +62,52 @@ static bool valid_utf8(const char *s, size_t n)
 	return true;
 }
 
+/* FTS5 takes expression e (made of query q). */
+static void check_fts5(const struct sb *e, const char *q)
+{
+	sqlite3_stmt *stmt = NULL;
+	int r;
+
+	CHECK(e->len > 0);
+	CHECK(sqlite3_prepare_v2(db_once(), "SELECT count(*) FROM t WHERE t MATCH ?1", -1, &stmt, NULL) == SQLITE_OK);
+	sqlite3_bind_text(stmt, 1, e->buf, (int)e->len, SQLITE_STATIC);
+	r = sqlite3_step(stmt);
+	if (r != SQLITE_ROW)
+		fprintf(stderr, "FTS5 refused '%s' (from '%s'): %s\n", e->buf, q, sqlite3_errmsg(db_once()));
+	CHECK(r == SQLITE_ROW);
+	sqlite3_finalize(stmt);
+}
+
+/* The query in parts (search_query_split()) is taken exactly when the query is, and FTS5 takes each part. */
+static void check_query_parts(const char *q, int parsed)
+{
+	struct search_parts p;
+	char err[200] = "";
+	int r = search_query_split(q, &p, err, sizeof(err));
+
+	if (r == -ENOMEM || parsed == -ENOMEM)
+		return;
+	CHECK(r == parsed);
+	if (r < 0)
+		return;
+	CHECK(p.npos >= 1 && p.npos <= SEARCH_QUERY_TERMS);
+	for (size_t i = 0; i < p.npos; i++)
+		check_fts5(&p.pos[i], q);
+	check_fts5(&p.any, q);
+	if (p.neg.len)
+		check_fts5(&p.neg, q);
+	search_parts_release(&p);
+}
+
 static void check_query(const char *q)
 {
 	_cleanup_sb_ struct sb out = SB_INIT, again = SB_INIT;
-	sqlite3_stmt *stmt = NULL;
 	char err[200] = "";
 	size_t quotes = 0;
 	int r = search_query_parse(q, &out, err, sizeof(err));
 
 	CHECK(r == 0 || r == -EINVAL || r == -ENOMEM);
+	check_query_parts(q, r);
 	if (r == -EINVAL) {
 		CHECK(err[0] != '\0');
 		CHECK(!strchr(err, '\n'));
@@ -82,19 +119,12 @@ static void check_query(const char *q)
 	CHECK(err[0] == '\0');
 	CHECK(strlen(q) <= SEARCH_QUERY_MAX);
 	CHECK(valid_utf8(q, strlen(q)));
-	CHECK(out.len > 0);
 	for (size_t i = 0; i < out.len; i++)
 		quotes += out.buf[i] == '"';
 	CHECK(quotes % 2 == 0);
 	CHECK(search_query_parse(q, &again, err, sizeof(err)) == 0);
 	CHECK(again.len == out.len && memcmp(again.buf, out.buf, out.len) == 0);
-	CHECK(sqlite3_prepare_v2(db_once(), "SELECT count(*) FROM t WHERE t MATCH ?1", -1, &stmt, NULL) == SQLITE_OK);
-	sqlite3_bind_text(stmt, 1, out.buf, (int)out.len, SQLITE_STATIC);
-	r = sqlite3_step(stmt);
-	if (r != SQLITE_ROW)
-		fprintf(stderr, "FTS5 refused '%s' (from '%s'): %s\n", out.buf, q, sqlite3_errmsg(db_once()));
-	CHECK(r == SQLITE_ROW);
-	sqlite3_finalize(stmt);
+	check_fts5(&out, q);
 }
 
 /* The text of json[0, n): made, checked, and returned (free()). */

@@ -31,7 +31,8 @@
 #     beside it and a word 10 MiB into the big one (after save 1, and after
 #     save 3 the new one's, not the old one's), and one 96 MiB into it, past
 #     the 16 MiB a commit indexes, once the daemon has taken in the rest
-#     behind the mount (the replaced message's at once no longer); and
+#     behind the mount (the replaced message's at once no longer), and
+#     the two words in one query (and not one with the other excluded); and
 #     convfs check, at the end, finds the index holds the current messages
 #     and their words. Last, the same save through a second mount of the
 #     store, killed right after it: the first mount takes in the rest.
@@ -184,6 +185,17 @@ echo "#   VmHWM after save 1: $(peak) kB"
 hits=$("$CONVFS" search --json amid "$M" | wc -l) || true
 ((hits == 1)) || problem "after save 1, convfs search finds the word $MID bytes into the big message $hits times, not once"
 late_hits alate 1 "after save 1, the word $LATE bytes into the big message"
+# The words of one query in pieces far apart find the big message, as they
+# would any message; a word excluded anywhere in it excludes it; a word of
+# another message of the task does not make it a hit.
+hits=$("$CONVFS" search --json 'amid alate' "$M" | wc -l) || true
+((hits == 1)) || problem "after save 1, convfs search 'amid alate' (words $MID and $LATE bytes into the big message) finds it $hits times, not once"
+hits=$("$CONVFS" search --json 'amid -alate' "$M" | wc -l) || true
+((hits == 0)) || problem "after save 1, convfs search 'amid -alate' finds the big message, which has alate, $hits times"
+hits=$("$CONVFS" search --json 'alate "that was big"' "$M" | wc -l) || true
+((hits == 0)) || problem "after save 1, convfs search 'alate \"that was big\"' (words of two messages) finds $hits hits"
+n=$(ls "$M/search/amid alate" | grep -c -E '^[0-9]{3,}-') || true
+((n == 1)) || problem "after save 1, search/amid alate/ links $n tasks, not 1"
 
 say "2. in place: a small message appended, the big one unchanged"
 cat "$T/gen/v2.json" >"$UI"

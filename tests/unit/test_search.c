@@ -1218,6 +1218,87 @@ static void test_tasks(void **state)
 	assert_int_equal(store_search_tasks(st, &q, add_task, &f), -EINVAL);
 }
 
+/* Whether the snippet of the hit marks "gammaword" (its text before the word is the long runs). */
+static int snippet_marks(void *ctx, const struct store_search_hit *h)
+{
+	*(bool *)ctx = strstr(h->snippet, "[gammaword]") != NULL;
+	return 0;
+}
+
+/*
+ * A message over 1 MiB matches a query as a whole, as any message does,
+ * though the index holds it in pieces: the words of a query in different
+ * pieces find it, and a word excluded in any piece excludes it, for the
+ * hits, the filters and the tasks (search folders).
+ */
+static void test_whole_message(void **state)
+{
+	static const char *const words[] = { "alphaword", "betaword", "gammaword" };
+	static const size_t at[] = { MIB / 2, 2 * MIB + MIB / 2, 3 * MIB + MIB / 2 };
+	static const struct {
+		const char *query;
+		int hits, tasks;
+	} cases[] = {
+		{ "alphaword betaword", 2, 2 },    /* pieces 1 and 3 of the large one; the small one */
+		{ "betaword gammaword", 1, 1 },    /* pieces 3 and 4 */
+		{ "gammaword bigstart", 1, 1 },    /* pieces 4 and 1 */
+		{ "alphaword betaword gammaword", 1, 1 },
+		{ "alphaword -gammaword", 1, 1 },  /* the small one alone: the large one has gammaword */
+		{ "betaword -alphaword", 0, 0 },
+		{ "bigstart alphaword -gammaword", 0, 0 }, /* piece 1 matches, piece 4 excludes */
+		{ "gammaword -nosuchword", 1, 1 },
+		{ "nosuchword OR gammaword alphaword", 1, 1 },
+		{ "gammaword nosuchword", 0, 0 },
+	};
+	struct store *st = *state;
+
+	build_all(st, 100);
+	commit_big(st, API("30"), 4 * MIB, words, at, 3);
+	commit(st, API("31"), "[" U("alphaword and betaword") "]");
+	assert_index_sound(st);
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct store_search_query q = { .text = cases[i].query };
+		struct found f;
+
+		if (search_q(st, &q, &f) != cases[i].hits)
+			fail_msg("'%s': %d hits, not %d:\n%s", cases[i].query, f.n, cases[i].hits, f.lines);
+		memset(&f, 0, sizeof(f));
+		assert_int_equal(store_search_tasks(st, &q, add_task, &f), cases[i].tasks);
+	}
+	/* shown by its piece of the first term, the terms of that piece marked */
+	{
+		struct store_search_query q = { .text = "gammaword bigstart" };
+		struct found f;
+		bool marked = false;
+
+		assert_int_equal(store_search(st, &q, snippet_marks, &marked), 1);
+		assert_true(marked);
+		q.stream = STORE_SEARCH_UI;
+		assert_int_equal(search_q(st, &q, &f), 0);
+		q.stream = STORE_SEARCH_API;
+		q.role = STORE_SEARCH_USER;
+		assert_int_equal(search_q(st, &q, &f), 1);
+		q.role = STORE_SEARCH_ASSISTANT;
+		assert_int_equal(search_q(st, &q, &f), 0);
+	}
+	/* the tasks: the large message's own task, ranked among the others */
+	{
+		struct store_search_query q = { .text = "betaword gammaword" };
+		struct found f = { 0 };
+
+		assert_int_equal(store_search_tasks(st, &q, add_task, &f), 1);
+		assert_string_equal(f.lines, "1 30 -\n");
+		q.text = "alphaword -gammaword";
+		f = (struct found){ 0 };
+		assert_int_equal(store_search_tasks(st, &q, add_task, &f), 1);
+		assert_string_equal(f.lines, "1 31 -\n");
+		q.text = "alphaword betaword";
+		q.limit = 1;
+		f = (struct found){ 0 };
+		assert_int_equal(store_search_tasks(st, &q, add_task, &f), 1);
+	}
+}
+
 /* ---- many hits: read in batches ------------------------------------------------------------ */
 
 #define MANY 600
@@ -1301,6 +1382,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_index_large, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_index_later, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_snippet, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_whole_message, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_build, setup, teardown),
 		cmocka_unit_test(test_migration),
 		cmocka_unit_test(test_migration_pieces),
