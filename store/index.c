@@ -468,6 +468,26 @@ static int later_orphan(struct store *st, const char *table, int64_t id, int64_t
 			 STORE_INTS(id), "cannot record the search index's build");
 }
 
+/* Pieces that wait: a row of search_stale, or of search_later (add; its upto is the message's). */
+struct waiting {
+	int64_t id, text_id, next, upto;
+	bool add;
+};
+
+/* The first row of sql (the columns of struct waiting, in its order) into *w: 0, -ENOENT (none) or -errno. */
+static int waiting_read(struct store *st, const char *sql, const char *what, struct waiting *w)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	int r = store_row_args(st, sql, NULL, 0, NULL, 0, what, &stmt);
+
+	if (r < 0)
+		return r;
+	*w = (struct waiting){ .id = sqlite3_column_int64(stmt, 0), .text_id = sqlite3_column_int64(stmt, 1),
+			       .next = sqlite3_column_int64(stmt, 2), .upto = sqlite3_column_int64(stmt, 3),
+			       .add = sqlite3_column_int(stmt, 4) };
+	return 0;
+}
+
 /*
  * One step of what the commits left (search_later, search_stale): a few
  * pieces of the first row of either, the pieces of no message first.
@@ -476,83 +496,69 @@ static int later_orphan(struct store *st, const char *table, int64_t id, int64_t
 static int later_step(struct store *st, bool *ret_done)
 {
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
-	int64_t id, text_id, next, upto;
-	bool add;
+	struct waiting w;
 	int r;
 
 	*ret_done = false;
-	r = store_row_args(st, "SELECT * FROM (SELECT id, text_id, next, upto, 0 AS later FROM search_stale "
-			       "UNION ALL SELECT id, id, next, 0, 1 FROM search_later) ORDER BY later, id LIMIT 1",
-			   NULL, 0, NULL, 0, "cannot read what the search index has yet to take in", &stmt);
+	r = waiting_read(st, "SELECT * FROM (SELECT id, text_id, next, upto, 0 AS later FROM search_stale "
+			 "UNION ALL SELECT id, id, next, 0, 1 FROM search_later) ORDER BY later, id LIMIT 1",
+			 "cannot read what the search index has yet to take in", &w);
 	if (r == -ENOENT) {
 		*ret_done = true;
 		return 0;
 	}
 	if (r < 0)
 		return r;
-	id = sqlite3_column_int64(stmt, 0);
-	text_id = sqlite3_column_int64(stmt, 1);
-	next = sqlite3_column_int64(stmt, 2);
-	upto = sqlite3_column_int64(stmt, 3);
-	add = sqlite3_column_int(stmt, 4);
-	store_stmt_release(TAKE_PTR(stmt));
-	if (add) {
+	if (w.add) {
 		size_t count, held;
 
-		r = pieces_of(st, id, &count, &held);
+		r = pieces_of(st, w.id, &count, &held);
 		if (r == -ENOENT)
-			return later_orphan(st, "search_later", id, text_id);
+			return later_orphan(st, "search_later", w.id, w.text_id);
 		if (r < 0)
 			return r;
-		upto = (int64_t)count; /* held is next */
+		w.upto = (int64_t)count; /* held is next */
 	} else {
-		r = store_row_args(st, "SELECT 1 FROM elems WHERE id = ?1", NULL, 0, STORE_INTS(text_id),
+		r = store_row_args(st, "SELECT 1 FROM elems WHERE id = ?1", NULL, 0, STORE_INTS(w.text_id),
 				   "cannot read a message to index", &stmt);
 		if (r == -ENOENT)
-			return later_orphan(st, "search_stale", id, text_id);
+			return later_orphan(st, "search_stale", w.id, w.text_id);
 		if (r < 0)
 			return r;
 		store_stmt_release(TAKE_PTR(stmt));
 	}
-	if (next + LATER_PIECES < upto) {
-		r = elem_pieces(st, id, text_id, (size_t)next, (size_t)next + LATER_PIECES, add);
+	if (w.next + LATER_PIECES < w.upto) {
+		r = elem_pieces(st, w.id, w.text_id, (size_t)w.next, (size_t)w.next + LATER_PIECES, w.add);
 		if (r == 0)
-			r = store_run(st, add ? "UPDATE search_later SET next = ?2 WHERE id = ?1"
+			r = store_run(st, w.add ? "UPDATE search_later SET next = ?2 WHERE id = ?1"
 					      : "UPDATE search_stale SET next = ?2 WHERE id = ?1",
-				      STORE_INTS(id, next + LATER_PIECES), "cannot record the search index's build");
+				      STORE_INTS(w.id, w.next + LATER_PIECES), "cannot record the search index's build");
 		return r;
 	}
-	r = elem_pieces(st, id, text_id, (size_t)next, (size_t)upto, add);
+	r = elem_pieces(st, w.id, w.text_id, (size_t)w.next, (size_t)w.upto, w.add);
 	if (r == 0)
-		r = store_run(st, add ? "DELETE FROM search_later WHERE id = ?1" : "DELETE FROM search_stale WHERE id = ?1",
-			      STORE_INTS(id), "cannot record the search index's build");
+		r = store_run(st, w.add ? "DELETE FROM search_later WHERE id = ?1"
+					: "DELETE FROM search_stale WHERE id = ?1",
+			      STORE_INTS(w.id), "cannot record the search index's build");
 	return r;
 }
 
 int search_stale_out(struct store *st)
 {
-	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
 	int r;
 
 	if (!st->search)
 		return 0;
 	for (;;) {
-		int64_t id, text_id, next, upto;
+		struct waiting w;
 
-		r = store_row_args(st, "SELECT id, text_id, next, upto FROM search_stale LIMIT 1", NULL, 0, NULL, 0,
-				   "cannot read what the search index has yet to take out", &stmt);
+		r = waiting_read(st, "SELECT id, text_id, next, upto, 0 FROM search_stale LIMIT 1",
+				 "cannot read what the search index has yet to take out", &w);
 		if (r == -ENOENT)
 			return 0;
-		if (r < 0)
-			return r;
-		id = sqlite3_column_int64(stmt, 0);
-		text_id = sqlite3_column_int64(stmt, 1);
-		next = sqlite3_column_int64(stmt, 2);
-		upto = sqlite3_column_int64(stmt, 3);
-		store_stmt_release(TAKE_PTR(stmt));
-		r = elem_pieces(st, id, text_id, (size_t)next, (size_t)upto, false);
+		r = r < 0 ? r : elem_pieces(st, w.id, w.text_id, (size_t)w.next, (size_t)w.upto, false);
 		if (r == 0)
-			r = store_run(st, "DELETE FROM search_stale WHERE id = ?1", STORE_INTS(id),
+			r = store_run(st, "DELETE FROM search_stale WHERE id = ?1", STORE_INTS(w.id),
 				      "cannot record the search index's build");
 		if (r < 0)
 			return r;
