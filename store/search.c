@@ -18,6 +18,11 @@
  * us a hit walked). So a query of a limit computes the snippets of those
  * hits alone, and a callback may call the store.
  *
+ * A message over 1 MiB is in the index in pieces, each matched alone: for
+ * a query of two terms or more, or with a word excluded, such messages are
+ * judged whole (search_pieces.c), and that verdict stands above their
+ * pieces' hits, in the hits and in the tasks found alike.
+ *
  * A message's time is its "ts" (ms) where it has one, else the time of the
  * revision that made its row; the title of a task is its history item's
  * "task", of a CLI 3.x session its manifest's metadata.title (else its
