@@ -29,7 +29,8 @@
 #      empty. (The issue's test on a real CLI 1.0.10 run where the test edits
 #      a file as the user is not here.)
 #   C. The real Cline CLI 2.18.0 (from ${CONVFS_CLIENT_CACHE:-~/.cache/convfs/
-#      clients}, as real_clients.sh installs it) on the mount, driven into
+#      clients}, installed there as real_clients.sh does if it is not yet:
+#      the CLIs of C, D, F and G) on the mount, driven into
 #      a cut by the test's model server (real_clients/model_server.js, task
 #      [window]: from 6 messages on it reports 99,000 tokens of a window the
 #      client takes for 98,000): the client cuts (a range on its history
@@ -515,9 +516,28 @@ run_g()
 	check_log "$B/store.db.log"
 }
 
+# install_clients V...: each CLI V in $CACHE, installed as real_clients.sh
+# installs it (drive.sh's install_client) where this machine has yet to: on
+# a fresh one this test may run before real_clients.sh. In a subshell of its
+# own, so that a failure to install skips only the parts that run that CLI.
+install_clients()
+{
+	local v
+	for v in "$@"; do
+		(. "$TESTS_DIR/real_clients/drive.sh" && install_client "$v") ||
+			say "cannot install cline@$v: the parts that run it say so"
+	done
+}
+
+if [[ ${CONVFS_VALGRIND:-} == 1 ]]; then
+	install_clients 3.0.65
+else
+	install_clients 3.0.65 2.18.0 1.0.10
+fi
+
 if [[ ! -f $CORE3 ]]; then
 	[[ ${CI:-} != true ]] || problem "G: the Cline CLI 3.0.65 is not installed in '$CACHE' (CI=true)"
-	say "G. skipped: the Cline CLI 3.0.65 is not installed in '$CACHE' (tests/integration/real_clients.sh installs it)"
+	say "G. skipped: the Cline CLI 3.0.65 is not installed in '$CACHE', and could not be"
 else
 	say "G. a CLI 3.x session's compaction state, by the client's own functions"
 	run_g
@@ -526,7 +546,7 @@ fi
 if [[ ${CONVFS_VALGRIND:-} == 1 ]]; then
 	say "C, D: not under valgrind (the clients' own time limits would end them; as for real_clients)"
 elif [[ ! -x $CLI ]]; then
-	skip_c "the Cline CLI 2.18.0 is not installed in '$CACHE' (tests/integration/real_clients.sh installs it)"
+	skip_c "the Cline CLI 2.18.0 is not installed in '$CACHE', and could not be"
 else
 	i=0
 	while others_running && ((i++ < 60)); do
