@@ -285,13 +285,6 @@ static size_t select_best(struct ranked *v, size_t n, size_t k)
 	return hi;
 }
 
-static int int64_cmp(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /*
  * A message over 1 MiB is in the index in pieces (index.c), each a hit of
  * its own: of the hits of one message only its best stays, so that it is
@@ -312,7 +305,7 @@ static int one_hit_a_message(struct ranked *v, size_t *n)
 		}
 	if (nbig == 0)
 		return 0;
-	qsort(big, nbig, sizeof(*big), int64_cmp);
+	qsort(big, nbig, sizeof(*big), search_int64_cmp);
 	for (size_t i = 1, u = 1; i <= nbig; i++) /* each message once */
 		if (i == nbig)
 			nbig = u;
@@ -323,13 +316,13 @@ static int one_hit_a_message(struct ranked *v, size_t *n)
 	for (size_t j = 0; j < nbig; j++)
 		best[j] = SIZE_MAX;
 	for (size_t i = 0; i < *n; i++) {
-		int64_t e = search_elem_of(v[i].id), *at = bsearch(&e, big, nbig, sizeof(*big), int64_cmp);
+		int64_t e = search_elem_of(v[i].id), *at = bsearch(&e, big, nbig, sizeof(*big), search_int64_cmp);
 
 		if (at && (best[at - big] == SIZE_MAX || v[i].score < v[best[at - big]].score))
 			best[at - big] = i;
 	}
 	for (size_t i = 0; i < *n; i++) {
-		int64_t e = search_elem_of(v[i].id), *at = bsearch(&e, big, nbig, sizeof(*big), int64_cmp);
+		int64_t e = search_elem_of(v[i].id), *at = bsearch(&e, big, nbig, sizeof(*big), search_int64_cmp);
 
 		if (!at || best[at - big] == i)
 			v[out++] = v[i];

@@ -306,6 +306,8 @@ int search_pieces_verdict(struct store *st, const struct store_search_query *q, 
 void search_verdict_release(struct search_verdict *v);
 bool search_verdict_out(const struct search_verdict *v, int64_t elem);
 const struct search_whole *search_verdict_in(const struct search_verdict *v, int64_t elem);
+/* Orders two int64_t, for qsort() and bsearch(). */
+int search_int64_cmp(const void *a, const void *b);
 
 /* ---- index.c: the index kept in step with elems (called with the store's lock held) ---- */
 

@@ -144,7 +144,6 @@ int search_pieces_verdict(struct store *st, const struct store_search_query *q, 
 			  struct search_verdict *v)
 {
 	const struct store_search_query *filters = search_filtered(q) ? q : NULL;
-	_cleanup_free_ struct piece_hit *firsts_of = NULL;
 	struct piece_hits h = { 0 };
 	_cleanup_sb_ struct sb ids = SB_INIT;
 	int r = 0;
@@ -181,7 +180,7 @@ void search_verdict_release(struct search_verdict *v)
 	*v = (struct search_verdict){ 0 };
 }
 
-static int int64_cmp(const void *a, const void *b)
+int search_int64_cmp(const void *a, const void *b)
 {
 	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
 
@@ -190,11 +189,11 @@ static int int64_cmp(const void *a, const void *b)
 
 bool search_verdict_out(const struct search_verdict *v, int64_t elem)
 {
-	return v->nout && bsearch(&elem, v->out, v->nout, sizeof(*v->out), int64_cmp);
+	return v->nout && bsearch(&elem, v->out, v->nout, sizeof(*v->out), search_int64_cmp);
 }
 
 const struct search_whole *search_verdict_in(const struct search_verdict *v, int64_t elem)
 {
 	/* in[] is sorted by elem, its first member */
-	return v->nin ? bsearch(&elem, v->in, v->nin, sizeof(*v->in), int64_cmp) : NULL;
+	return v->nin ? bsearch(&elem, v->in, v->nin, sizeof(*v->in), search_int64_cmp) : NULL;
 }
