@@ -4,7 +4,9 @@
 // the number of rounds and whether the last read of each FILE parsed as
 // JSON. scripts/bench runs it beside the saves of "save, second mount
 // serving and reading": FILE the saved conversation through the second
-// mount (and the plain one, so that both sides share the machine with it).
+// mount (and the plain one, so that both sides share the machine with it);
+// and, to divide those by, beside the same saves with one mount, FILE the
+// conversation through that mount.
 'use strict';
 
 const fs = require('fs');

@@ -120,6 +120,7 @@ function syncRows() {
 
 timeRow('save_rename', `save ${bigMB} ui_messages.json, temp+rename`, 1.5);
 timeRow('save_alone', `save ${bigMB} ui_messages.json, temp+rename, again (the mount alone, right before the next two)`);
+timeRow('save_read_one', `save ${bigMB} ui_messages.json, temp+rename, the mount alone, a reader of it through that mount (plain: of the file)`);
 timeRow('save_served', `save ${bigMB} ui_messages.json, temp+rename, a second mount serving`);
 if (data.save_served && data.save_alone) {
 	const rp = median(data.save_served.plain) / median(data.save_alone.plain);
@@ -131,6 +132,11 @@ if (data.save_peer && data.save_alone) {
 	const rp = median(data.save_peer.plain) / median(data.save_alone.plain);
 	const rc = median(data.save_peer.convfs) / median(data.save_alone.convfs);
 	row(['save, second mount serving and reading / save, one mount', '', ratio(rp), ratio(rc), '—', verdict(rc, 1.2, '×')]);
+}
+if (data.save_peer && data.save_read_one) {
+	const rp = median(data.save_peer.plain) / median(data.save_read_one.plain);
+	const rc = median(data.save_peer.convfs) / median(data.save_read_one.convfs);
+	row(['save, second mount serving and reading / save, one mount read the same way', '', ratio(rp), ratio(rc), '—', '']);
 }
 timeRow('save_inplace', `save ${bigMB} ui_messages.json, in place`, 1.5);
 timeRow('save_merged', `merged save ${bigMB} (other writer in between), temp+rename`);
