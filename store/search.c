@@ -571,10 +571,11 @@ static int deliver(struct store *st, const struct store_search_query *q, const c
 static int query_expr(const struct store_search_query *q, struct sb *expr, struct search_parts *p)
 {
 	char err[160];
+	int r;
 
-	if (search_query_parse(q->text, expr, err, sizeof(err)) < 0 ||
-	    search_query_split(q->text, p, err, sizeof(err)) < 0)
-		return -EINVAL;
+	if ((r = search_query_parse(q->text, expr, err, sizeof(err))) < 0 ||
+	    (r = search_query_split(q->text, p, err, sizeof(err))) < 0)
+		return r;
 	return expr->buf && p->any.buf ? 0 : -ENOMEM;
 }
 
