@@ -499,8 +499,9 @@ int cmd_search(int argc, char **argv)
 	r = parse_args(argc, argv, &c);
 	if (r != 0)
 		return r == 1 ? 0 : r;
-	if (store_search_query_check(c.query, err, sizeof(err)) < 0) {
-		fprintf(stderr, "convfs: search: %s\n", err);
+	r = store_search_query_check(c.query, err, sizeof(err));
+	if (r < 0) {
+		fprintf(stderr, "convfs: search: %s\n", r == -EINVAL ? err : strerror(-r));
 		return 2;
 	}
 	c.q.text = c.query;

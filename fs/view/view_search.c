@@ -134,15 +134,21 @@ static void unescape(const char *name, char *buf)
 static int query_match(struct fs *fs, const struct view_shape *sh, struct view_path *vp, const struct view_step *at)
 {
 	char err[160];
+	int r;
 
 	(void)fs;
 	(void)sh;
 	unescape(at->name, vp->query);
-	if (!vp->query[0] || store_search_query_check(vp->query, err, sizeof(err)) < 0) {
-		log_info("search/%s: not a query: %s", at->name, vp->query[0] ? err : "it is empty");
+	if (!vp->query[0]) {
+		log_info("search/%s: not a query: it is empty", at->name);
 		return -EINVAL;
 	}
-	return 0;
+	r = store_search_query_check(vp->query, err, sizeof(err));
+	if (r == -EINVAL)
+		log_info("search/%s: not a query: %s", at->name, err);
+	else if (r < 0)
+		log_err("search/%s: cannot read the query: %s", at->name, strerror(-r));
+	return r < 0 ? r : 0;
 }
 
 /* ---- what the last query found ------------------------------------------------------------------------- */
