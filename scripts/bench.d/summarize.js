@@ -119,7 +119,7 @@ function syncRows() {
 }
 
 timeRow('save_rename', `save ${bigMB} ui_messages.json, temp+rename`, 1.5);
-timeRow('save_alone', `save ${bigMB} ui_messages.json, temp+rename, again (the mount alone, right before the next two)`);
+timeRow('save_alone', `save ${bigMB} ui_messages.json, temp+rename, again (the mount alone, right before the next three)`);
 timeRow('save_read_one', `save ${bigMB} ui_messages.json, temp+rename, the mount alone, a reader of it through that mount (plain: of the file)`);
 timeRow('save_served', `save ${bigMB} ui_messages.json, temp+rename, a second mount serving`);
 if (data.save_served && data.save_alone) {
