@@ -81,10 +81,9 @@ void nodes_release_left(struct nodes *t, void (*fn)(uint64_t fh, void *arg), voi
 
 	/* Taken under the lock, released without it: a release may commit, and a commit looks nodes up. */
 	pthread_mutex_lock(&t->lock);
-	for (unsigned b = 0; b < HASH_BUCKETS; b++)
-		for (struct node *n = t->buckets[b]; n; n = n->hnext)
-			take_opens(n, &list);
-	for (struct node *n = t->unhashed; n; n = n->unext)
+	for (struct node *n = t->hashed_list; n; n = n->lnext)
+		take_opens(n, &list);
+	for (struct node *n = t->unhashed; n; n = n->lnext)
 		take_opens(n, &list);
 	pthread_mutex_unlock(&t->lock);
 	for (struct open_ref *o = list, *next; o; o = next) {
@@ -99,13 +98,12 @@ void nodes_free(struct nodes *t)
 	if (!t)
 		return;
 	/* At the session's end the kernel forgets nothing: every node left is freed here. */
-	for (unsigned b = 0; b < HASH_BUCKETS; b++)
-		for (struct node *n = t->buckets[b], *next; n; n = next) {
-			next = n->hnext;
-			node_free_one(n);
-		}
+	for (struct node *n = t->hashed_list, *next; n; n = next) {
+		next = n->lnext;
+		node_free_one(n);
+	}
 	for (struct node *n = t->unhashed, *next; n; n = next) {
-		next = n->unext;
+		next = n->lnext;
 		node_free_one(n);
 	}
 	pthread_cond_destroy(&t->changed);
@@ -127,25 +125,36 @@ struct node *child_find(struct nodes *t, struct node *parent, const char *name)
 	return NULL;
 }
 
-static void unhashed_remove(struct node *n)
+/* Takes n off the list it is on (hashed or unhashed), if any. */
+static void list_remove(struct node *n)
 {
-	if (!n->uprev)
+	if (!n->lprev)
 		return;
-	*n->uprev = n->unext;
-	if (n->unext)
-		n->unext->uprev = n->uprev;
-	n->unext = NULL;
-	n->uprev = NULL;
+	*n->lprev = n->lnext;
+	if (n->lnext)
+		n->lnext->lprev = n->lprev;
+	n->lnext = NULL;
+	n->lprev = NULL;
+}
+
+static void list_push(struct node **head, struct node *n)
+{
+	n->lnext = *head;
+	if (*head)
+		(*head)->lprev = &n->lnext;
+	*head = n;
+	n->lprev = head;
 }
 
 static void node_hash(struct nodes *t, struct node *n)
 {
 	unsigned b = bucket_of(n->parent, n->name);
 
-	unhashed_remove(n);
+	list_remove(n);
 	n->hnext = t->buckets[b];
 	t->buckets[b] = n;
 	n->hashed = true;
+	list_push(&t->hashed_list, n);
 }
 
 void node_unhash(struct nodes *t, struct node *n)
@@ -159,11 +168,8 @@ void node_unhash(struct nodes *t, struct node *n)
 		}
 	n->hashed = false;
 	n->hnext = NULL;
-	n->unext = t->unhashed;
-	if (t->unhashed)
-		t->unhashed->uprev = &n->unext;
-	t->unhashed = n;
-	n->uprev = &t->unhashed;
+	list_remove(n);
+	list_push(&t->unhashed, n);
 }
 
 void node_maybe_free(struct nodes *t, struct node *n)
@@ -173,7 +179,7 @@ void node_maybe_free(struct nodes *t, struct node *n)
 		struct node *p = n->parent;
 
 		node_unhash(t, n);
-		unhashed_remove(n);
+		list_remove(n);
 		free(n->name);
 		free(n);
 		p->children--;
@@ -437,19 +443,18 @@ int nodes_collect(struct nodes *t, bool (*match)(const char *const *up, size_t n
 	int r = 0;
 
 	pthread_mutex_lock(&t->lock);
-	for (unsigned b = 0; b < HASH_BUCKETS && r == 0; b++)
-		for (struct node *x = t->buckets[b]; x; x = x->hnext) {
-			const char *up[NODES_UP_MAX + 1];
-			size_t depth = 0;
+	for (struct node *x = t->hashed_list; x; x = x->lnext) {
+		const char *up[NODES_UP_MAX + 1];
+		size_t depth = 0;
 
-			for (const struct node *c = x; c != &t->root && depth <= NODES_UP_MAX; c = c->parent)
-				up[depth++] = c->name;
-			if (!match(up, depth))
-				continue;
-			if ((r = ARRAY_GROW(inos, n, cap, 64)) < 0)
-				break;
-			inos[n++] = node_ref_of(t, x);
-		}
+		for (const struct node *c = x; c != &t->root && depth <= NODES_UP_MAX; c = c->parent)
+			up[depth++] = c->name;
+		if (!match(up, depth))
+			continue;
+		if ((r = ARRAY_GROW(inos, n, cap, 64)) < 0)
+			break;
+		inos[n++] = node_ref_of(t, x);
+	}
 	pthread_mutex_unlock(&t->lock);
 	if (r < 0)
 		return r;

@@ -140,7 +140,8 @@ void nodes_open_remove(struct nodes *t, fuse_ino_t ino, uint64_t fh);
 bool nodes_with_open(struct nodes *t, fuse_ino_t ino, bool (*fn)(uint64_t fh, void *arg), void *arg);
 
 /*
- * Every node that match() accepts, in *ret (free() it), their number in
+ * Every node still under its name (not a removed or replaced one) that
+ * match() accepts, in *ret (free() it), their number in
  * *ret_n. match() gets the node's name and those of the folders above it,
  * nearest first, and their number (the root's excepted); a node deeper than
  * NODES_UP_MAX folders gets NODES_UP_MAX + 1 and no names past those.

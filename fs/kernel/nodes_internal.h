@@ -40,7 +40,7 @@ struct node {
 	unsigned stale;    /* of those, readers waiting in nodes_open_stale() for the others */
 	bool hashed;       /* still reachable by (parent, name); else on the list of unhashed */
 	struct node *hnext;
-	struct node *unext, **uprev; /* the list of unhashed nodes */
+	struct node *lnext, **lprev; /* the table's list of hashed or of unhashed nodes, as hashed says */
 	struct open_ref *opens;
 	enum node_state state;
 	int64_t ver;       /* VERSION, LEAVING: the doc's revision it stands (stood) for */
@@ -52,6 +52,12 @@ struct node {
 struct nodes {
 	struct node root;
 	struct node *buckets[HASH_BUCKETS];
+	/*
+	 * The same nodes listed: a walk of all of them (nodes_collect(), after
+	 * each commit another daemon made) visits the nodes, not 65,536
+	 * buckets mostly empty.
+	 */
+	struct node *hashed_list;
 	/*
 	 * Unhashed nodes the kernel still holds. A version node replaced by a
 	 * lookup stays in the kernel's inode cache until memory runs short or

@@ -392,6 +392,62 @@ static void test_handles_left_released_once(void **state)
 	assert_int_equal(seen[1] + seen[2], 2);
 }
 
+static bool any_node(const char *const *up, size_t n)
+{
+	(void)up;
+	(void)n;
+	return true;
+}
+
+/* Accepts the nodes named b whose folder is d. */
+static bool is_d_b(const char *const *up, size_t n)
+{
+	return n == 2 && strcmp(up[0], "b") == 0 && strcmp(up[1], "d") == 0;
+}
+
+static bool refs_hold(const struct node_ref *v, size_t n, fuse_ino_t ino)
+{
+	for (size_t i = 0; i < n; i++)
+		if (v[i].ino == ino)
+			return true;
+	return false;
+}
+
+/*
+ * A walk of the table finds every node still under its name, with the names
+ * of the folders above it, and none removed or replaced: after lookups, a
+ * removal, a rename and a version that replaced another.
+ */
+static void test_collect_finds_named_nodes_only(void **state)
+{
+	struct node_ref *v = NULL;
+	fuse_ino_t d, b, gone, moved, old, cur;
+	size_t n = 0;
+
+	(void)state;
+	d = nodes_lookup(t, FUSE_ROOT_ID, "d", S_IFDIR, NULL);
+	b = nodes_lookup(t, d, "b", S_IFREG, NULL);
+	gone = nodes_lookup(t, FUSE_ROOT_ID, "gone", S_IFREG, NULL);
+	moved = nodes_lookup(t, FUSE_ROOT_ID, "x", S_IFREG, NULL);
+	assert_true(d != 0 && b != 0 && gone != 0 && moved != 0);
+	old = version_node("doc", 1);
+	cur = version_node("doc", 2);
+	assert_true(old != cur);
+	nodes_removed(t, FUSE_ROOT_ID, "gone");
+	nodes_renamed(t, FUSE_ROOT_ID, "x", d, "y", false);
+
+	assert_int_equal(nodes_collect(t, any_node, &v, &n), 0);
+	assert_int_equal(n, 4);
+	assert_true(refs_hold(v, n, d) && refs_hold(v, n, b) && refs_hold(v, n, moved) && refs_hold(v, n, cur));
+	assert_false(refs_hold(v, n, gone) || refs_hold(v, n, old));
+	free(v);
+
+	assert_int_equal(nodes_collect(t, is_d_b, &v, &n), 0);
+	assert_int_equal(n, 1);
+	assert_true(v[0].ino == b);
+	free(v);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -403,6 +459,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_left_told_without_table_lock, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_shared_version_held_for_retry, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_handles_left_released_once, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_collect_finds_named_nodes_only, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
