@@ -114,6 +114,30 @@ static int read_changes(struct store *st, const char *sql, enum store_change_kin
 	return rc == SQLITE_DONE ? 0 : store_fail(st, rc, "cannot read what was committed elsewhere");
 }
 
+/*
+ * A forget made by another connection (a daemon's sync, pulling one from
+ * another machine) blanked rows in place, which no revision says: the count
+ * of forgets in meta moves, and what read.c keeps of docs' bytes goes.
+ * Lock held.
+ */
+static int forgets_check(struct store *st)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	int64_t n = 0;
+	int r = store_row_args(st, "SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'forgets'", NULL, 0, NULL, 0,
+			       "cannot read the count of forgets", &stmt);
+
+	if (r < 0 && r != -ENOENT)
+		return r;
+	if (r == 0)
+		n = sqlite3_column_int64(stmt, 0);
+	if (n != st->kept_forgets) {
+		kept_drop(st);
+		st->kept_forgets = n;
+	}
+	return 0;
+}
+
 static void changes_free(struct change *v, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
@@ -135,8 +159,10 @@ int store_changes_since(struct store *st, struct store_mark *mark, store_change_
 		{
 			STORE_LOCK(st);
 
-			r = read_changes(st, "SELECT id, path FROM revisions WHERE id > ?1 ORDER BY id LIMIT ?2",
-					 STORE_CHANGE_DOC, &m.rev, &v, &n, &alloc);
+			r = n == 0 ? forgets_check(st) : 0;
+			if (r == 0)
+				r = read_changes(st, "SELECT id, path FROM revisions WHERE id > ?1 ORDER BY id LIMIT ?2",
+						 STORE_CHANGE_DOC, &m.rev, &v, &n, &alloc);
 			if (r == 0)
 				r = read_changes(st, "SELECT id, path FROM plain_changes WHERE id > ?1 ORDER BY id LIMIT ?2",
 						 STORE_CHANGE_PLAIN, &m.plain, &v, &n, &alloc);

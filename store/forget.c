@@ -283,6 +283,8 @@ static const char *const forget_sql[] = {
 	"  AND NOT EXISTS (SELECT 1 FROM blobs b WHERE b.doc_id = d.id)",
 	/* what was seen underneath keeps its row (an unchanged file is not taken in again), not a revision gone */
 	"UPDATE underneath SET rev = NULL WHERE rev IS NOT NULL AND NOT EXISTS (SELECT 1 FROM revisions r WHERE r.id = rev)",
+	/* counted: other daemons drop what they keep of docs' bytes (store/changes.c) */
+	"INSERT INTO meta(key, value) VALUES ('forgets', 1) ON CONFLICT(key) DO UPDATE SET value = value + 1",
 	/* what the sync knew of revisions and docs gone (store/sync_local.c) */
 	"DELETE FROM sync_touch WHERE NOT EXISTS (SELECT 1 FROM revisions r WHERE r.id = sync_touch.rev)",
 	"DELETE FROM sync_applied WHERE NOT EXISTS (SELECT 1 FROM revisions r WHERE r.id = sync_applied.rev)",
@@ -337,6 +339,7 @@ static int forget_rows(struct store *st, const struct store_forget *f)
 	int64_t last_rev;
 	int r, rc;
 
+	kept_drop(st); /* what was read of the rows blanked below */
 	r = tx_begin(st);
 	if (r < 0)
 		return r;

@@ -288,7 +288,8 @@ static int blob_read(struct store *st, const char *table, const char *column, in
 	return 0;
 }
 
-static ssize_t read_array(struct store *st, struct store_snap *s, char *buf, off_t off, off_t end)
+/* The bytes [off, end) of an array doc's version, from its rows; buf holds them from off. */
+static ssize_t render_range(struct store *st, struct store_snap *s, char *buf, off_t off, off_t end)
 {
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
 	off_t tail_at = s->size - (off_t)s->tail_len;
@@ -327,6 +328,182 @@ static ssize_t read_array(struct store *st, struct store_snap *s, char *buf, off
 			return store_fail(st, rc, "cannot read elements");
 	}
 	copy_part(buf, off, s->tail, tail_at, s->tail_len, end);
+	return end - off;
+}
+
+/* ---- Renderings kept -------------------------------------------------------
+ *
+ * A reader that reads a conversation whole, over and over (an editor that
+ * shows it, a loop of another mount's after each commit through the first),
+ * gets each new version from SQLite, whose page cache another daemon's
+ * commit empties whole: the second mount's daemon read every page of the
+ * conversation again after each save made through the first. But a save
+ * mostly appends, and a version's bytes are its head, its visible rows one
+ * after the other, then its tail: every byte before the first row that one
+ * version shows and the other does not is the same in both. So the bytes of
+ * a doc read from its start twice are kept (KEPT_DOCS docs, KEPT_MAX bytes
+ * each), and a read of another version takes from them what lies before
+ * its first such row, found in the index of offsets (elems_off), not in the
+ * rows. A doc read once (a grep of the history) is not kept.
+ *
+ * Rows change in place only when a forget blanks them, and a revision's
+ * number comes again only after a rollback: both drop what is kept
+ * (kept_drop()), as does another connection's forget, which moves the count
+ * of forgets in meta (changes.c).
+ */
+
+static void kept_free(struct kept_render *k)
+{
+	free(k->head);
+	free(k->buf);
+	*k = (struct kept_render){ 0 };
+}
+
+void kept_drop(struct store *st)
+{
+	for (size_t i = 0; i < KEPT_DOCS; i++)
+		kept_free(&st->kept[i]);
+}
+
+/* The offset of the first row that one of versions a and b shows and the other does not; INT64_MAX if none. */
+static int first_change(struct store *st, int64_t doc_id, int64_t a, int64_t b, int64_t *ret)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	int64_t lo = a < b ? a : b, hi = a < b ? b : a;
+	int r, rc;
+
+	r = store_prepare_ints(st,
+		"SELECT off FROM elems WHERE doc_id = ?1 AND ((rev_from > ?2 AND rev_from <= ?3) "
+		"OR (rev_to > ?2 AND rev_to <= ?3)) ORDER BY off LIMIT 1", STORE_INTS(doc_id, lo, hi), &stmt);
+	if (r < 0)
+		return r;
+	rc = sqlite3_step(stmt);
+	if (rc == SQLITE_ROW)
+		*ret = sqlite3_column_int64(stmt, 0);
+	else if (rc == SQLITE_DONE)
+		*ret = INT64_MAX;
+	else
+		return store_fail(st, rc, "cannot compare two versions of a doc");
+	return 0;
+}
+
+/* Whether doc_id was read from its start once lately (and notes that it is now, if not). */
+static bool kept_seen(struct store *st, int64_t doc_id)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(st->kept_seen); i++)
+		if (st->kept_seen[i] == doc_id)
+			return true;
+	st->kept_seen[st->kept_seen_next++ % ARRAY_SIZE(st->kept_seen)] = doc_id;
+	return false;
+}
+
+/*
+ * What is kept of s's doc, made to hold only bytes of s's version; NULL if
+ * nothing is (and, for a read from the start of a doc read so once before,
+ * a slot to keep it in from now on).
+ */
+static struct kept_render *kept_find(struct store *st, struct store_snap *s, off_t off)
+{
+	int64_t tail_at = s->size - (int64_t)s->tail_len, keep;
+	struct kept_render *k = NULL;
+
+	for (size_t i = 0; i < KEPT_DOCS; i++)
+		if (st->kept[i].doc_id == s->doc_id)
+			k = &st->kept[i];
+	if (k) {
+		keep = (int64_t)k->len < tail_at ? (int64_t)k->len : tail_at;
+		if (keep > k->tail_at)
+			keep = k->tail_at;
+		if (strcmp(k->head, s->head) != 0) {
+			char *head = strdup(s->head);
+
+			if (!head) {
+				kept_free(k);
+				return NULL;
+			}
+			free(k->head);
+			k->head = head;
+			keep = 0;
+		}
+		if (k->rev != s->rev && keep > 0) {
+			int64_t at = INT64_MAX;
+
+			if (first_change(st, s->doc_id, k->rev, s->rev, &at) < 0) {
+				kept_free(k);
+				return NULL;
+			}
+			if (at < keep)
+				keep = at;
+		}
+		if (keep < 0)
+			keep = 0; /* a snapshot cut before its first element: its head alone, shorter than its tail */
+		k->rev = s->rev;
+		k->tail_at = tail_at;
+		k->len = (size_t)keep;
+		k->used = ++st->kept_tick;
+		return k;
+	}
+	if (off != 0 || s->size > (int64_t)KEPT_MAX || !kept_seen(st, s->doc_id))
+		return NULL;
+	k = &st->kept[0];
+	for (size_t i = 1; i < KEPT_DOCS; i++)
+		if (st->kept[i].used < k->used)
+			k = &st->kept[i];
+	/* Its buffer serves again: readers of three docs in turn would map and fault in a new one each time. */
+	free(k->head);
+	k->head = strdup(s->head);
+	if (!k->head) {
+		kept_free(k);
+		return NULL;
+	}
+	k->doc_id = s->doc_id;
+	k->rev = s->rev;
+	k->tail_at = tail_at;
+	k->len = 0;
+	k->used = ++st->kept_tick;
+	return k;
+}
+
+/* Adds the n bytes p, which follow what k holds, if they fit; else keeps what it has. */
+static void kept_add(struct kept_render *k, const char *p, size_t n)
+{
+	if (n > KEPT_MAX - k->len)
+		return;
+	if (k->len + n > k->cap) {
+		size_t cap = k->cap ? k->cap : 256 * 1024;
+		char *buf;
+
+		while (cap < k->len + n)
+			cap *= 2;
+		if (cap > KEPT_MAX)
+			cap = KEPT_MAX;
+		buf = realloc(k->buf, cap);
+		if (!buf)
+			return;
+		k->buf = buf;
+		k->cap = cap;
+	}
+	memcpy(k->buf + k->len, p, n);
+	k->len += n;
+}
+
+static ssize_t read_array(struct store *st, struct store_snap *s, char *buf, off_t off, off_t end)
+{
+	struct kept_render *k = kept_find(st, s, off);
+	off_t from = off;
+	ssize_t r;
+
+	if (k && off < (off_t)k->len) {
+		from = end < (off_t)k->len ? end : (off_t)k->len;
+		memcpy(buf, k->buf + off, (size_t)(from - off));
+	}
+	if (from == end)
+		return end - off;
+	r = render_range(st, s, buf + (from - off), from, end);
+	if (r < 0)
+		return r;
+	if (k && from == (off_t)k->len)
+		kept_add(k, buf + (from - off), (size_t)(end - from));
 	return end - off;
 }
 

@@ -359,6 +359,7 @@ int store_open(const char *path, int flags, struct store **ret)
 		return -ENOMEM;
 	st->readonly = flags & STORE_OPEN_READONLY;
 	st->turn_wait = st->turn_yield = -1;
+	st->kept_forgets = -1;
 	oflags = SQLITE_OPEN_NOMUTEX | (st->readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
 	{
 		/* History holds secrets: a new store is created owner-only. */
@@ -490,6 +491,7 @@ void store_free(struct store *st)
 		sqlite3_exec(st->db, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL);
 	store_stmt_cache_drop(st->db);
 	store_rows_drop(st);
+	kept_drop(st);
 	free(st->ws_last.key);
 	free(st->ws_last.path);
 	free(st->ws_path_key);

@@ -21,6 +21,10 @@ enum doc_format {
 struct doc_rows;
 #define STORE_ROWS_KEPT 4
 
+/* Docs whose rendering read.c keeps, and the most bytes it keeps of one. */
+#define KEPT_DOCS 2
+#define KEPT_MAX ((size_t)4 << 20)
+
 struct store {
 	sqlite3 *db;
 	pthread_mutex_t lock;
@@ -73,6 +77,23 @@ struct store {
 	sqlite3_blob *blob;
 	const char *blob_table, *blob_column; /* string literals, compared by address */
 	int64_t blob_rowid;
+	/*
+	 * The bytes of a few docs read from their start, with what tells
+	 * whether another version of the doc begins with them (read.c,
+	 * "Renderings kept").
+	 */
+	struct kept_render {
+		int64_t doc_id, rev; /* doc_id 0: the slot is free */
+		char *head;          /* the head the bytes were read with */
+		int64_t tail_at;     /* where that read's tail began: no element's byte lies past it */
+		char *buf;
+		size_t len, cap;     /* buf holds the first len bytes */
+		uint64_t used;       /* kept_tick at the last read: the least recent slot goes first */
+	} kept[KEPT_DOCS];
+	uint64_t kept_tick;
+	int64_t kept_seen[KEPT_DOCS * 2]; /* docs read from their start once since: kept at the next such read */
+	unsigned kept_seen_next;
+	int64_t kept_forgets; /* meta forgets when changes.c last read it (-1: not yet): a move drops what is kept */
 	/*
 	 * The view parses a path at every request on it, and a path walk
 	 * asks for one workspace and one task many times: kept here are the
@@ -149,6 +170,12 @@ void ws_carry(struct store *st, uint64_t before, uint64_t after);
 
 /* Closes the kept blob handle, if any. Called with the store's lock held. */
 void store_blob_drop(struct store *st);
+
+/*
+ * Frees the renderings kept (read.c). Called, lock held, where rows change
+ * in place or a revision's number may come again: a forget, a rollback.
+ */
+void kept_drop(struct store *st);
 
 /*
  * Statements come from a cache (store.c): store_prepare() hands out a

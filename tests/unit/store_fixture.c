@@ -162,7 +162,7 @@ int commit(struct store *st, const char *path, const char *json)
  * (FUSE takes a short read for the end of the file). Returns a NUL-terminated
  * copy to free().
  */
-static char *snap_read_all(struct store *st, struct store_snap *snap, size_t chunk, size_t *ret_len)
+char *snap_read_all(struct store *st, struct store_snap *snap, size_t chunk, size_t *ret_len)
 {
 	_cleanup_free_ char *buf = malloc(chunk);
 	int64_t size = store_snap_size(snap);

@@ -50,6 +50,8 @@ char *db_text(const char *path, const char *fmt, ...);
 /* ---- committing and reading docs ------------------------------------------------ */
 
 int commit(struct store *st, const char *path, const char *json);
+/* Reads all of snap, chunk bytes a call, each read full; a NUL-terminated copy to free(). */
+char *snap_read_all(struct store *st, struct store_snap *snap, size_t chunk, size_t *ret_len);
 void assert_snap_reads(struct store *st, struct store_snap *snap, const char *data, size_t len);
 void assert_doc(struct store *st, const char *path, const char *data, size_t len);
 void assert_doc_str(struct store *st, const char *path, const char *json);

@@ -19,12 +19,16 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "store/store.h"
+#include "store/store_changes.h"
+#include "store/store_ops.h"
 #include "store/store_view.h"
 #include "store/util.h"
 #include "tests/unit/store_fixture.h"
@@ -645,6 +649,150 @@ static void test_snapshots(void **state)
 	store_snap_free(NULL);
 }
 
+/* ---- renderings kept ---------------------------------------------------------- */
+
+/* A conversation of n messages, message k's text at its index, but those in edits[] (pairs of index and text). */
+static void conversation(struct sb *out, const char *head, int n, const char *const *edits, size_t nedits)
+{
+	out->len = 0;
+	assert_int_equal(sb_add(out, head, strlen(head)), 0);
+	for (int k = 0; k < n; k++) {
+		const char *text = NULL;
+		char line[256];
+		int len;
+
+		for (size_t e = 0; e + 1 < nedits; e += 2)
+			if (atoi(edits[e]) == k)
+				text = edits[e + 1];
+		len = snprintf(line, sizeof(line), "%s  {\"ts\":%d,\"type\":\"say\",\"text\":\"%s %02d of the conversation\"}",
+			       k ? ",\n" : "", 1700000000 + k, text ? text : "message", k);
+		assert_int_equal(sb_add(out, line, (size_t)len), 0);
+	}
+	assert_int_equal(sb_add(out, "\n]", 2), 0);
+}
+
+/*
+ * A doc read whole twice is kept (store/read.c): a read of another version
+ * takes from it the bytes before the first message that differs. Each
+ * version, read after the others forward and back, reads as written: an
+ * append, an edit in the middle at another length, one at the same length,
+ * a new head, a cut at the end; and a snapshot cut after its first
+ * messages, read before and after the whole version.
+ */
+static void test_kept_versions(void **state)
+{
+	static const char *const longer[] = { "20", "a message edited to be longer" };
+	static const char *const same[] = { "20", "a message edited to be longer", "5", "MESSAGE" };
+	struct fixture *f = *state;
+	struct sb v[6] = { SB_INIT, SB_INIT, SB_INIT, SB_INIT, SB_INIT, SB_INIT };
+	struct store_snap *s[6] = { NULL }, *lim = NULL;
+	_cleanup_free_ char *before = NULL, *after = NULL;
+	size_t before_len, after_len;
+
+	conversation(&v[0], "[\n", 40, NULL, 0);
+	conversation(&v[1], "[\n", 41, NULL, 0);
+	conversation(&v[2], "[\n", 41, longer, ARRAY_SIZE(longer));
+	conversation(&v[3], "[\n", 41, same, ARRAY_SIZE(same));
+	conversation(&v[4], "\n[\n", 41, same, ARRAY_SIZE(same));
+	conversation(&v[5], "\n[\n", 30, same, ARRAY_SIZE(same));
+	for (size_t i = 0; i < ARRAY_SIZE(v); i++) {
+		assert_int_equal(store_doc_commit(f->st, UI, v[i].buf, v[i].len, &who, "write"), 0);
+		assert_int_equal(store_snap_open(f->st, UI, &s[i]), 0);
+		assert_snap_reads(f->st, s[i], v[i].buf, v[i].len);
+		if (i > 0)
+			assert_snap_reads(f->st, s[i - 1], v[i - 1].buf, v[i - 1].len);
+		assert_snap_reads(f->st, s[i], v[i].buf, v[i].len);
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(v); i++)
+		assert_snap_reads(f->st, s[i], v[i].buf, v[i].len);
+	for (size_t i = ARRAY_SIZE(v); i-- > 0;)
+		assert_snap_reads(f->st, s[i], v[i].buf, v[i].len);
+
+	/* Cut after ten messages (no tail), it is the whole version's first bytes, kept or not. */
+	assert_int_equal(store_snap_dup(s[3], &lim), 0);
+	assert_int_equal(store_snap_limit(f->st, lim, 10), 0);
+	before = snap_read_all(f->st, lim, 4096, &before_len);
+	assert_true(before_len < v[3].len);
+	assert_snap_reads(f->st, s[3], v[3].buf, v[3].len);
+	after = snap_read_all(f->st, lim, 4096, &after_len);
+	assert_int_equal(after_len, before_len);
+	assert_memory_equal(after, before, before_len);
+	assert_snap_reads(f->st, lim, before, before_len);
+	assert_snap_reads(f->st, s[3], v[3].buf, v[3].len);
+
+	store_snap_free(lim);
+
+	/* Cut before its first element, a doc whose tail is longer than its head: kept or not, the same. */
+	assert_int_equal(commit(f->st, "tasks/1/api_conversation_history.json", "[1,2]\n\n\n"), 0);
+	store_snap_free(s[0]);
+	assert_int_equal(store_snap_open(f->st, "tasks/1/api_conversation_history.json", &s[0]), 0);
+	assert_int_equal(store_snap_dup(s[0], &lim), 0);
+	assert_int_equal(store_snap_limit(f->st, lim, 0), 0);
+	free(before);
+	before = snap_read_all(f->st, lim, 4096, &before_len);
+	assert_snap_reads(f->st, s[0], "[1,2]\n\n\n", 8);
+	assert_snap_reads(f->st, lim, before, before_len);
+	assert_snap_reads(f->st, s[0], "[1,2]\n\n\n", 8);
+	store_snap_free(lim);
+
+	for (size_t i = 0; i < ARRAY_SIZE(v); i++) {
+		store_snap_free(s[i]);
+		sb_release(&v[i]);
+	}
+}
+
+static int count_change(void *ctx, enum store_change_kind kind, const char *path)
+{
+	(void)kind;
+	(void)path;
+	++*(int *)ctx;
+	return 0;
+}
+
+/*
+ * A forget made through another connection of the store (a daemon's sync)
+ * blanks an older version's rows in place: this connection, which kept that
+ * version's bytes for a reader holding it, drops them once it looks at what
+ * others committed.
+ */
+static void test_kept_dropped_by_forget_elsewhere(void **state)
+{
+	static const char v1[] = "[{\"ts\":1,\"text\":\"my key is sk-LEAKED-0042\"},{\"ts\":2,\"text\":\"ok\"}]";
+	static const char v2[] = "[{\"ts\":2,\"text\":\"ok\"}]";
+	struct fixture *f = *state;
+	struct store_forget fg = { .match = "sk-LEAKED-0042" };
+	struct store *other = NULL;
+	struct store_snap *held = NULL;
+	struct store_mark mark;
+	int seen = 0;
+	char *got;
+	size_t len;
+
+	assert_int_equal(commit(f->st, UI, v1), 0);
+	assert_int_equal(store_snap_open(f->st, UI, &held), 0);
+	assert_true(store_changed_elsewhere(f->st) >= 0);
+	assert_int_equal(store_mark_end(f->st, &mark), 0);
+	assert_int_equal(store_changes_since(f->st, &mark, count_change, &seen), 0);
+	for (int i = 0; i < 2; i++) {
+		got = snap_read_all(f->st, held, 4096, &len);
+		assert_non_null(strstr(got, "sk-LEAKED-0042"));
+		free(got);
+	}
+
+	assert_int_equal(store_open(f->path, 0, &other), 0);
+	assert_int_equal(store_doc_commit(other, UI, v2, strlen(v2), &who, "write"), 0);
+	assert_int_equal(store_forget_synced(other, &fg, &who), 0);
+	store_free(other);
+
+	assert_int_equal(store_changed_elsewhere(f->st), 1);
+	assert_true(store_changes_since(f->st, &mark, count_change, &seen) > 0);
+	got = snap_read_all(f->st, held, 4096, &len);
+	assert_null(strstr(got, "sk-LEAKED-0042"));
+	assert_non_null(strstr(got, "forgotten"));
+	free(got);
+	store_snap_free(held);
+}
+
 /* ---- revisions -------------------------------------------------------------------- */
 
 static void test_revisions_kept(void **state)
@@ -1000,6 +1148,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_offsets_and_sizes, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_large_element, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_snapshots, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_kept_versions, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_kept_dropped_by_forget_elsewhere, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_revisions_kept, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_invalid_json_refused, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_commit_raw, setup_store, teardown),
