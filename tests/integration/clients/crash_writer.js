@@ -15,7 +15,8 @@
 //     git commit, as a user does).
 // After each of these returns, a line "ui N", "api N", "app N", "plain N" or
 // "git N" is appended to RECORD_FILE (outside the mount) and fsynced: what
-// the daemon must keep. Prints the error code of the failure that ends it
+// the daemon must keep; so are, at the start, the counts it read back from
+// the mount that are past the record. Prints the error code of the failure that ends it
 // and exits 1.
 'use strict';
 
@@ -80,6 +81,13 @@ async function main() {
 	const api = load('api_conversation_history.json', 'api');
 	const appended = fs.readFileSync(path.join(mount, VIEW_B), 'utf8')
 		.split('\n').filter((l) => l.includes('"crash append ')).length;
+	// Read back from the mount, these are in the store, and recorded as such:
+	// the last round's kill may have come after a save's commit and before
+	// its line here, and this round's first save, cut the same way, would
+	// leave the file two versions past the record.
+	for (const [kind, n] of [['ui', ui.length], ['api', api.length], ['app', appended]])
+		if (n > lastCount(before, kind))
+			note(`${kind} ${n}`);
 	let app = appended;
 	let plain = lastCount(before, 'plain');
 	let commits = lastCount(before, 'git');
