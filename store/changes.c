@@ -46,6 +46,19 @@ static int max_id(struct store *st, const char *sql, int64_t *ret)
 	return 0;
 }
 
+/* The count of forgets ever made in the store (meta forgets; 0 before the first), into *ret. Lock held. */
+static int forgets_count(struct store *st, int64_t *ret)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	int r = store_row_args(st, "SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'forgets'", NULL, 0, NULL, 0,
+			       "cannot read the count of forgets", &stmt);
+
+	if (r < 0 && r != -ENOENT)
+		return r;
+	*ret = r == 0 ? sqlite3_column_int64(stmt, 0) : 0;
+	return 0;
+}
+
 int store_mark_end(struct store *st, struct store_mark *ret)
 {
 	STORE_LOCK(st);
@@ -54,6 +67,8 @@ int store_mark_end(struct store *st, struct store_mark *ret)
 
 	if (r == 0)
 		r = max_id(st, "SELECT coalesce(max(id), 0) FROM plain_changes", &m.plain);
+	if (r == 0)
+		r = forgets_count(st, &m.forgets);
 	if (r == 0)
 		*ret = m;
 	return r;
@@ -117,24 +132,29 @@ static int read_changes(struct store *st, const char *sql, enum store_change_kin
 /*
  * A forget made by another connection (a daemon's sync, pulling one from
  * another machine) blanked rows in place, which no revision says: the count
- * of forgets in meta moves, and what read.c keeps of docs' bytes goes.
- * Lock held.
+ * of forgets in meta moves. What read.c keeps of docs' bytes goes, and if
+ * the count moved past *mark, a change says so into v. Lock held.
  */
-static int forgets_check(struct store *st)
+static int forgets_check(struct store *st, int64_t *mark, struct change **v, size_t *n, size_t *alloc)
 {
-	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
-	int64_t n = 0;
-	int r = store_row_args(st, "SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'forgets'", NULL, 0, NULL, 0,
-			       "cannot read the count of forgets", &stmt);
+	int64_t now;
+	int r = forgets_count(st, &now);
 
-	if (r < 0 && r != -ENOENT)
+	if (r < 0)
 		return r;
-	if (r == 0)
-		n = sqlite3_column_int64(stmt, 0);
-	if (n != st->kept_forgets) {
+	if (now != st->kept_forgets) {
 		kept_drop(st);
-		st->kept_forgets = n;
+		st->kept_forgets = now;
 	}
+	if (now == *mark)
+		return 0;
+	if ((r = ARRAY_GROW(*v, *n, *alloc, 64)) < 0)
+		return r;
+	(*v)[*n] = (struct change){ STORE_CHANGE_FORGET, strdup("") };
+	if (!(*v)[*n].path)
+		return -ENOMEM;
+	(*n)++;
+	*mark = now;
 	return 0;
 }
 
@@ -159,7 +179,7 @@ int store_changes_since(struct store *st, struct store_mark *mark, store_change_
 		{
 			STORE_LOCK(st);
 
-			r = n == 0 ? forgets_check(st) : 0;
+			r = n == 0 ? forgets_check(st, &m.forgets, &v, &n, &alloc) : 0;
 			if (r == 0)
 				r = read_changes(st, "SELECT id, path FROM revisions WHERE id > ?1 ORDER BY id LIMIT ?2",
 						 STORE_CHANGE_DOC, &m.rev, &v, &n, &alloc);

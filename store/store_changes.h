@@ -12,7 +12,8 @@
  * log, whether another connection committed since its last call;
  * store_changes_since() then reads what changed past the mark: the paths
  * of the docs committed (a revision each) and of the plain files another
- * daemon changed while this one served the store too (store_plain_changed()).
+ * daemon changed while this one served the store too (store_plain_changed()),
+ * and whether a forget blanked rows in place, which no revision says.
  */
 
 #include <stdbool.h>
@@ -21,8 +22,9 @@
 #include "store/store.h"
 
 struct store_mark {
-	int64_t rev;   /* the last revision seen */
-	int64_t plain; /* the last plain change seen */
+	int64_t rev;     /* the last revision seen */
+	int64_t plain;   /* the last plain change seen */
+	int64_t forgets; /* the count of forgets seen */
 };
 
 /* The end of the log now: a mark past every change so far. */
@@ -47,6 +49,13 @@ void store_read_anew(struct store *st);
 enum store_change_kind {
 	STORE_CHANGE_DOC,   /* a doc committed: its path */
 	STORE_CHANGE_PLAIN, /* a plain file, folder or link of the backing tree changed: its path */
+	/*
+	 * One forget or more (a daemon's sync applied one pulled from another
+	 * machine) blanked rows of any doc and version in place, path "":
+	 * whatever keeps their bytes (a kernel's pages of versions) must drop
+	 * them.
+	 */
+	STORE_CHANGE_FORGET,
 };
 
 /*

@@ -24,7 +24,9 @@
  * the attributes of the doc's node and the listing of its folder; the
  * view's folders of its conversation; the task folders if tasks may have
  * moved. For a plain file, its pages too (this thread serves no request:
- * dropping them waits for nothing it holds). Within a few milliseconds of
+ * dropping them waits for nothing it holds); after a forget (the sync's,
+ * pulled from another machine by whichever daemon syncs), every page the
+ * kernel keeps, versions' included, as the daemon that applied it does. Within a few milliseconds of
  * the commit on an idle machine; a reader that opened before keeps its
  * version.
  */
@@ -91,6 +93,11 @@ static int tell(void *ctx, enum store_change_kind kind, const char *path)
 
 	if (kind == STORE_CHANGE_DOC) {
 		fs_invalidate(w->fs, path); /* as after a commit of this mount's */
+		return 0;
+	}
+	if (kind == STORE_CHANGE_FORGET) {
+		/* Rows blanked in place, a version's held by the kernel included: every page goes. */
+		kcache_forgot(w->fs);
 		return 0;
 	}
 	{

@@ -30,6 +30,8 @@
 #     once PostgreSQL is back, and holds what A and B hold;
 #   - no commit applied twice: each store has each log entry once, and as
 #     many versions of A's 150 saves as A;
+#   - a text forgotten on one machine leaves the others' stores, what their
+#     mounts show, and the pages a second daemon's kernel kept of it;
 #   - a log sealed with -o sync_key: what PostgreSQL holds has no byte of the
 #     conversations, a machine with the key reads them, one without is
 #     refused with a clear line, and convfs status says why;
@@ -237,6 +239,16 @@ mkdir -p "$T/c/tasks/1740000000000"
 node "$CLIENTS/write_atomic.js" "$T/c/tasks/1740000000000/ui_messages.json" "$T/secret.json"
 settled "$T/a" "$T/b" "$T/c"
 grep -q "$SECRET" "$T/b/tasks/1740000000000/ui_messages.json" || fail "the secret never reached b"
+# A second daemon serving b's store: its kernel keeps the pages of the
+# version read through it, which the forget its peer applies must not
+# outlive, for a reader that opens the file again or one that holds it.
+mkdir -p "$T/b_second"
+mount_convfs_log "$T/b_second" "$T/b_second.log" -o "store=$T/b.db"
+BSEC=$T/b_second/tasks/1740000000000/ui_messages.json
+for ((i = 0; i < 2; i++)); do
+	grep -q "$SECRET" "$BSEC" || fail "the secret does not show through b's second daemon"
+done
+exec {held}<"$BSEC"
 unmount_convfs "$T/a"
 expect_refused=0
 "$CONVFS" forget "$T/a.db" --match "$SECRET" --yes >"$T/forget.out" 2>&1 || expect_refused=$?
@@ -251,6 +263,15 @@ for m in a b c; do
 	! grep -q -a "$SECRET" "$T/$m.db" "$T/$m.db-wal" 2>/dev/null || problem "$m's store still holds the forgotten text"
 done
 grep -q "$SECRET" "$T/b/tasks/1740000000000/ui_messages.json" && problem "b still shows the forgotten text"
+for ((i = 0; i < 20 * SLOW; i++)); do
+	! grep -q "$SECRET" "$BSEC" && break
+	sleep 0.05
+done
+grep -q "$SECRET" "$BSEC" && problem "b's second daemon still shows the forgotten text"
+grep -q "$SECRET" <&"$held" && problem "b's second daemon still shows the forgotten text to a reader that held it"
+exec {held}<&-
+unmount_convfs "$T/b_second"
+check_log "$T/b_second.log"
 n=$(q -d hist -c "SELECT count(*) FROM convfs.log l WHERE task IS DISTINCT FROM '*forget'
 	AND (position(convert_to('$SECRET', 'UTF8') in l.data) > 0
 	     OR EXISTS (SELECT 1 FROM convfs.parts p WHERE p.seq = l.seq AND position(convert_to('$SECRET', 'UTF8') in p.data) > 0))")

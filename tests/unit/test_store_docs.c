@@ -793,6 +793,50 @@ static void test_kept_dropped_by_forget_elsewhere(void **state)
 	store_snap_free(held);
 }
 
+static int count_forget(void *ctx, enum store_change_kind kind, const char *path)
+{
+	if (kind == STORE_CHANGE_FORGET) {
+		assert_string_equal(path, "");
+		++*(int *)ctx;
+	}
+	return 0;
+}
+
+/*
+ * What others committed says whether a forget blanked rows since the mark
+ * (a daemon then has its kernel drop the pages it keeps of versions), once
+ * for each look that finds one, and not for a commit alone.
+ */
+static void test_forget_elsewhere_told(void **state)
+{
+	static const char v1[] = "[{\"ts\":1,\"text\":\"my key is sk-LEAKED-0043\"},{\"ts\":2,\"text\":\"ok\"}]";
+	static const char v2[] = "[{\"ts\":2,\"text\":\"ok\"}]";
+	struct fixture *f = *state;
+	struct store_forget fg = { .match = "sk-LEAKED-0043" };
+	struct store *other = NULL;
+	struct store_mark mark;
+	int forgets = 0;
+
+	assert_int_equal(commit(f->st, UI, v1), 0);
+	assert_true(store_changed_elsewhere(f->st) >= 0);
+	assert_int_equal(store_mark_end(f->st, &mark), 0);
+	assert_int_equal(store_open(f->path, 0, &other), 0);
+
+	assert_int_equal(store_doc_commit(other, UI, v2, strlen(v2), &who, "write"), 0);
+	assert_int_equal(store_changed_elsewhere(f->st), 1);
+	assert_int_equal(store_changes_since(f->st, &mark, count_forget, &forgets), 1);
+	assert_int_equal(forgets, 0);
+
+	assert_int_equal(store_forget_synced(other, &fg, &who), 0);
+	assert_int_equal(store_changed_elsewhere(f->st), 1);
+	assert_int_equal(store_changes_since(f->st, &mark, count_forget, &forgets), 1);
+	assert_int_equal(forgets, 1);
+	/* Told once: the next look finds nothing new. */
+	assert_int_equal(store_changes_since(f->st, &mark, count_forget, &forgets), 0);
+	assert_int_equal(forgets, 1);
+	store_free(other);
+}
+
 /* ---- revisions -------------------------------------------------------------------- */
 
 static void test_revisions_kept(void **state)
@@ -1150,6 +1194,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_snapshots, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_kept_versions, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_kept_dropped_by_forget_elsewhere, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_forget_elsewhere_told, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_revisions_kept, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_invalid_json_refused, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_commit_raw, setup_store, teardown),
