@@ -586,7 +586,9 @@ int store_snap_limit(struct store *st, struct store_snap *s, int64_t n)
 	if (s->format != DOC_ARRAY)
 		return -EINVAL;
 	if (n <= 0) {
-		s->size = s->jsonl ? 0 : (int64_t)s->head_len; /* the compat rendering keeps its '[' */
+		/* The compat rendering keeps its head ('['); like any cut, no tail. */
+		s->size = s->jsonl ? 0 : (int64_t)s->head_len;
+		s->tail_len = 0;
 		return 0;
 	}
 	/*

@@ -722,7 +722,7 @@ static void test_kept_versions(void **state)
 
 	store_snap_free(lim);
 
-	/* Cut before its first element, a doc whose tail is longer than its head: kept or not, the same. */
+	/* Cut before its first element, a doc whose tail is longer than its head: its head alone, kept or not. */
 	assert_int_equal(commit(f->st, "tasks/1/api_conversation_history.json", "[1,2]\n\n\n"), 0);
 	store_snap_free(s[0]);
 	assert_int_equal(store_snap_open(f->st, "tasks/1/api_conversation_history.json", &s[0]), 0);
@@ -730,6 +730,8 @@ static void test_kept_versions(void **state)
 	assert_int_equal(store_snap_limit(f->st, lim, 0), 0);
 	free(before);
 	before = snap_read_all(f->st, lim, 4096, &before_len);
+	assert_int_equal(before_len, 1);
+	assert_memory_equal(before, "[", 1);
 	assert_snap_reads(f->st, s[0], "[1,2]\n\n\n", 8);
 	assert_snap_reads(f->st, lim, before, before_len);
 	assert_snap_reads(f->st, s[0], "[1,2]\n\n\n", 8);
