@@ -341,10 +341,11 @@ static ssize_t render_range(struct store *st, struct store_snap *s, char *buf, o
  * mostly appends, and a version's bytes are its head, its visible rows one
  * after the other, then its tail: every byte before the first row that one
  * version shows and the other does not is the same in both. So the bytes of
- * a doc read from its start twice are kept (KEPT_DOCS docs, KEPT_MAX bytes
- * each), and a read of another version takes from them what lies before
- * its first such row, found in the index of offsets (elems_off), not in the
- * rows. A doc read once (a grep of the history) is not kept.
+ * a doc read from its start twice are kept (KEPT_DOCS docs, their first
+ * KEPT_MAX bytes each), and a read of another version takes from them what
+ * lies before its first such row, found in the index of offsets
+ * (elems_off), not in the rows. A doc read once (a grep of the history) is
+ * not kept.
  *
  * Rows change in place only when a forget blanks them, and a revision's
  * number comes again only after a rollback: both drop what is kept
@@ -365,16 +366,21 @@ void kept_drop(struct store *st)
 		kept_free(&st->kept[i]);
 }
 
-/* The offset of the first row that one of versions a and b shows and the other does not; INT64_MAX if none. */
-static int first_change(struct store *st, int64_t doc_id, int64_t a, int64_t b, int64_t *ret)
+/*
+ * The offset of the first row before limit that one of versions a and b
+ * shows and the other does not; INT64_MAX if none. The scan of the index
+ * ends at limit (what is kept): after an append the first such row is the
+ * last, and a doc's rows past what is kept need not be looked at.
+ */
+static int first_change(struct store *st, int64_t doc_id, int64_t a, int64_t b, int64_t limit, int64_t *ret)
 {
 	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
 	int64_t lo = a < b ? a : b, hi = a < b ? b : a;
 	int r, rc;
 
 	r = store_prepare_ints(st,
-		"SELECT off FROM elems WHERE doc_id = ?1 AND ((rev_from > ?2 AND rev_from <= ?3) "
-		"OR (rev_to > ?2 AND rev_to <= ?3)) ORDER BY off LIMIT 1", STORE_INTS(doc_id, lo, hi), &stmt);
+		"SELECT off FROM elems WHERE doc_id = ?1 AND off < ?4 AND ((rev_from > ?2 AND rev_from <= ?3) "
+		"OR (rev_to > ?2 AND rev_to <= ?3)) ORDER BY off LIMIT 1", STORE_INTS(doc_id, lo, hi, limit), &stmt);
 	if (r < 0)
 		return r;
 	rc = sqlite3_step(stmt);
@@ -428,7 +434,7 @@ static struct kept_render *kept_find(struct store *st, struct store_snap *s, off
 		if (k->rev != s->rev && keep > 0) {
 			int64_t at = INT64_MAX;
 
-			if (first_change(st, s->doc_id, k->rev, s->rev, &at) < 0) {
+			if (first_change(st, s->doc_id, k->rev, s->rev, keep, &at) < 0) {
 				kept_free(k);
 				return NULL;
 			}
@@ -443,7 +449,7 @@ static struct kept_render *kept_find(struct store *st, struct store_snap *s, off
 		k->used = ++st->kept_tick;
 		return k;
 	}
-	if (off != 0 || s->size > (int64_t)KEPT_MAX || !kept_seen(st, s->doc_id))
+	if (off != 0 || !kept_seen(st, s->doc_id))
 		return NULL;
 	k = &st->kept[0];
 	for (size_t i = 1; i < KEPT_DOCS; i++)

@@ -28,6 +28,7 @@
 
 #include "store/store.h"
 #include "store/store_changes.h"
+#include "store/store_internal.h"
 #include "store/store_ops.h"
 #include "store/store_view.h"
 #include "store/util.h"
@@ -743,6 +744,64 @@ static void test_kept_versions(void **state)
 	}
 }
 
+/* A conversation of n messages of about 1 KB each, message edited (if >= 0) changed at the same length. */
+static void big_conversation(struct sb *out, int n, int edited)
+{
+	char text[1001];
+
+	memset(text, 'x', sizeof(text) - 1);
+	text[sizeof(text) - 1] = '\0';
+	assert_int_equal(sb_adds(out, "["), 0);
+	for (int k = 0; k < n; k++)
+		assert_int_equal(sb_addf(out, "%s{\"ts\":%d,\"type\":\"say\",\"text\":\"%s %05d\"}", k ? "," : "",
+					 1700000000 + k, text, k == edited ? 99999 : k),
+				 0);
+	assert_int_equal(sb_adds(out, "]"), 0);
+}
+
+/* snap reads whole, in the pieces the kernel asks for, as data[0, len). */
+static void assert_snap_reads_big(struct store *st, struct store_snap *snap, const struct sb *data)
+{
+	size_t len;
+	_cleanup_free_ char *got = snap_read_all(st, snap, 131072, &len);
+
+	assert_int_equal(len, data->len);
+	assert_memory_equal(got, data->buf, len);
+}
+
+/*
+ * A doc larger than what is kept of one (KEPT_MAX) has its first bytes
+ * kept: each version reads as written, after an append, an edit within
+ * what is kept and one past it, read forward and back.
+ */
+static void test_kept_large(void **state)
+{
+	struct fixture *f = *state;
+	struct sb v[4] = { SB_INIT, SB_INIT, SB_INIT, SB_INIT };
+	struct store_snap *s[4] = { NULL };
+
+	big_conversation(&v[0], 5000, -1);
+	assert_true(v[0].len > KEPT_MAX);
+	big_conversation(&v[1], 5001, -1);
+	big_conversation(&v[2], 5001, 10);
+	big_conversation(&v[3], 5001, 4900);
+	for (size_t i = 0; i < ARRAY_SIZE(v); i++) {
+		assert_int_equal(store_doc_commit(f->st, UI, v[i].buf, v[i].len, &who, "write"), 0);
+		assert_int_equal(store_snap_open(f->st, UI, &s[i]), 0);
+		assert_snap_reads_big(f->st, s[i], &v[i]);
+		assert_snap_reads_big(f->st, s[i], &v[i]);
+		if (i > 0)
+			assert_snap_reads_big(f->st, s[i - 1], &v[i - 1]);
+		assert_snap_reads_big(f->st, s[i], &v[i]);
+	}
+	for (size_t i = ARRAY_SIZE(v); i-- > 0;)
+		assert_snap_reads_big(f->st, s[i], &v[i]);
+	for (size_t i = 0; i < ARRAY_SIZE(v); i++) {
+		store_snap_free(s[i]);
+		sb_release(&v[i]);
+	}
+}
+
 static int count_change(void *ctx, enum store_change_kind kind, const char *path)
 {
 	(void)kind;
@@ -1195,6 +1254,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_large_element, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_snapshots, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_kept_versions, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_kept_large, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_kept_dropped_by_forget_elsewhere, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_forget_elsewhere_told, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_revisions_kept, setup_store, teardown),
