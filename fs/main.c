@@ -671,7 +671,7 @@ static const struct command {
  * /dev/fuse are perror()s, which this never sees: loop.c reads the device
  * itself.)
  */
-static void libfuse_log(enum fuse_log_level level, const char *fmt, va_list ap)
+static _printf_(2, 0) void libfuse_log(enum fuse_log_level level, const char *fmt, va_list ap)
 {
 	char line[1024];
 	size_t n;

@@ -49,7 +49,7 @@ void progress_start(struct progress *p)
 		p->start_ns -= PROGRESS_DELAY_NS; /* at once */
 }
 
-static void print_line(const char *fmt, va_list ap, bool last)
+static _printf_(1, 0) void print_line(const char *fmt, va_list ap, bool last)
 {
 	fputs("\rconvfs: ", stderr);
 	vfprintf(stderr, fmt, ap);

@@ -200,7 +200,7 @@ void ll_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, s
 	_cleanup_sb_ struct sb path = SB_INIT;
 	struct route rt;
 	struct stat st;
-	double timeout;
+	double timeout = 0; /* (used only on success, which sets it) */
 	bool removed;
 	int r;
 

@@ -71,11 +71,11 @@ static void test_call(void **state)
 static void test_same_task(void **state)
 {
 	static const char *const msgs[] = {
-		"{\"role\":\"assistant\",\"content\":[{\"type\":\"tool_use\",\"id\":\"a\",\"name\":\"spawn_agent\","
-		"\"input\":{\"task\":\"t\"}},{\"type\":\"tool_use\",\"id\":\"b\",\"name\":\"spawn_agent\",\"input\":"
-		"{\"task\":\"t\"}},{\"type\":\"tool_use\",\"id\":\"c\",\"name\":\"editor\",\"input\":{}}]}",
-		"{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\",\"tool_use_id\":\"b\",\"content\":\"boom\","
-		"\"is_error\":true},{\"type\":\"tool_result\",\"tool_use_id\":\"c\",\"content\":\"ok\"}]}",
+		("{\"role\":\"assistant\",\"content\":[{\"type\":\"tool_use\",\"id\":\"a\",\"name\":\"spawn_agent\","
+		 "\"input\":{\"task\":\"t\"}},{\"type\":\"tool_use\",\"id\":\"b\",\"name\":\"spawn_agent\",\"input\":"
+		 "{\"task\":\"t\"}},{\"type\":\"tool_use\",\"id\":\"c\",\"name\":\"editor\",\"input\":{}}]}"),
+		("{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\",\"tool_use_id\":\"b\",\"content\":\"boom\","
+		 "\"is_error\":true},{\"type\":\"tool_result\",\"tool_use_id\":\"c\",\"content\":\"ok\"}]}"),
 		"not json",
 		"[1,2]",
 		"{\"role\":\"user\",\"content\":\"spawn_agent in a string\"}",

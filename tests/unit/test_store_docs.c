@@ -103,8 +103,8 @@ static void test_round_trip_whole(void **state)
 	static const char *const paths[] = { META, "tasks/1/context_history.json", "tasks/1/settings.json" };
 	static const char *const values[] = {
 		"{\"files_in_context\":[],\"model_usage\":[],\"environment_history\":[]}",
-		"{\n  \"files_in_context\": [\n    {\n      \"path\": \"src/é.c\",\n      \"record_state\": \"active\"\n"
-		"    }\n  ],\n  \"model_usage\": []\n}",
+		("{\n  \"files_in_context\": [\n    {\n      \"path\": \"src/é.c\",\n      \"record_state\": \"active\"\n"
+		 "    }\n  ],\n  \"model_usage\": []\n}"),
 		" {} \n",
 		"[1,2]",
 		"\"just a string\"",
