@@ -26,9 +26,9 @@
  * moved. For a plain file, its pages too (this thread serves no request:
  * dropping them waits for nothing it holds); after a forget (the sync's,
  * pulled from another machine by whichever daemon syncs), every page the
- * kernel keeps, versions' included, as the daemon that applied it does. Within a few milliseconds of
- * the commit on an idle machine; a reader that opened before keeps its
- * version.
+ * kernel keeps, versions' included, as the daemon that applied it does.
+ * Within a few milliseconds of the commit on an idle machine; a reader that
+ * opened before keeps its version, but for a forget's blanks.
  */
 #include <errno.h>
 #include <fcntl.h>
