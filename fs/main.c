@@ -367,12 +367,14 @@ static int prepare_store(struct fs *fs, const char *store_path, const char *moun
 	 * run, so that none serves the store while it rewrites it.
 	 */
 	fs->lock_fd = open(store_path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-	if (fs->lock_fd < 0 || flock(fs->lock_fd, LOCK_SH | LOCK_NB) < 0 || fstat(fs->lock_fd, &st) < 0) {
+	r = fs->lock_fd < 0 ? -errno : cmd_flock(fs->lock_fd, LOCK_SH);
+	if (r == 0 && fstat(fs->lock_fd, &st) < 0)
 		r = -errno;
+	if (r < 0) {
 		if (r == -EWOULDBLOCK)
 			log_err("the store '%s' is being rewritten by convfs forget: mount it once that ends", store_path);
 		else
-			log_err("cannot lock the store '%s': %s", store_path, strerror(errno));
+			log_err("cannot lock the store '%s': %s", store_path, strerror(-r));
 		store_free(TAKE_PTR(fs->store));
 		return r;
 	}
@@ -687,7 +689,40 @@ static _printf_(2, 0) void libfuse_log(enum fuse_log_level level, const char *fm
 	log_msg(ours, "libfuse: %s", line);
 }
 
-/* The store -o store= names (made absolute if it exists), or the default for mountpoint; said if it fails. */
+/*
+ * A store that does not exist yet, named by path: its folder's absolute
+ * path and its name, into *ret; NULL if its folder cannot be resolved
+ * either (store_open() then says why).
+ */
+static int new_store_path(const char *path, char **ret)
+{
+	_cleanup_free_ char *copy = strdup(path), *dir = NULL;
+	_cleanup_sb_ struct sb abs = SB_INIT;
+	char *slash = copy ? strrchr(copy, '/') : NULL;
+	const char *name = slash ? slash + 1 : path;
+
+	if (!copy)
+		return -ENOMEM;
+	if (slash == copy)
+		slash[1] = '\0'; /* in / */
+	else if (slash)
+		*slash = '\0';
+	dir = realpath(slash ? copy : ".", NULL);
+	if (!dir || !*name) {
+		*ret = NULL;
+		return errno == ENOMEM ? -ENOMEM : 0;
+	}
+	if (sb_addf(&abs, "%s%s%s", dir, strcmp(dir, "/") == 0 ? "" : "/", name) < 0)
+		return -ENOMEM;
+	*ret = sb_detach(&abs, NULL);
+	return 0;
+}
+
+/*
+ * The store -o store= names, made absolute (the daemon opens it after
+ * chdir("/"), and registers beside it: a relative path would mean another
+ * place there), or the default for mountpoint; said if it fails.
+ */
 static int store_path_of(const char *opt, const char *mountpoint, char **ret)
 {
 	int r;
@@ -701,7 +736,9 @@ static int store_path_of(const char *opt, const char *mountpoint, char **ret)
 	}
 	/* A new store: its folder must exist. */
 	*ret = realpath(opt, NULL);
-	if (!*ret)
+	if (!*ret && errno == ENOENT && new_store_path(opt, ret) < 0)
+		*ret = NULL;
+	else if (!*ret)
 		*ret = strdup(opt);
 	if (!*ret) {
 		fprintf(stderr, "convfs: out of memory\n");

@@ -12,6 +12,10 @@
 
 #include "fs/cmd/cmd.h"
 
+/* How long cmd_flock() waits for a lock held by another: 50 tries 20 ms apart. */
+#define FLOCK_TRIES 50
+#define FLOCK_PAUSE_US 20000
+
 char *cmd_size(int64_t bytes, char *buf, size_t n)
 {
 	static const char *const units[] = { "KiB", "MiB", "GiB", "TiB" };
@@ -45,6 +49,19 @@ int cmd_json_who(cJSON *o, pid_t pid, const char *comm)
 	cJSON *c = comm ? cJSON_AddStringToObject(o, "process", comm) : cJSON_AddNullToObject(o, "process");
 
 	return p && c ? 0 : -ENOMEM;
+}
+
+int cmd_flock(int fd, int op)
+{
+	for (int i = 0;; i++) {
+		if (flock(fd, op | LOCK_NB) == 0)
+			return 0;
+		if (errno != EWOULDBLOCK && errno != EINTR)
+			return -errno;
+		if (i == FLOCK_TRIES)
+			return -EWOULDBLOCK;
+		usleep(FLOCK_PAUSE_US);
+	}
 }
 
 /*

@@ -42,4 +42,12 @@ int cmd_json_who(cJSON *o, pid_t pid, const char *comm);
  */
 int cmd_store_in_use(const char *path);
 
+/*
+ * flock(fd, op) without blocking, tried again for about a second while
+ * another holds the lock: cmd_store_in_use() holds the store's exclusively
+ * for an instant, and a daemon or convfs forget starting then must not be
+ * refused for it. 0, -EWOULDBLOCK if it is still held, or -errno.
+ */
+int cmd_flock(int fd, int op);
+
 #endif

@@ -397,12 +397,12 @@ int cmd_forget(int argc, char **argv)
 		fprintf(stderr, "convfs: cannot open the store '%s': %s\n", path, strerror(errno));
 		return 1;
 	}
-	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-		if (errno == EWOULDBLOCK)
+	if ((r = cmd_flock(fd, LOCK_EX)) < 0) {
+		if (r == -EWOULDBLOCK)
 			fprintf(stderr, "convfs: the store '%s' is mounted (a convfs daemon serves it): unmount it "
 					"first; nothing was forgotten\n", path);
 		else
-			fprintf(stderr, "convfs: cannot lock the store '%s': %s\n", path, strerror(errno));
+			fprintf(stderr, "convfs: cannot lock the store '%s': %s\n", path, strerror(-r));
 		close(fd);
 		return 1;
 	}

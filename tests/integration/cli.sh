@@ -21,6 +21,11 @@
 #   - private by default: the mount root is 0700, files created 0644 (or
 #     chmod 0644) are 0600, directories 0700, conversation files 0600;
 #   - a name longer than NAME_MAX fails with ENAMETOOLONG;
+#   - a new store named by a path relative to the folder convfs starts in
+#     is made there, with its files and its registration, which goes at the
+#     unmount; the mount's root takes a time (touch -d);
+#   - a mount that starts while another holds the store's lock for an
+#     instant (as convfs check does) waits that out;
 #   - a second convfs on a store in use mounts too (several daemons serve
 #     one store: tests/integration/mounts.sh), both registered beside the
 #     store; convfs forget, which needs the store alone, is refused while
@@ -148,6 +153,41 @@ done
 echo data >"$M/file"
 fusermount3 -u "$M"
 wait_gone "$daemon" 10 || fail "the daemon (pid $daemon) still runs 10 s after fusermount3 -u"
+
+# ---- a new store named relative to the current folder --------------------------------
+
+say "a new store given by a relative path"
+# The daemon works in / (its fork's chdir): the store, its files and its
+# registration are where the path meant in the folder convfs started in.
+mkdir "$T/rel"
+rc=0
+(cd "$T/rel" && timeout 20 "$CONVFS" -o store=new.db "$M") >"$T/out" 2>&1 || rc=$?
+((rc == 0)) || fail "convfs with -o store=new.db (relative) exits with status $rc: $(cat "$T/out")"
+[[ -f $T/rel/new.db ]] || problem "the store named new.db in $T/rel is not there"
+touch -d '2001-01-01 00:00' "$M" 2>"$T/out" || problem "touch -d of the mount's root fails: $(cat "$T/out")"
+[[ $(stat -c %Y "$M") == $(date -d '2001-01-01 00:00' +%s) ]] || problem "touch -d of the mount's root did not set its time"
+echo data >"$M/file" || problem "cannot write a file on a store named by a relative path"
+fusermount3 -u "$M"
+for ((i = 0; i < 100; i++)); do
+	[[ -n $(find "$T/rel/new.db.mounts" -maxdepth 1 -type f 2>/dev/null) ]] || break
+	sleep 0.1
+done
+n=$(find "$T/rel/new.db.mounts" -maxdepth 1 -type f | wc -l)
+((n == 0)) || problem "$n files left in new.db.mounts 10 s after unmounting: $(ls "$T/rel/new.db.mounts")"
+[[ $(cat "$T/rel/new.db.files/file" 2>/dev/null) == data ]] || problem "the file written is not in new.db.files beside the store"
+
+say "a mount while the store's lock is held for an instant"
+# As convfs check holds it to learn whether a daemon serves the store (here
+# for 0.3 s, by flock(1)): the mount waits that out, not refused as if
+# convfs forget held it.
+flock -x "$T/rel/new.db" sleep 0.3 &
+locker=$!
+sleep 0.1
+mount_convfs_log "$M" "$T/locked.log" -o "store=$T/rel/new.db"
+wait "$locker"
+[[ -f $M/file ]] || problem "the mount made while the lock was held does not show the store's file"
+unmount_convfs "$M"
+check_log "$T/locked.log"
 
 # ---- -d: libfuse's messages are convfs's ------------------------------------------
 
