@@ -205,13 +205,6 @@ void kcache_placement_check(struct fs *fs)
 		drop(session, nodes[i]);
 }
 
-static bool any_node(const char *const *up, size_t n)
-{
-	(void)up;
-	(void)n;
-	return true;
-}
-
 void kcache_forgot(struct fs *fs)
 {
 	struct fuse_session *session = session_of(fs);
@@ -221,7 +214,8 @@ void kcache_forgot(struct fs *fs)
 	if (!session)
 		return;
 	kcache_new_epoch(fs);
-	if (nodes_collect(fs->nodes, any_node, &nodes, &n) < 0) {
+	/* Every node, a replaced version a reader still holds too. */
+	if (nodes_collect(fs->nodes, NULL, &nodes, &n) < 0) {
 		log_warn("out of memory while telling the kernel to drop what it keeps after a forget");
 		return;
 	}

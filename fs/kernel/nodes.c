@@ -449,8 +449,14 @@ int nodes_collect(struct nodes *t, bool (*match)(const char *const *up, size_t n
 
 		for (const struct node *c = x; c != &t->root && depth <= NODES_UP_MAX; c = c->parent)
 			up[depth++] = c->name;
-		if (!match(up, depth))
+		if (match && !match(up, depth))
 			continue;
+		if ((r = ARRAY_GROW(inos, n, cap, 64)) < 0)
+			break;
+		inos[n++] = node_ref_of(t, x);
+	}
+	/* Every node: the replaced ones their readers still hold too. */
+	for (struct node *x = t->unhashed; r == 0 && !match && x; x = x->lnext) {
 		if ((r = ARRAY_GROW(inos, n, cap, 64)) < 0)
 			break;
 		inos[n++] = node_ref_of(t, x);

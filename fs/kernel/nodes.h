@@ -145,7 +145,8 @@ bool nodes_with_open(struct nodes *t, fuse_ino_t ino, bool (*fn)(uint64_t fh, vo
  * *ret_n. match() gets the node's name and those of the folders above it,
  * nearest first, and their number (the root's excepted); a node deeper than
  * NODES_UP_MAX folders gets NODES_UP_MAX + 1 and no names past those.
- * -ENOMEM.
+ * match NULL: every node, the removed and replaced ones the kernel still
+ * knows (a reader holds them open) included. -ENOMEM.
  */
 #define NODES_UP_MAX 4
 int nodes_collect(struct nodes *t, bool (*match)(const char *const *up, size_t n), struct node_ref **ret,

@@ -31,7 +31,8 @@
 #   - no commit applied twice: each store has each log entry once, and as
 #     many versions of A's 150 saves as A;
 #   - a text forgotten on one machine leaves the others' stores, what their
-#     mounts show, and the pages a second daemon's kernel kept of it;
+#     mounts show, and the pages a second daemon's kernel kept of it (a
+#     reader's version since replaced included);
 #   - a log sealed with -o sync_key: what PostgreSQL holds has no byte of the
 #     conversations, a machine with the key reads them, one without is
 #     refused with a clear line, and convfs status says why;
@@ -240,14 +241,25 @@ node "$CLIENTS/write_atomic.js" "$T/c/tasks/1740000000000/ui_messages.json" "$T/
 settled "$T/a" "$T/b" "$T/c"
 grep -q "$SECRET" "$T/b/tasks/1740000000000/ui_messages.json" || fail "the secret never reached b"
 # A second daemon serving b's store: its kernel keeps the pages of the
-# version read through it, which the forget its peer applies must not
-# outlive, for a reader that opens the file again or one that holds it.
+# versions read through it, which the forget its peer applies must not
+# outlive, for a reader that opens the file again, one that holds it, and
+# one that holds a version since replaced (its node off the names).
 mkdir -p "$T/b_second"
 mount_convfs_log "$T/b_second" "$T/b_second.log" -o "store=$T/b.db"
 BSEC=$T/b_second/tasks/1740000000000/ui_messages.json
 for ((i = 0; i < 2; i++)); do
 	grep -q "$SECRET" "$BSEC" || fail "the secret does not show through b's second daemon"
 done
+exec {held_old}<"$BSEC"
+sed 's/"noted"}]/"noted"},\n{"ts":3,"type":"say","say":"text","text":"later"}]/' "$T/secret.json" >"$T/secret2.json"
+node "$CLIENTS/write_atomic.js" "$T/c/tasks/1740000000000/ui_messages.json" "$T/secret2.json"
+settled "$T/a" "$T/b" "$T/c"
+for ((i = 0; i < 20 * SLOW; i++)); do
+	grep -q '"later"' "$BSEC" && break
+	sleep 0.05
+done
+grep -q '"later"' "$BSEC" || fail "the second version does not show through b's second daemon"
+grep -q "$SECRET" "$BSEC" || fail "the secret does not show through b's second daemon in the second version"
 exec {held}<"$BSEC"
 unmount_convfs "$T/a"
 expect_refused=0
@@ -269,7 +281,9 @@ for ((i = 0; i < 20 * SLOW; i++)); do
 done
 grep -q "$SECRET" "$BSEC" && problem "b's second daemon still shows the forgotten text"
 grep -q "$SECRET" <&"$held" && problem "b's second daemon still shows the forgotten text to a reader that held it"
-exec {held}<&-
+grep -q "$SECRET" <&"$held_old" &&
+	problem "b's second daemon still shows the forgotten text to a reader that held a version since replaced"
+exec {held}<&- {held_old}<&-
 unmount_convfs "$T/b_second"
 check_log "$T/b_second.log"
 n=$(q -d hist -c "SELECT count(*) FROM convfs.log l WHERE task IS DISTINCT FROM '*forget'
