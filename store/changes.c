@@ -29,7 +29,7 @@
 #include "store/store_internal.h"
 #include "store/util.h"
 
-/* Plain changes kept: a daemon that has not read them within this long reads every listing again anyway. */
+/* Plain changes kept: a daemon that has not read them within this long is told that it missed some. */
 #define PLAIN_KEEP_NS (60LL * 1000000000)
 #define PLAIN_PRUNE_EVERY 256
 /* Changes read under one hold of the store's lock. */
@@ -158,6 +158,34 @@ static int forgets_check(struct store *st, int64_t *mark, struct change **v, siz
 	return 0;
 }
 
+/*
+ * Whether plain changes past *mark were pruned before this reader read
+ * them: the first row left is past the next id (ids go up by one, and the
+ * newest row is never pruned). If so, a change says so into v, and *mark
+ * moves to just before that row. Lock held.
+ */
+static int plain_lost_check(struct store *st, int64_t *mark, struct change **v, size_t *n, size_t *alloc)
+{
+	_cleanup_stmt_ sqlite3_stmt *stmt = NULL;
+	int64_t first;
+	int r = store_row_args(st, "SELECT coalesce(min(id), 0) FROM plain_changes WHERE id > ?1", NULL, 0,
+			       STORE_INTS(*mark), "cannot read the log of plain changes", &stmt);
+
+	if (r < 0)
+		return r;
+	first = sqlite3_column_int64(stmt, 0);
+	if (first <= *mark + 1)
+		return 0;
+	if ((r = ARRAY_GROW(*v, *n, *alloc, 64)) < 0)
+		return r;
+	(*v)[*n] = (struct change){ STORE_CHANGE_LOST, strdup("") };
+	if (!(*v)[*n].path)
+		return -ENOMEM;
+	(*n)++;
+	*mark = first - 1;
+	return 0;
+}
+
 static void changes_free(struct change *v, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
@@ -180,6 +208,8 @@ int store_changes_since(struct store *st, struct store_mark *mark, store_change_
 			STORE_LOCK(st);
 
 			r = n == 0 ? forgets_check(st, &m.forgets, &v, &n, &alloc) : 0;
+			if (r == 0)
+				r = plain_lost_check(st, &m.plain, &v, &n, &alloc);
 			if (r == 0)
 				r = read_changes(st, "SELECT id, path FROM revisions WHERE id > ?1 ORDER BY id LIMIT ?2",
 						 STORE_CHANGE_DOC, &m.rev, &v, &n, &alloc);

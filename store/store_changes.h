@@ -56,6 +56,13 @@ enum store_change_kind {
 	 * them.
 	 */
 	STORE_CHANGE_FORGET,
+	/*
+	 * Changes of plain files went by unread, path "": they were pruned
+	 * (store_plain_changed()) before this reader came to them (its
+	 * daemon stopped for a minute: a container paused). Which files
+	 * changed is not known: whatever is kept of any must go.
+	 */
+	STORE_CHANGE_LOST,
 };
 
 /*

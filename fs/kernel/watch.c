@@ -62,6 +62,7 @@ struct watch {
 	int stop_fd;     /* an eventfd: the thread ends once it is written */
 	pthread_t thread;
 	struct store_mark mark;
+	bool again; /* the last read of the changes failed: the next wakeup reads them, whatever SQLite says */
 };
 
 int watch_peers(const struct fs *fs)
@@ -95,8 +96,12 @@ static int tell(void *ctx, enum store_change_kind kind, const char *path)
 		fs_invalidate(w->fs, path); /* as after a commit of this mount's */
 		return 0;
 	}
-	if (kind == STORE_CHANGE_FORGET) {
-		/* Rows blanked in place, a version's held by the kernel included: every page goes. */
+	if (kind == STORE_CHANGE_FORGET || kind == STORE_CHANGE_LOST) {
+		/*
+		 * Rows blanked in place, a version's held by the kernel
+		 * included; or plain files changed, which ones not known:
+		 * every page goes, and every name is looked up again.
+		 */
 		kcache_forgot(w->fs);
 		return 0;
 	}
@@ -117,16 +122,21 @@ static void look(struct watch *w)
 {
 	int r = store_changed_elsewhere(w->fs->store);
 
-	if (r <= 0) {
-		if (r < 0)
-			log_debug("cannot tell whether others committed to the store: %s", strerror(-r));
+	if (r < 0) {
+		log_debug("cannot tell whether others committed to the store: %s", strerror(-r));
 		return;
 	}
+	/* SQLite says a commit once: a read of its changes that failed is made again at each wakeup. */
+	if (r == 0 && !w->again)
+		return;
 	r = store_changes_since(w->fs->store, &w->mark, tell, w);
-	if (r < 0)
+	if (r < 0 && !w->again)
 		log_warn("cannot read what other daemons committed to the store: %s; this mount may show older "
-			 "versions of their files until the kernel asks again", strerror(-r));
-	else if (r > 0)
+			 "versions of their files until it can (it tries again every second)", strerror(-r));
+	else if (r >= 0 && w->again)
+		log_info("read what other daemons committed to the store again");
+	w->again = r < 0;
+	if (r > 0)
 		kcache_placement_check(w->fs);
 }
 

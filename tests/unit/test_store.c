@@ -468,6 +468,52 @@ static void test_write_after_blob_read(void **state)
 	store_free(other);
 }
 
+/* store_changes_since()'s callback: the kinds told, one letter each (d, p, f, l), into an sb. */
+static int kinds_told(void *ctx, enum store_change_kind kind, const char *path)
+{
+	(void)path;
+	return sb_add(ctx, &"dpfl"[kind], 1);
+}
+
+/*
+ * Changes of plain files another connection made are told; those pruned
+ * before this reader read them (its daemon stopped for over a minute) are
+ * told as lost, once, and the ones after them as changes.
+ */
+static void test_plain_changes_lost(void **state)
+{
+	struct fixture *f = *state;
+	struct store *other = NULL;
+	struct store_mark mark;
+	_cleanup_sb_ struct sb told = SB_INIT;
+
+	assert_int_equal(store_open(f->path, 0, &other), 0);
+	assert_int_equal(store_mark_end(f->st, &mark), 0);
+	assert_int_equal(store_plain_changed(other, "settings/a.json"), 0);
+	assert_int_equal(store_plain_changed(other, "settings/b.json"), 0);
+	assert_int_equal(store_changes_since(f->st, &mark, kinds_told, &told), 2);
+	assert_int_equal(told.len, 2);
+	assert_memory_equal(told.buf, "pp", 2);
+
+	/* Three more, the first two pruned before this reader came to them. */
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(store_plain_changed(other, "settings/c.json"), 0);
+	assert_true(store_run_args(other, "DELETE FROM plain_changes WHERE id < (SELECT max(id) FROM plain_changes)",
+				   NULL, 0, NULL, 0, "prune") >= 0);
+	told.len = 0;
+	assert_int_equal(store_changes_since(f->st, &mark, kinds_told, &told), 2);
+	assert_int_equal(told.len, 2);
+	assert_memory_equal(told.buf, "lp", 2);
+	/* Told once: nothing more since. */
+	told.len = 0;
+	assert_int_equal(store_changes_since(f->st, &mark, kinds_told, &told), 0);
+	assert_int_equal(told.len, 0);
+	assert_int_equal(store_plain_changed(other, "settings/d.json"), 0);
+	assert_int_equal(store_changes_since(f->st, &mark, kinds_told, &told), 1);
+	assert_memory_equal(told.buf, "p", 1);
+	store_free(other);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -485,6 +531,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_batch, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_meta, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_write_after_blob_read, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_plain_changes_lost, setup_store, teardown),
 	};
 
 	log_set_level(LOG_LEVEL_ERR);
