@@ -105,6 +105,20 @@ struct change {
 	char *path;
 };
 
+/* Appends a change of kind at path (copied) to v. */
+static int change_add(struct change **v, size_t *n, size_t *alloc, enum store_change_kind kind, const char *path)
+{
+	int r = ARRAY_GROW(*v, *n, *alloc, 64);
+
+	if (r < 0)
+		return r;
+	(*v)[*n] = (struct change){ kind, strdup(path) };
+	if (!(*v)[*n].path)
+		return -ENOMEM;
+	(*n)++;
+	return 0;
+}
+
 /* Up to CHANGES_CHUNK changes of sql past *after into v (n of them); *after moves past them. */
 static int read_changes(struct store *st, const char *sql, enum store_change_kind kind, int64_t *after,
 			struct change **v, size_t *n, size_t *alloc)
@@ -118,12 +132,8 @@ static int read_changes(struct store *st, const char *sql, enum store_change_kin
 	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
 		const char *p = (const char *)sqlite3_column_text(stmt, 1);
 
-		if ((r = ARRAY_GROW(*v, *n, *alloc, 64)) < 0)
+		if ((r = change_add(v, n, alloc, kind, p ? p : "")) < 0)
 			return r;
-		(*v)[*n] = (struct change){ kind, strdup(p ? p : "") };
-		if (!(*v)[*n].path)
-			return -ENOMEM;
-		(*n)++;
 		*after = sqlite3_column_int64(stmt, 0);
 	}
 	return rc == SQLITE_DONE ? 0 : store_fail(st, rc, "cannot read what was committed elsewhere");
@@ -148,12 +158,8 @@ static int forgets_check(struct store *st, int64_t *mark, struct change **v, siz
 	}
 	if (now == *mark)
 		return 0;
-	if ((r = ARRAY_GROW(*v, *n, *alloc, 64)) < 0)
+	if ((r = change_add(v, n, alloc, STORE_CHANGE_FORGET, "")) < 0)
 		return r;
-	(*v)[*n] = (struct change){ STORE_CHANGE_FORGET, strdup("") };
-	if (!(*v)[*n].path)
-		return -ENOMEM;
-	(*n)++;
 	*mark = now;
 	return 0;
 }
@@ -176,12 +182,8 @@ static int plain_lost_check(struct store *st, int64_t *mark, struct change **v, 
 	first = sqlite3_column_int64(stmt, 0);
 	if (first <= *mark + 1)
 		return 0;
-	if ((r = ARRAY_GROW(*v, *n, *alloc, 64)) < 0)
+	if ((r = change_add(v, n, alloc, STORE_CHANGE_LOST, "")) < 0)
 		return r;
-	(*v)[*n] = (struct change){ STORE_CHANGE_LOST, strdup("") };
-	if (!(*v)[*n].path)
-		return -ENOMEM;
-	(*n)++;
 	*mark = first - 1;
 	return 0;
 }
