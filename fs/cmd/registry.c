@@ -19,6 +19,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
@@ -26,6 +27,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fs/backing/tree.h"
 #include "fs/cmd/cmd.h"
 #include "fs/cmd/registry.h"
 #include "fs/cmd/warnings.h"
@@ -150,18 +152,8 @@ void registry_close(struct registry *r)
 	*r = (struct registry){ .fd = -1 };
 }
 
-/* Reads the small file fd into *ret (free() it). */
-static int read_small(int fd, char **ret)
-{
-	char buf[4096];
-	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
-
-	if (n < 0)
-		return -errno;
-	buf[n] = '\0';
-	*ret = strdup(buf);
-	return *ret ? 0 : -ENOMEM;
-}
+/* A daemon's file is one line of JSON: its mount point, escaped, is the most of it (PATH_MAX, up to 6 bytes each). */
+#define ENTRY_MAX (8 * PATH_MAX)
 
 /*
  * The entry of the file name in dfd, into *ret: 1 if a daemon holds it, 0
@@ -173,6 +165,7 @@ static int entry_read(int dfd, const char *name, struct registry_entry *ret)
 	_cleanup_json_ cJSON *o = NULL;
 	_cleanup_free_ char *text = NULL;
 	const cJSON *v;
+	size_t len;
 	int r;
 
 	if (fd < 0)
@@ -184,7 +177,8 @@ static int entry_read(int dfd, const char *name, struct registry_entry *ret)
 	}
 	if (errno != EWOULDBLOCK)
 		return -errno;
-	if ((r = read_small(fd, &text)) < 0)
+	/* Larger than any of ours: a daemon holds it, and says nothing more. */
+	if ((r = read_fd_all(fd, ENTRY_MAX, &text, &len)) < 0 && r != -EFBIG)
 		return r;
 	*ret = (struct registry_entry){ .pid = 0 };
 	memcpy(ret->id, name, sizeof(ret->id));

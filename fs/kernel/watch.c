@@ -79,7 +79,9 @@ static void count_peers(struct watch *w)
 		log_debug("cannot count the daemons serving '%s': %s", w->store_path, strerror(-n));
 		return;
 	}
-	n = n > 0 ? n - 1 : 0;
+	/* Itself among them, unless it could not register (it said why). */
+	if (w->fs->registry.path)
+		n = n > 0 ? n - 1 : 0;
 	if (n != watch_peers(w->fs))
 		log_info("%d other daemon%s serve%s the store '%s'", n, n == 1 ? "" : "s", n == 1 ? "s" : "",
 			 w->store_path);

@@ -29,7 +29,8 @@
 #   - a second convfs on a store in use mounts too (several daemons serve
 #     one store: tests/integration/mounts.sh), both registered beside the
 #     store; convfs forget, which needs the store alone, is refused while
-#     either serves.
+#     either serves; convfs status names a daemon whose mount point takes
+#     over 4 KiB in its registration.
 
 . "$(dirname "$0")/lib.sh"
 
@@ -266,6 +267,19 @@ unmount_convfs "$T/second"
 n=$(find "$STORE.mounts" -maxdepth 1 -type f | wc -l)
 ((n == 0)) || problem "$n files left in $STORE.mounts after both unmounted"
 check_log "$T/second.log"
+
+say "a mount point whose registration is over 4 KiB"
+# Its name escaped in the registration's JSON (6 bytes a control character):
+# convfs status reads the whole of it.
+long=$(printf '\001%.0s' {1..240})
+deep=$T/$long/$long/$long
+mkdir -p "$deep"
+mount_convfs_log "$deep" "$T/deep.log" -o "store=$T/deep.db"
+"$CONVFS" status --json "$deep" >"$T/deep.json" || problem "convfs status of a deep mount point failed"
+[[ $(jq -r '.daemons[0].mountpoint' "$T/deep.json") == "$deep" ]] ||
+	problem "convfs status does not name the deep mount point: $(jq -c .daemons "$T/deep.json" | head -c 300)"
+unmount_convfs "$deep"
+check_log "$T/deep.log"
 
 check_log "$STORE.log" "File name too long"
 pass
