@@ -339,6 +339,30 @@ static void turns_join(struct fs *fs, const char *store_path)
 }
 
 /*
+ * Root serving another user's store: the registration folder, this daemon's
+ * file and its warnings are the store owner's, as the store's own files
+ * are, so that the owner's daemons and commands can read them, and remove
+ * them once this daemon is gone (killed).
+ */
+static void registration_give(struct fs *fs)
+{
+	_cleanup_sb_ struct sb warnings = SB_INIT;
+	const char *paths[3] = { fs->registry.dir, fs->registry.path, NULL };
+
+	if (!fs->owner.give)
+		return;
+	if (sb_addf(&warnings, "%s%s", fs->registry.path, WARNINGS_SUFFIX) == 0)
+		paths[2] = warnings.buf;
+	for (size_t i = 0; i < ARRAY_SIZE(paths); i++) {
+		int r = paths[i] ? tree_give(&fs->owner, AT_FDCWD, paths[i]) : -ENOMEM;
+
+		if (r < 0 && r != -ENOENT)
+			log_warn("cannot give '%s' to the store's owner (uid %u): %s", paths[i] ? paths[i] : "?",
+				 (unsigned)fs->owner.uid, strerror(-r));
+	}
+}
+
+/*
  * Step 1: open (or create) the store and, unless -o no_import, open the
  * folder underneath: *ret_under_fd, the caller's to close (-1 with
  * no_import), set only on success. A folder the store has never taken in
@@ -395,8 +419,10 @@ static int prepare_store(struct fs *fs, const char *store_path, const char *moun
 	 */
 	registry_join(store_path, mountpoint, &fs->registry);
 	turns_join(fs, store_path);
-	if (fs->registry.path)
+	if (fs->registry.path) {
 		warnings_start(fs->registry.path);
+		registration_give(fs);
+	}
 	if (fs->salvage)
 		(void)check_store(fs, store_path, mountpoint);
 	/* A store that syncs records what each commit changes from here on, the take-in's included. */

@@ -30,7 +30,9 @@
 #     setuid nor setgid, owned by the store's owner (root; uid 65534 once
 #     the store file is its), and the same file underneath is taken in so,
 #     with -o allow_other and without; a backing tree an older convfs left
-#     0755 is 0700 once mounted, the mount root keeping 0755.
+#     0755 is 0700 once mounted, the mount root keeping 0755;
+#   - root serving another user's store registers beside it as that user:
+#     the folder, its file and its warnings are the store owner's.
 
 . "$(dirname "$0")/lib.sh"
 
@@ -212,6 +214,12 @@ as_other sh -c 'cat /bin/true >"$1" && chmod 6755 "$1"' _ "$mnt2/shared-under/se
 mount_convfs "$mnt2" "$store2" -o allow_other
 cmp -s /bin/true "$mnt2/shared-under/setid" || problem "shared-under/setid is not in the mount" # (waits for the take-in)
 owner_only "the take-in into uid $OTHER's store (shared mount)" "$store2.files/shared-under" "$OTHER:$OTHER"
+# Its registration too: the owner's daemons and convfs status read it, and
+# remove it once root's daemon is gone (the folder was root's, made when
+# root owned the store).
+bad=$(find "$store2.mounts" ! -user "$OTHER" -printf '%U %p\n')
+[[ -z $bad ]] || problem "root's registration in uid $OTHER's store is not the owner's:\n$bad"
+[[ -n $(find "$store2.mounts" -name '*.warnings') ]] || problem "no warnings file in $store2.mounts"
 [[ $(stat -c %a "$mnt2") == 755 ]] || problem "after a remount the mount root is mode $(stat -c %a "$mnt2"), not 755"
 [[ $(stat -c %a "$store2.files") == 700 ]] || problem "after a remount the backing tree is mode $(stat -c %a "$store2.files")"
 unmount_convfs "$mnt2"
