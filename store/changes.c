@@ -188,28 +188,22 @@ static int plain_lost_check(struct store *st, int64_t *mark, struct change **v, 
 	return 0;
 }
 
-static void changes_free(struct change *v, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		free(v[i].path);
-	free(v);
-}
-
 int store_changes_since(struct store *st, struct store_mark *mark, store_change_fn fn, void *ctx)
 {
 	struct store_mark m = *mark;
-	struct change *v = NULL;
-	size_t n = 0, alloc = 0;
+	_cleanup_free_ struct change *v = NULL;
+	size_t alloc = 0;
 	int total = 0, r;
 
-	do {
-		size_t before = n;
+	/* A chunk at a time, its paths let go once told: others may commit as fast as this reads. */
+	for (bool first = true;; first = false) {
+		size_t n = 0;
 
 		/* Read under the lock, told after it: fn may call the store. */
 		{
 			STORE_LOCK(st);
 
-			r = n == 0 ? forgets_check(st, &m.forgets, &v, &n, &alloc) : 0;
+			r = first ? forgets_check(st, &m.forgets, &v, &n, &alloc) : 0;
 			if (r == 0)
 				r = plain_lost_check(st, &m.plain, &v, &n, &alloc);
 			if (r == 0)
@@ -218,22 +212,23 @@ int store_changes_since(struct store *st, struct store_mark *mark, store_change_
 			if (r == 0)
 				r = read_changes(st, "SELECT id, path FROM plain_changes WHERE id > ?1 ORDER BY id LIMIT ?2",
 						 STORE_CHANGE_PLAIN, &m.plain, &v, &n, &alloc);
-			if (r == 0 && n > before) {
+			if (r == 0 && n > 0) {
 				/* What is kept by generation (the view's lists) is asked for again. */
 				__atomic_add_fetch(&st->generation, 1, __ATOMIC_RELEASE);
 				__atomic_add_fetch(&st->placement, 1, __ATOMIC_RELEASE);
 			}
 		}
-		for (size_t i = before; r >= 0 && i < n; i++)
+		for (size_t i = 0; r >= 0 && i < n; i++)
 			r = fn(ctx, v[i].kind, v[i].path);
+		for (size_t i = 0; i < n; i++)
+			free(v[i].path);
 		if (r < 0)
 			break;
-		total += (int)(n - before);
+		total += (int)n;
 		*mark = m;
-		if (n - before < CHANGES_CHUNK)
+		if (n < CHANGES_CHUNK)
 			break;
-	} while (1);
-	changes_free(v, n);
+	}
 	return r < 0 ? r : total;
 }
 

@@ -511,6 +511,16 @@ static void test_plain_changes_lost(void **state)
 	assert_int_equal(store_plain_changed(other, "settings/d.json"), 0);
 	assert_int_equal(store_changes_since(f->st, &mark, kinds_told, &told), 1);
 	assert_memory_equal(told.buf, "p", 1);
+
+	/* More than a chunk of them (1,024), each told once, in one call. */
+	assert_int_equal(store_batch_begin(other), 0);
+	for (int i = 0; i < 2500; i++)
+		assert_int_equal(store_plain_changed(other, "settings/e.json"), 0);
+	assert_int_equal(store_batch_end(other), 0);
+	told.len = 0;
+	assert_int_equal(store_changes_since(f->st, &mark, kinds_told, &told), 2500);
+	assert_int_equal(told.len, 2500);
+	assert_int_equal(store_changes_since(f->st, &mark, kinds_told, &told), 0);
 	store_free(other);
 }
 
