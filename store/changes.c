@@ -99,6 +99,14 @@ void store_read_anew(struct store *st)
 	store_blob_drop(st);
 }
 
+void store_forgot_elsewhere(struct store *st)
+{
+	STORE_LOCK(st);
+
+	store_blob_drop(st);
+	kept_drop(st);
+}
+
 /* One change read from the log, its path copied. */
 struct change {
 	enum store_change_kind kind;

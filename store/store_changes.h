@@ -46,6 +46,15 @@ int store_changed_elsewhere(struct store *st);
  */
 void store_read_anew(struct store *st);
 
+/*
+ * A forget another connection applied (the sync's, pulled from another
+ * machine): store_read_anew(), and what this connection keeps of docs'
+ * bytes for their readers goes too, since it may hold what the forget
+ * blanked. (store_changes_since() drops it as well once it sees the count
+ * of forgets move; this is for a caller that cannot wait for that.)
+ */
+void store_forgot_elsewhere(struct store *st);
+
 enum store_change_kind {
 	STORE_CHANGE_DOC,   /* a doc committed: its path */
 	STORE_CHANGE_PLAIN, /* a plain file, folder or link of the backing tree changed: its path */

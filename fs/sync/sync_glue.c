@@ -145,13 +145,14 @@ static void sync_glue_changed(void *ctx, const char *path)
 	if (!path) {
 		/*
 		 * Past versions changed too, which no revision says: the
-		 * daemon's connection lets go of the snapshot it may hold,
-		 * then the kernel drops every page it kept. Every daemon's
+		 * daemon's connection lets go of the snapshot it may hold and
+		 * of the docs' bytes it keeps for readers, then the kernel
+		 * drops every page it kept. Every daemon's
 		 * watcher does the same once it sees the count of forgets move
 		 * (this one's too, a moment later); this one's mount drops them
 		 * before the sync goes on.
 		 */
-		store_read_anew(g->fs->store);
+		store_forgot_elsewhere(g->fs->store);
 		kcache_forgot(g->fs);
 		kcache_placement_check(g->fs);
 		return;

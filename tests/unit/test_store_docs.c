@@ -864,6 +864,40 @@ static void test_forget_elsewhere(void **state)
 	store_snap_free(held);
 }
 
+/*
+ * The same forget, told by the sync (store_forgot_elsewhere()) before this
+ * connection looks at what others committed: the bytes it kept of the
+ * held version go at once.
+ */
+static void test_forgot_elsewhere_told(void **state)
+{
+	static const char v1[] = "[{\"ts\":1,\"text\":\"my key is sk-LEAKED-0043\"},{\"ts\":2,\"text\":\"ok\"}]";
+	static const char v2[] = "[{\"ts\":2,\"text\":\"ok\"}]";
+	struct fixture *f = *state;
+	struct store_forget fg = { .match = "sk-LEAKED-0043" };
+	struct store *other = NULL;
+	struct store_snap *held = NULL;
+	char *got;
+	size_t len;
+
+	assert_int_equal(commit(f->st, UI, v1), 0);
+	assert_int_equal(store_snap_open(f->st, UI, &held), 0);
+	for (int i = 0; i < 2; i++) {
+		got = snap_read_all(f->st, held, 4096, &len);
+		assert_non_null(strstr(got, "sk-LEAKED-0043"));
+		free(got);
+	}
+	assert_int_equal(store_open(f->path, 0, &other), 0);
+	assert_int_equal(store_doc_commit(other, UI, v2, strlen(v2), &who, "write"), 0);
+	assert_int_equal(store_forget_synced(other, &fg, &who), 0);
+	store_free(other);
+	store_forgot_elsewhere(f->st);
+	got = snap_read_all(f->st, held, 4096, &len);
+	assert_null(strstr(got, "sk-LEAKED-0043"));
+	free(got);
+	store_snap_free(held);
+}
+
 /* ---- revisions -------------------------------------------------------------------- */
 
 static void test_revisions_kept(void **state)
@@ -1222,6 +1256,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_kept_versions, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_kept_large, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_forget_elsewhere, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_forgot_elsewhere_told, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_revisions_kept, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_invalid_json_refused, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_commit_raw, setup_store, teardown),
