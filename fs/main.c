@@ -633,25 +633,15 @@ out_store:
 }
 
 /*
- * The mount's options, fsname the store's absolute path (made absolute here:
- * a new store given relative is found now that it exists, and the daemon
- * opens it after chdir("/")). fuse_opt splits options at commas: a comma or
- * backslash in the path is escaped with a backslash.
+ * The mount's options, fsname the store's absolute path (store_path_of()).
+ * fuse_opt splits options at commas: a comma or backslash in the path is
+ * escaped with a backslash.
  */
-static int mount_options(char **store_path, struct sb *ret)
+static int mount_options(const char *store_path, struct sb *ret)
 {
-	int r;
+	int r = sb_adds(ret, "-odefault_permissions,nosuid,nodev,subtype=convfs,fsname=");
 
-	if ((*store_path)[0] != '/') {
-		char *abs = realpath(*store_path, NULL);
-
-		if (!abs)
-			return -errno;
-		free(*store_path);
-		*store_path = abs;
-	}
-	r = sb_adds(ret, "-odefault_permissions,nosuid,nodev,subtype=convfs,fsname=");
-	for (const char *c = *store_path; r == 0 && *c; c++)
+	for (const char *c = store_path; r == 0 && *c; c++)
 		r = (*c == ',' || *c == '\\') ? sb_addf(ret, "\\%c", *c) : sb_add(ret, c, 1);
 	return r;
 }
@@ -921,7 +911,7 @@ int main(int argc, char **argv)
 	 * finds it there. Added last, so that the dev and suid of an fstab
 	 * line (mount.fuse3 adds them as root) lose to nosuid,nodev.
 	 */
-	if (mount_options(&store_path, &mount_opts) < 0 || fuse_opt_add_arg(&args, mount_opts.buf) != 0) {
+	if (mount_options(store_path, &mount_opts) < 0 || fuse_opt_add_arg(&args, mount_opts.buf) != 0) {
 		fprintf(stderr, "convfs: cannot make the mount options: out of memory\n");
 		goto out;
 	}
