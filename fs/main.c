@@ -24,7 +24,8 @@
  *      of the folder underneath; on the first mount only, take all of it in
  *      (long work, done before anything is mounted); close the store again;
  *      with -o sync, a store that never synced takes in the shared history;
- *   2. unless -f, fork: the parent waits for the child's word and exits with it;
+ *   2. unless -f, fork: the parent waits for the child's word and exits with it
+ *      (before step 1, every descriptor it inherited but 0-2 was closed);
  *   3. the child opens the store, mounts, takes in what is new or changed in
  *      the folder underneath (through the descriptor of step 1: once mounted,
  *      no client writes there any more; the quick check alone when nothing
@@ -784,6 +785,32 @@ static void malloc_tune(void)
 }
 
 /*
+ * A daemon keeps no descriptor it did not open itself: one that whatever
+ * started it passed down (flock(1)'s lock, a pipe a script reads until
+ * every writer closes it) would stay held for as long as it serves. Called
+ * before convfs opens anything. The mount point /dev/fd/N (mount.fuse3's
+ * drop_privileges: the /dev/fuse it opened) is kept.
+ */
+static void close_inherited(const char *mountpoint)
+{
+	unsigned keep = 0;
+	int n = 0;
+
+	if (sscanf(mountpoint, "/dev/fd/%u%n", &keep, &n) != 1 || mountpoint[n] != '\0' || keep < 3)
+		keep = 0;
+	if (keep == 0) {
+		if (close_range(3, ~0U, 0) == 0)
+			return;
+	} else if ((keep == 3 || close_range(3, keep - 1, 0) == 0) && close_range(keep + 1, ~0U, 0) == 0) {
+		return;
+	}
+	/* No close_range() (a kernel before 5.9, or valgrind's): each number in turn. */
+	for (long fd = 3, max = sysconf(_SC_OPEN_MAX); fd < max; fd++)
+		if (fd != keep)
+			close((int)fd);
+}
+
+/*
  * serve() in a child of its own, in a session of its own, as a daemon; the
  * parent waits for its word that it mounted. Returns the parent's exit
  * status: 0 mounted, 1 not. *ret_forked: a child was made (it owns the
@@ -870,6 +897,8 @@ int main(int argc, char **argv)
 		status = 2;
 		goto out;
 	}
+	if (!cmd.foreground)
+		close_inherited(cmd.mountpoint);
 	if (opts.n_words == 2) {
 		status = source_to_store(opts.words[0], &opts);
 		if (status != 0)

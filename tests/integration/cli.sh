@@ -15,8 +15,9 @@
 #     byte-for-byte and nothing is left beside it;
 #   - without -o store, the store is created under $XDG_DATA_HOME/convfs/
 #     (owner-only), and the same mount point gets the same store again;
-#   - without -f, convfs returns once mounted; fusermount3 -u unmounts and the
-#     daemon goes away;
+#   - without -f, convfs returns once mounted, its daemon holding no
+#     descriptor it inherited (flock(1)'s lock); fusermount3 -u unmounts and
+#     the daemon goes away;
 #   - with -d, libfuse's request log comes as convfs's own lines;
 #   - private by default: the mount root is 0700, files created 0644 (or
 #     chmod 0644) are 0600, directories 0700, conversation files 0600;
@@ -137,8 +138,12 @@ say "daemon mode"
 STORE=$T/store.db
 rc=0
 # Never under valgrind: the daemon is found below by its exact command line.
-timeout 20 "$CONVFS" -o "store=$STORE" "$M" >"$T/out" 2>&1 || rc=$?
+# Started by flock(1), whose command inherits the lock's descriptor: the
+# daemon closes what it did not open, and the lock is free once convfs has
+# returned (as is a pipe a script reads until every writer has closed it).
+timeout 20 flock "$T/held" "$CONVFS" -o "store=$STORE" "$M" >"$T/out" 2>&1 || rc=$?
 ((rc == 0)) || fail "convfs in daemon mode exits with status $rc: $(cat "$T/out")"
+flock -n "$T/held" true || problem "the daemon holds the lock of the flock(1) that started it"
 mountpoint -q "$M" || fail "convfs in daemon mode returned before mounting"
 [[ ! -s $T/out ]] || problem "convfs in daemon mode printed: $(cat "$T/out")"
 # The daemon: the one process whose command line is exactly ours.
