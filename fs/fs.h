@@ -53,6 +53,8 @@ struct fs {
 	uint64_t nofile_was;     /* the soft limit of open files before shares_raise_nofile() */
 	/* The kernel's side of the mount (fs/kernel/), from ll_session_new() to ll_session_free(). */
 	struct fuse_session *session; /* what tells the kernel; NULL outside a mount (export, tests) */
+	bool session_open;       /* the kernel may be told through it (atomic; kcache.c) */
+	pthread_rwlock_t session_lock; /* held to tell the kernel; taken whole before the device closes (kcache.c) */
 	struct nodes *nodes;     /* the kernel's node ids (nodes.h) */
 	struct dirs *dirs;       /* listings kept for readdir (dirs.h) */
 	bool epochs;             /* the kernel takes NOTIFY_INC_EPOCH (atomic; kcache.c) */

@@ -584,8 +584,9 @@ static int serve(struct fs *fs, struct fuse_args *args, const char *store_path, 
 			close(under_fd);
 			log_err("unmounting '%s': its folder underneath could not be taken in", mountpoint);
 			loop_signals_remove();
-			watch_stop(TAKE_PTR(watch));
+			kcache_session_end(fs);
 			fuse_session_unmount(se);
+			watch_stop(TAKE_PTR(watch));
 			goto out_session;
 		}
 		if (!fs->take_in)
@@ -616,8 +617,15 @@ static int serve(struct fs *fs, struct fuse_args *args, const char *store_path, 
 			r = r2;
 	}
 	loop_signals_remove();
-	watch_stop(TAKE_PTR(watch));
+	/*
+	 * Nothing is told to the kernel once its device closes; the threads
+	 * that tell it of commits made elsewhere (the watcher, the sync's) stop
+	 * after: one waiting in the kernel for a read no one answers any more
+	 * (the loop ended on a signal) goes on once the device is closed.
+	 */
+	kcache_session_end(fs);
 	fuse_session_unmount(se);
+	watch_stop(TAKE_PTR(watch));
 	sync_glue_stop(fs->sync);
 	log_info("unmounted '%s'; the store is closed", mountpoint);
 out_session:

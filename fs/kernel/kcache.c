@@ -31,6 +31,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fs/kernel/kcache.h"
@@ -47,10 +48,35 @@
  */
 #define CACHE_TIMEOUT 600.0
 
-/* The session to tell the kernel through; NULL outside a mount, and once it ends. */
-static struct fuse_session *session_of(struct fs *fs)
+/*
+ * The session to tell the kernel through, held: NULL outside a mount, and
+ * once kcache_session_end() ran. Every word to the kernel is written to the session's
+ * device with session_lock held for reading, and kcache_session_end() takes
+ * it for writing before the device is closed: no thread (the watcher, the
+ * sync's) writes a notification to the device's number once closed, and by
+ * then maybe another file's. session_release() after each.
+ */
+static struct fuse_session *session_hold(struct fs *fs)
 {
-	return __atomic_load_n(&fs->session, __ATOMIC_ACQUIRE);
+	int r;
+
+	if (!__atomic_load_n(&fs->session_open, __ATOMIC_ACQUIRE))
+		return NULL;
+	r = pthread_rwlock_rdlock(&fs->session_lock);
+	if (r != 0) {
+		log_warn("cannot take the lock of the kernel's session: %s; the kernel is not told", strerror(r));
+		return NULL;
+	}
+	if (!__atomic_load_n(&fs->session_open, __ATOMIC_ACQUIRE)) {
+		pthread_rwlock_unlock(&fs->session_lock);
+		return NULL;
+	}
+	return fs->session;
+}
+
+static void session_release(struct fs *fs)
+{
+	pthread_rwlock_unlock(&fs->session_lock);
 }
 
 /*
@@ -66,10 +92,11 @@ static struct fuse_session *session_of(struct fs *fs)
 void kcache_new_epoch(struct fs *fs)
 {
 	struct fuse_out_header h = { .len = sizeof(h), .error = NOTIFY_INC_EPOCH, .unique = 0 };
-	struct fuse_session *session = session_of(fs);
+	struct fuse_session *session;
 	ssize_t n;
+	int err;
 
-	if (!session || !__atomic_load_n(&fs->epochs, __ATOMIC_ACQUIRE))
+	if (!__atomic_load_n(&fs->epochs, __ATOMIC_ACQUIRE) || !(session = session_hold(fs)))
 		return;
 	/*
 	 * No lock is taken in the kernel: an increment. ENODEV, EBADF: the
@@ -78,11 +105,13 @@ void kcache_new_epoch(struct fs *fs)
 	 * long as CACHE_TIMEOUT: those looked up from now on are not kept.
 	 */
 	n = write(fuse_session_fd(session), &h, sizeof(h));
-	if (n < 0 && (errno == ENODEV || errno == EBADF))
+	err = errno;
+	session_release(fs);
+	if (n < 0 && (err == ENODEV || err == EBADF))
 		return;
 	if (n != (ssize_t)sizeof(h)) {
 		log_err("cannot tell the kernel that docs changed (a new epoch): %s; docs' entries are not kept from now on",
-			n < 0 ? strerror(errno) : "short write");
+			n < 0 ? strerror(err) : "short write");
 		__atomic_store_n(&fs->epochs, false, __ATOMIC_RELEASE);
 	}
 }
@@ -105,7 +134,7 @@ static void drop(struct fuse_session *session, struct node_ref node)
 
 void kcache_invalidate_pages(struct fs *fs, const char *rel)
 {
-	struct fuse_session *session = session_of(fs);
+	struct fuse_session *session = session_hold(fs);
 	struct node_ref node;
 
 	if (!session)
@@ -113,11 +142,12 @@ void kcache_invalidate_pages(struct fs *fs, const char *rel)
 	node = nodes_find(fs->nodes, rel);
 	if (node.ino && !node.version)
 		fuse_lowlevel_notify_inval_inode(session, node.ino, 0, 0);
+	session_release(fs);
 }
 
 void kcache_invalidate(struct fs *fs, const char *rel)
 {
-	struct fuse_session *session = session_of(fs);
+	struct fuse_session *session = session_hold(fs);
 	struct node_ref node;
 
 	if (!session)
@@ -129,6 +159,7 @@ void kcache_invalidate(struct fs *fs, const char *rel)
 	 */
 	if (node.ino && !node.version)
 		drop(session, node);
+	session_release(fs);
 }
 
 /*
@@ -184,18 +215,23 @@ static bool is_view_placed(const char *const *up, size_t n)
  */
 void kcache_placement_check(struct fs *fs)
 {
-	struct fuse_session *session = session_of(fs);
+	struct fuse_session *session;
 	_cleanup_free_ struct node_ref *nodes = NULL;
 	size_t n = 0;
 	uint64_t now = store_placement_generation(fs->store);
 
 	/*
 	 * Told by whoever sees the generation move first; two that see it at
-	 * once both tell, which costs a few notifications, not a lock held
-	 * while the kernel is told.
+	 * once both tell, which costs a few notifications, not a lock of ours
+	 * held while the kernel is told (the session's, for reading, blocks
+	 * no one).
 	 */
-	if (!session || __atomic_exchange_n(&fs->placement_told, now, __ATOMIC_ACQ_REL) == now)
+	if (!(session = session_hold(fs)))
 		return;
+	if (__atomic_exchange_n(&fs->placement_told, now, __ATOMIC_ACQ_REL) == now) {
+		session_release(fs);
+		return;
+	}
 	drop(session, (struct node_ref){ .ino = FUSE_ROOT_ID, .dir = true });
 	if (nodes_collect(fs->nodes, is_view_placed, &nodes, &n) < 0)
 		/* The kernel keeps what it has until a folder's mtime moves, for a second at most. */
@@ -203,25 +239,25 @@ void kcache_placement_check(struct fs *fs)
 	/* Those are the view's folders, but for a client's own files directly in workspaces/. */
 	for (size_t i = 0; i < n; i++)
 		drop(session, nodes[i]);
+	session_release(fs);
 }
 
 void kcache_forgot(struct fs *fs)
 {
-	struct fuse_session *session = session_of(fs);
+	struct fuse_session *session;
 	_cleanup_free_ struct node_ref *nodes = NULL;
 	size_t n = 0;
 
-	if (!session)
-		return;
 	kcache_new_epoch(fs);
-	/* Every node, a replaced version a reader still holds too. */
-	if (nodes_collect(fs->nodes, NULL, &nodes, &n) < 0) {
-		log_warn("out of memory while telling the kernel to drop what it keeps after a forget");
+	if (!(session = session_hold(fs)))
 		return;
-	}
+	/* Every node, a replaced version a reader still holds too. */
+	if (nodes_collect(fs->nodes, NULL, &nodes, &n) < 0)
+		log_warn("out of memory while telling the kernel to drop what it keeps after a forget");
 	/* Pages too, a version node's included: what is forgotten may be in them. */
 	for (size_t i = 0; i < n; i++)
 		fuse_lowlevel_notify_inval_inode(session, nodes[i].ino, 0, 0);
+	session_release(fs);
 }
 
 static bool is_top_level(const char *const *up, size_t n)
@@ -242,7 +278,7 @@ void kcache_taken_in(struct fs *fs)
 	_cleanup_free_ struct node_ref *nodes = NULL;
 	size_t n = 0;
 
-	if (!session_of(fs))
+	if (!__atomic_load_n(&fs->session_open, __ATOMIC_ACQUIRE))
 		return;
 	kcache_drop_attrs(fs, FUSE_ROOT_ID);
 	if (nodes_collect(fs->nodes, is_top_level, &nodes, &n) < 0)
@@ -274,7 +310,49 @@ double kcache_links_timeout(const struct stat *st, double timeout)
 
 void kcache_session_set(struct fs *fs, struct fuse_session *se)
 {
-	__atomic_store_n(&fs->session, se, __ATOMIC_RELEASE);
+	int r;
+
+	if (!se) {
+		kcache_session_end(fs);
+		fs->session = NULL;
+		return;
+	}
+	fs->session = se;
+	r = pthread_rwlock_init(&fs->session_lock, NULL);
+	if (r != 0) {
+		/* What the kernel keeps then times out alone (a second, or CACHE_TIMEOUT). */
+		log_err("cannot make the lock of the kernel's session: %s; the kernel is told of no change", strerror(r));
+		return;
+	}
+	__atomic_store_n(&fs->session_open, true, __ATOMIC_RELEASE);
+}
+
+void kcache_session_end(struct fs *fs)
+{
+	struct timespec until;
+	int r;
+
+	if (!__atomic_load_n(&fs->session_open, __ATOMIC_ACQUIRE))
+		return;
+	/*
+	 * A word under way may wait in the kernel for a read that no one
+	 * answers any more (the loop ended on a signal, the mount still in
+	 * place), and only the device's close ends that read. So after a while
+	 * the session ends without that thread, which is in its write by then,
+	 * past reading the device's number.
+	 */
+	if (clock_gettime(CLOCK_MONOTONIC, &until) < 0) {
+		r = errno;
+	} else {
+		until.tv_sec += 2;
+		r = pthread_rwlock_clockwrlock(&fs->session_lock, CLOCK_MONOTONIC, &until);
+	}
+	__atomic_store_n(&fs->session_open, false, __ATOMIC_RELEASE);
+	if (r == 0)
+		pthread_rwlock_unlock(&fs->session_lock);
+	else
+		log_warn("the kernel is still being told of a change after 2 s (%s); the session ends all the same",
+			 strerror(r));
 }
 
 void kcache_init(struct fs *fs, const struct fuse_conn_info *conn)
@@ -294,10 +372,12 @@ void kcache_init(struct fs *fs, const struct fuse_conn_info *conn)
 
 void kcache_drop_attrs(struct fs *fs, fuse_ino_t ino)
 {
-	struct fuse_session *session = session_of(fs);
+	struct fuse_session *session = session_hold(fs);
 
-	if (session)
-		fuse_lowlevel_notify_inval_inode(session, ino, -1, 0);
+	if (!session)
+		return;
+	fuse_lowlevel_notify_inval_inode(session, ino, -1, 0);
+	session_release(fs);
 }
 
 double kcache_attr_timeout(const struct route *rt, const struct stat *st)

@@ -26,6 +26,13 @@
  * then: nothing is told, as outside a mount: the export, the tests).
  */
 void kcache_session_set(struct fs *fs, struct fuse_session *se);
+/*
+ * Nothing is told to the kernel from now on: before the session's device
+ * closes (fuse_session_unmount()), once any word under way was written, or
+ * after 2 s without it. Threads that tell the kernel (the watcher, the
+ * sync's) may run on; what they tell is dropped.
+ */
+void kcache_session_end(struct fs *fs);
 
 /* At the session's start: whether the kernel counts epochs (docs' entries kept). */
 void kcache_init(struct fs *fs, const struct fuse_conn_info *conn);
