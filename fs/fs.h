@@ -35,7 +35,7 @@ typedef int (*op_list_fn)(void *ctx, const char *name, mode_t type, uint64_t ino
 struct fs {
 	struct store *store;
 	int root_fd;        /* the backing tree, O_PATH */
-	int lock_fd;        /* the store, flock()ed: shared by the daemons serving it (main.c) */
+	int lock_fd;        /* the store, flock()ed: shared by the daemons serving it (fs/mount/prepare.c) */
 	struct registry registry; /* this daemon's, among those serving the store (registry.h) */
 	char *backing_path; /* <store>.files */
 	uid_t uid;

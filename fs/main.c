@@ -18,7 +18,8 @@
  * default store. The options only mount(8) and fstab use are dropped.
  *
  * Mounting happens in this order, so that every failure is reported to the
- * terminal that ran convfs and nothing is left half done:
+ * terminal that ran convfs and nothing is left half done (fs/mount/: step 1
+ * in prepare.c, steps 2 and 3 in serve.c):
  *   1. open the store (creating it), check it (a damaged store is refused
  *      here, unless -o salvage serves it read-only), and open a descriptor
  *      of the folder underneath; on the first mount only, take all of it in
@@ -36,36 +37,23 @@
  * from parent to child.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <fuse.h>
 #include <fuse_lowlevel.h>
-#include <inttypes.h>
-#include <limits.h>
 #include <malloc.h>
-#include <pwd.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <sqlite3.h>
 
 #include "fs/cmd/cmd.h"
 #include "fs/cmd/registry.h"
 #include "fs/fs.h"
-#include "fs/backing/indexer.h"
-#include "fs/kernel/kcache.h"
 #include "fs/kernel/loop.h"
+#include "fs/mount/mount.h"
 #include "fs/ops/shares.h"
-#include "fs/kernel/watch.h"
 #include "fs/sync/sync_glue.h"
-#include "fs/view/shadow.h"
-#include "fs/cmd/warnings.h"
-#include "store/store_changes.h"
-#include "store/store_seen.h"
-#include "store/store_ops.h"
 #include "store/util.h"
 
 struct options {
@@ -221,426 +209,6 @@ static void usage(FILE *out, const char *prog)
 		prog, prog, prog, prog, prog, prog, prog, prog, prog);
 }
 
-/* $XDG_DATA_HOME/convfs/<basename>-<hash of the full path>.db, directories made 0700. */
-static int default_store_path(const char *mountpoint, char **ret)
-{
-	_cleanup_sb_ struct sb p = SB_INIT;
-	const char *base = strrchr(mountpoint, '/');
-	const char *xdg = getenv("XDG_DATA_HOME");
-	const char *home = getenv("HOME");
-	uint64_t h = 0xcbf29ce484222325ULL;
-	int r;
-
-	for (const char *c = mountpoint; *c; c++)
-		h = (h ^ (unsigned char)*c) * 0x100000001b3ULL;
-	base = base && base[1] ? base + 1 : "root";
-	if (xdg && *xdg == '/') {
-		r = sb_adds(&p, xdg);
-	} else if (home && *home == '/') {
-		r = sb_addf(&p, "%s/.local/share", home);
-	} else {
-		/* Run by mount(8) at boot, or from a unit, there may be no HOME. */
-		struct passwd *pw = getpwuid(getuid());
-
-		if (!pw || !pw->pw_dir || pw->pw_dir[0] != '/')
-			return -ENOENT;
-		r = sb_addf(&p, "%s/.local/share", pw->pw_dir);
-	}
-	if (r < 0)
-		return r;
-	for (size_t i = 1; i <= p.len; i++) {
-		if (p.buf[i] == '/' || p.buf[i] == '\0') {
-			char save = p.buf[i];
-
-			p.buf[i] = '\0';
-			if (mkdir(p.buf, 0700) < 0 && errno != EEXIST)
-				return -errno;
-			p.buf[i] = save;
-		}
-	}
-	if ((r = sb_adds(&p, "/convfs")) < 0)
-		return r;
-	if (mkdir(p.buf, 0700) < 0 && errno != EEXIST)
-		return -errno;
-	if ((r = sb_addf(&p, "/%s-%08" PRIx64 ".db", base, (uint64_t)(h & 0xffffffffULL))) < 0)
-		return r;
-	*ret = sb_detach(&p, NULL);
-	return 0;
-}
-
-/* What the check at mount found: each problem one line of the log. */
-struct damage {
-	const char *store;
-	bool salvage;
-	int found;
-};
-
-static int damage_line(void *ctx, const char *line)
-{
-	struct damage *d = ctx;
-
-	d->found++;
-	if (d->salvage)
-		log_warn("the store '%s' is damaged: %s", d->store, line);
-	else
-		log_err("the store '%s' is damaged: %s", d->store, line);
-	return 0;
-}
-
-/* What to do about a store that cannot be read, said once. */
-static void damage_advice(const char *store_path, const char *mountpoint)
-{
-	log_err("nothing was mounted, and nothing was changed in the store or in '%s'. To go on: 'convfs check %s' "
-		"lists the damage; 'convfs -o salvage,store=%s %s' serves what can be read, read-only; or restore a "
-		"backup of the store; 'convfs export %s DIR' writes out what can be read",
-		mountpoint, store_path, store_path, mountpoint, store_path);
-}
-
-/*
- * The store's check at every mount (store_check_mount(): the schema and the
- * root of every table, a few milliseconds whatever its size). A damaged
- * store is refused, before anything is written or mounted, unless
- * -o salvage asks to serve what can be read of it, read-only. 0 or -errno.
- */
-static int check_store(struct fs *fs, const char *store_path, const char *mountpoint)
-{
-	struct damage d = { .store = store_path, .salvage = fs->salvage };
-	int64_t start = now_ns();
-	int r = store_check_mount(fs->store, damage_line, &d);
-
-	if (r < 0 && d.found == 0)
-		r = damage_line(&d, strerror(-r));
-	log_debug("checked the store '%s' in %.1f ms", store_path, (double)(now_ns() - start) / 1e6);
-	if (d.found == 0)
-		return 0;
-	if (fs->salvage) {
-		log_warn("serving the damaged store '%s' read-only (-o salvage): what cannot be read answers EIO, "
-			 "every write EROFS, and nothing of the folder underneath is taken in", store_path);
-		return 0;
-	}
-	damage_advice(store_path, mountpoint);
-	return -EUCLEAN;
-}
-
-/*
- * The writers of the daemons of one store take turns through the folder
- * they register in (store_turns()): a take-in's batches would otherwise
- * keep another daemon's save from SQLite's lock until it failed. Not fatal:
- * without the folder (registry_join() said why) this daemon waits as before.
- */
-static void turns_join(struct fs *fs, const char *store_path)
-{
-	_cleanup_sb_ struct sb dir = SB_INIT;
-	int r = sb_addf(&dir, "%s%s", store_path, REGISTRY_SUFFIX);
-
-	if (r == 0)
-		r = store_turns(fs->store, dir.buf);
-	if (r < 0)
-		log_debug("cannot take turns with the other daemons of '%s': %s", store_path, strerror(-r));
-}
-
-/*
- * Root serving another user's store: the registration folder, this daemon's
- * file and its warnings are the store owner's, as the store's own files
- * are, so that the owner's daemons and commands can read them, and remove
- * them once this daemon is gone (killed).
- */
-static void registration_give(struct fs *fs)
-{
-	_cleanup_sb_ struct sb warnings = SB_INIT;
-	const char *paths[3] = { fs->registry.dir, fs->registry.path, NULL };
-
-	if (!fs->owner.give)
-		return;
-	if (sb_addf(&warnings, "%s%s", fs->registry.path, WARNINGS_SUFFIX) == 0)
-		paths[2] = warnings.buf;
-	for (size_t i = 0; i < ARRAY_SIZE(paths); i++) {
-		int r = paths[i] ? tree_give(&fs->owner, AT_FDCWD, paths[i]) : -ENOMEM;
-
-		if (r < 0 && r != -ENOENT)
-			log_warn("cannot give '%s' to the store's owner (uid %u): %s", paths[i] ? paths[i] : "?",
-				 (unsigned)fs->owner.uid, strerror(-r));
-	}
-}
-
-/*
- * Step 1: open (or create) the store and, unless -o no_import, open the
- * folder underneath: *ret_under_fd, the caller's to close (-1 with
- * no_import), set only on success. A folder the store has never taken in
- * (the first mount: minutes for a large history, with progress on the
- * terminal) is taken in here, before anything is mounted, so that a failure
- * leaves the folder as it was. Every later mount takes it in once, after
- * mounting (step 3).
- */
-static int prepare_store(struct fs *fs, const char *store_path, const char *mountpoint, const struct options *opts,
-			 int *ret_under_fd)
-{
-	bool no_import = opts->no_import;
-	struct stat st;
-	int r, mfd;
-
-	r = store_open(store_path, fs->salvage ? STORE_OPEN_READONLY | STORE_OPEN_AS_IS : 0, &fs->store);
-	if (r == -EIO)
-		damage_advice(store_path, mountpoint);
-	if (r < 0)
-		return r;
-	/*
-	 * Every daemon serving the store holds a shared flock() of it (apart
-	 * from SQLite's POSIX locks; the daemon inherits it at fork): several
-	 * may serve it at once (fs/kernel/watch.c tells each of what the
-	 * others commit), and convfs forget takes it exclusively for its whole
-	 * run, so that none serves the store while it rewrites it.
-	 */
-	fs->lock_fd = open(store_path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-	r = fs->lock_fd < 0 ? -errno : cmd_flock(fs->lock_fd, LOCK_SH);
-	if (r == 0 && fstat(fs->lock_fd, &st) < 0)
-		r = -errno;
-	if (r < 0) {
-		if (r == -EWOULDBLOCK)
-			log_err("the store '%s' is being rewritten by convfs forget: mount it once that ends", store_path);
-		else
-			log_err("cannot lock the store '%s': %s", store_path, strerror(-r));
-		store_free(TAKE_PTR(fs->store));
-		return r;
-	}
-	fs->owner = tree_owner_of(&st);
-	/* Refused before anything is written; served damaged only once its warnings are kept. */
-	r = fs->salvage ? 0 : check_store(fs, store_path, mountpoint);
-	/* The backing tree only beside a store known to be good. */
-	if (r == 0)
-		r = plain_open_root(store_path, &fs->backing_path, &fs->root_fd);
-	if (r < 0) {
-		store_free(TAKE_PTR(fs->store));
-		return r;
-	}
-	/*
-	 * Registered beside the store, and from here on this mount's warnings
-	 * are kept for convfs status. Neither is fatal (a read-only store's
-	 * folder): status will not list this daemon, and it said why.
-	 */
-	registry_join(store_path, mountpoint, &fs->registry);
-	turns_join(fs, store_path);
-	if (fs->registry.path) {
-		warnings_start(fs->registry.path);
-		registration_give(fs);
-	}
-	if (fs->salvage)
-		(void)check_store(fs, store_path, mountpoint);
-	/* A store that syncs records what each commit changes from here on, the take-in's included. */
-	r = sync_glue_prepare(fs, opts->sync, opts->sync_key, &fs->sync);
-	if (r < 0) {
-		store_free(TAKE_PTR(fs->store));
-		return r;
-	}
-	/* Opened before mounting: the mount will hide it. */
-	mfd = open(mountpoint, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (mfd < 0) {
-		r = -errno;
-		log_err("cannot open the mount point '%s': %s", mountpoint, strerror(errno));
-	} else {
-		/* Which folder this mount is over (the host's, a container's): what it keeps apart is its own. */
-		r = fs_took_in_before(fs, mfd, mountpoint);
-		fs->folder_id = store_seen_folder_id(fs->store);
-		/* A damaged store is not written: nothing is taken in. */
-		if (r == 0 && !no_import && !fs->salvage)
-			r = fs_take_in(fs, mfd, mountpoint);
-		if (no_import || fs->salvage) {
-			close(mfd);
-			mfd = -1;
-		}
-	}
-	store_free(TAKE_PTR(fs->store));
-	if (r < 0) {
-		if (mfd >= 0)
-			close(mfd);
-		return r;
-	}
-	if (fs->sync)
-		sync_glue_catch_up(fs->sync, fs, store_path);
-	*ret_under_fd = mfd;
-	return 0;
-}
-
-/* What serve() needs before it mounts: the store, the backing root's mode, libgit2, the bases. */
-static int serve_open(struct fs *fs, const char *store_path)
-{
-	int r;
-
-	r = store_open(store_path, fs->salvage ? STORE_OPEN_READONLY | STORE_OPEN_AS_IS : 0, &fs->store);
-	if (r < 0)
-		return r;
-	turns_join(fs, store_path);
-	r = plain_root_load(fs);
-	/* Not fatal: without it the client's databases are shared, as before (it said why). */
-	if (r == 0 && fs->folder_id > 0)
-		plain_per_mount(fs, fs->folder_id);
-	if (r == 0)
-		r = shadow_init();
-	if (r == 0)
-		r = bases_new(&fs->bases);
-	if (r < 0) {
-		store_free(TAKE_PTR(fs->store));
-		return r;
-	}
-	return 0;
-}
-
-/* A daemon, mounted: logs to syslog from now on, lets go of the terminal, tells its parent (notify_fd). */
-static void detach(int notify_fd)
-{
-	char ok = 0;
-	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-
-	log_set_syslog(true);
-	if (null >= 0) {
-		dup2(null, STDIN_FILENO);
-		dup2(null, STDOUT_FILENO);
-		dup2(null, STDERR_FILENO);
-		close(null);
-	}
-	(void)!write(notify_fd, &ok, 1);
-	close(notify_fd);
-}
-
-/* What loop_run() returned (r), said: 0 for an unmount, > 0 for a stop signal, or -errno. */
-static int loop_ended(int r, const char *mountpoint)
-{
-	/*
-	 * A read of /dev/fuse that races the kernel's teardown at an unmount
-	 * gets ECONNABORTED instead of ENODEV: the connection ended as it
-	 * should, and the mount point shows the folder underneath again. Only
-	 * a mount still in place (answering ENOTCONN) was really aborted.
-	 */
-	if (r == -ECONNABORTED) {
-		struct stat st;
-
-		if (stat(mountpoint, &st) == 0)
-			r = 0;
-	}
-	/* A positive result is the signal that ended the loop (SIGTERM, SIGINT): a clean stop. */
-	if (r < 0)
-		log_err("the FUSE loop ended with an error: %s", strerror(-r));
-	else if (r > 0)
-		log_info("stopping on signal %d", r);
-	return r;
-}
-
-/*
- * Step 3: open, mount, take in through under_fd (unless -1; closed here),
- * serve, at most `workers` requests at once. notify_fd (or -1) gets one
- * byte: 0 for mounted.
- */
-static int serve(struct fs *fs, struct fuse_args *args, const char *store_path, const char *mountpoint,
-		 int under_fd, int notify_fd, unsigned workers)
-{
-	struct indexer *ix = NULL;
-	struct fuse_session *se;
-	struct watch *watch = NULL;
-	int r;
-
-	r = serve_open(fs, store_path);
-	if (r < 0)
-		return r;
-	se = ll_session_new(args, fs);
-	if (!se) {
-		r = -EINVAL;
-		goto out_store;
-	}
-	if (fuse_session_mount(se, mountpoint) != 0) {
-		log_err("cannot mount on '%s'", mountpoint);
-		r = -EIO;
-		goto out_session;
-	}
-	if (loop_signals_set(se) < 0)
-		log_warn("cannot install signal handlers; unmount with fusermount3 -u");
-	/*
-	 * What other daemons serving the store (and the sync) commit reaches
-	 * this mount's kernel through the watcher; from before the take-in,
-	 * which may wait for their batches. Without it the mount serves, and it
-	 * said why.
-	 */
-	watch_start(fs, store_path, &watch);
-	/*
-	 * The take-in: what clients wrote into the folder while convfs was not
-	 * mounted (an editor started first, or saving while the unit restarts
-	 * convfs). Done once the mount is up, so that no client can write
-	 * underneath after it: the folder is reached only through under_fd.
-	 * With nothing changed it is the quick check alone, and only its look
-	 * at the top level is made here: the loop starts, and the rest of the
-	 * check goes on on a thread of its own, each request waiting until what
-	 * it touches was looked at (fs_take_in_wait()). Where the top level
-	 * differs, the whole take-in runs here, before the loop; requests wait
-	 * for it. If it fails, what is underneath would be hidden: unmount, and
-	 * say so.
-	 */
-	if (under_fd >= 0) {
-		r = fs_take_in_begin(fs, under_fd, mountpoint, &fs->take_in);
-		if (r > 0 && fs_take_in_start(fs->take_in, kcache_taken_in) < 0) {
-			/* No thread for it: the rest here, before the loop. */
-			r = fs_take_in_end(fs->take_in);
-			fs->take_in = NULL;
-		}
-		if (r < 0) {
-			close(under_fd);
-			log_err("unmounting '%s': its folder underneath could not be taken in", mountpoint);
-			loop_signals_remove();
-			kcache_session_end(fs);
-			fuse_session_unmount(se);
-			watch_stop(TAKE_PTR(watch));
-			goto out_session;
-		}
-		if (!fs->take_in)
-			close(under_fd);
-	}
-	/* The sync's thread: from now on, this mount's commits go out and the other machines' come in. */
-	if (fs->sync)
-		sync_glue_start(fs->sync, fs, store_path);
-	if (notify_fd >= 0)
-		detach(notify_fd);
-	/* Said here, where a daemon logs to syslog: nothing on the terminal that started it. */
-	plain_log_ready();
-	shares_log_limit(fs->shares, fs->nofile_was);
-	/* What the search index has yet to take in (a first take-in, an upgrade), behind the mount. */
-	r = indexer_start(fs->store, &ix);
-	if (r < 0)
-		log_warn("cannot start the search index's build: %s; convfs search misses what it has not taken in, "
-			 "until a mount that can", strerror(-r));
-	r = loop_ended(loop_run(se, workers), mountpoint);
-	indexer_stop(ix);
-	if (fs->take_in) {
-		/* A take-in still under way ends first (it said why if it failed). */
-		int r2 = fs_take_in_end(fs->take_in);
-
-		fs->take_in = NULL;
-		close(under_fd);
-		if (r2 < 0)
-			r = r2;
-	}
-	loop_signals_remove();
-	/*
-	 * Nothing is told to the kernel once its device closes; the threads
-	 * that tell it of commits made elsewhere (the watcher, the sync's) stop
-	 * after: one waiting in the kernel for a read no one answers any more
-	 * (the loop ended on a signal) goes on once the device is closed.
-	 */
-	kcache_session_end(fs);
-	fuse_session_unmount(se);
-	watch_stop(TAKE_PTR(watch));
-	sync_glue_stop(fs->sync);
-	log_info("unmounted '%s'; the store is closed", mountpoint);
-out_session:
-	ll_session_free(fs);
-out_store:
-	shadow_shutdown();
-	store_free(fs->store);
-	fs->store = NULL;
-	bases_free(fs->bases);
-	fs->bases = NULL;
-	registry_leave(&fs->registry);
-	free(TAKE_PTR(fs->per_mount));
-	return r < 0 ? r : 0;
-}
-
 /*
  * The mount's options, fsname the store's absolute path (store_path_of()).
  * fuse_opt splits options at commas: a comma or backslash in the path is
@@ -714,64 +282,6 @@ static _printf_(2, 0) void libfuse_log(enum fuse_log_level level, const char *fm
 	log_msg(ours, "libfuse: %s", line);
 }
 
-/*
- * A store that does not exist yet, named by path: its folder's absolute
- * path and its name, into *ret; NULL if its folder cannot be resolved
- * either (store_open() then says why).
- */
-static int new_store_path(const char *path, char **ret)
-{
-	_cleanup_free_ char *copy = strdup(path), *dir = NULL;
-	_cleanup_sb_ struct sb abs = SB_INIT;
-	char *slash = copy ? strrchr(copy, '/') : NULL;
-	const char *name = slash ? slash + 1 : path;
-
-	if (!copy)
-		return -ENOMEM;
-	if (slash == copy)
-		slash[1] = '\0'; /* in / */
-	else if (slash)
-		*slash = '\0';
-	dir = realpath(slash ? copy : ".", NULL);
-	if (!dir || !*name) {
-		*ret = NULL;
-		return errno == ENOMEM ? -ENOMEM : 0;
-	}
-	if (sb_addf(&abs, "%s%s%s", dir, strcmp(dir, "/") == 0 ? "" : "/", name) < 0)
-		return -ENOMEM;
-	*ret = sb_detach(&abs, NULL);
-	return 0;
-}
-
-/*
- * The store -o store= names, made absolute (the daemon opens it after
- * chdir("/"), and registers beside it: a relative path would mean another
- * place there), or the default for mountpoint; said if it fails.
- */
-static int store_path_of(const char *opt, const char *mountpoint, char **ret)
-{
-	int r;
-
-	if (!opt) {
-		r = default_store_path(mountpoint, ret);
-		if (r < 0)
-			fprintf(stderr, "convfs: cannot make a store path under $XDG_DATA_HOME or ~/.local/share: %s\n",
-				strerror(-r));
-		return r;
-	}
-	/* A new store: its folder must exist. */
-	*ret = realpath(opt, NULL);
-	if (!*ret && errno == ENOENT && new_store_path(opt, ret) < 0)
-		*ret = NULL;
-	else if (!*ret)
-		*ret = strdup(opt);
-	if (!*ret) {
-		fprintf(stderr, "convfs: out of memory\n");
-		return -ENOMEM;
-	}
-	return 0;
-}
-
 static void print_version(void)
 {
 	printf("convfs %s (libfuse %s, SQLite %s)\n", CONVFS_VERSION, fuse_pkgversion(), sqlite3_libversion());
@@ -790,75 +300,6 @@ static void malloc_tune(void)
 	 * depends on how many workers were busy at once.
 	 */
 	mallopt(M_MMAP_THRESHOLD, 256 << 10);
-}
-
-/*
- * A daemon keeps no descriptor it did not open itself: one that whatever
- * started it passed down (flock(1)'s lock, a pipe a script reads until
- * every writer closes it) would stay held for as long as it serves. Called
- * before convfs opens anything. The mount point /dev/fd/N (mount.fuse3's
- * drop_privileges: the /dev/fuse it opened) is kept.
- */
-static void close_inherited(const char *mountpoint)
-{
-	unsigned keep = 0;
-	int n = 0;
-
-	if (sscanf(mountpoint, "/dev/fd/%u%n", &keep, &n) != 1 || mountpoint[n] != '\0' || keep < 3)
-		keep = 0;
-	if (keep == 0) {
-		if (close_range(3, ~0U, 0) == 0)
-			return;
-	} else if ((keep == 3 || close_range(3, keep - 1, 0) == 0) && close_range(keep + 1, ~0U, 0) == 0) {
-		return;
-	}
-	/* No close_range() (a kernel before 5.9, or valgrind's): each number in turn. */
-	for (long fd = 3, max = sysconf(_SC_OPEN_MAX); fd < max; fd++)
-		if (fd != keep)
-			close((int)fd);
-}
-
-/*
- * serve() in a child of its own, in a session of its own, as a daemon; the
- * parent waits for its word that it mounted. Returns the parent's exit
- * status: 0 mounted, 1 not. *ret_forked: a child was made (it owns the
- * registration from then on).
- */
-static int serve_forked(struct fs *fs, struct fuse_args *args, const char *store_path, const char *mountpoint,
-			int under_fd, unsigned workers, bool *ret_forked)
-{
-	_cleanup_close_ int rfd = -1;
-	int pfd[2], ws = 0;
-	pid_t pid;
-	char ok = 1;
-
-	if (pipe2(pfd, O_CLOEXEC) < 0) {
-		perror("convfs: pipe");
-		return 1;
-	}
-	fflush(NULL);
-	pid = fork();
-	if (pid < 0) {
-		perror("convfs: fork");
-		close(pfd[0]);
-		close(pfd[1]);
-		return 1;
-	}
-	if (pid == 0) {
-		close(pfd[0]);
-		setsid();
-		if (chdir("/") < 0)
-			_exit(1);
-		_exit(serve(fs, args, store_path, mountpoint, under_fd, pfd[1], workers) < 0);
-	}
-	rfd = pfd[0];
-	close(pfd[1]);
-	*ret_forked = true;
-	if (read(rfd, &ok, 1) == 1 && ok == 0)
-		return 0;
-	waitpid(pid, &ws, 0);
-	fprintf(stderr, "convfs: mounting '%s' failed\n", mountpoint);
-	return 1;
 }
 
 int main(int argc, char **argv)
@@ -936,7 +377,9 @@ int main(int argc, char **argv)
 	}
 	if (store_path_of(opts.store, cmd.mountpoint, &store_path) < 0)
 		goto out;
-	if (prepare_store(&fs, store_path, cmd.mountpoint, &opts, &under_fd) < 0) {
+	if (prepare_store(&fs, store_path, cmd.mountpoint,
+			  &(struct prepare_options){ .no_import = opts.no_import, .sync = opts.sync, .sync_key = opts.sync_key },
+			  &under_fd) < 0) {
 		fprintf(stderr, "convfs: cannot use the store '%s'; nothing was mounted\n", store_path);
 		goto out;
 	}

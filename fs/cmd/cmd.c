@@ -66,7 +66,7 @@ int cmd_flock(int fd, int op)
 
 /*
  * Every daemon holds LOCK_SH on the store file for as long as it serves it
- * (prepare_store() in main.c, kept across its fork): an exclusive lock that
+ * (prepare_store() in fs/mount/prepare.c, kept across its fork): an exclusive lock that
  * cannot be had means one runs (or convfs forget, which holds it
  * exclusively). Taken and let go at once: a command must not keep a mount
  * from starting.

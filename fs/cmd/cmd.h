@@ -38,7 +38,7 @@ int cmd_json_who(cJSON *o, pid_t pid, const char *comm);
 
 /*
  * 1 if a convfs daemon serves the store at path (it holds the store's
- * flock(), fs/main.c), 0 if not, -errno if the store cannot be opened.
+ * flock(), fs/mount/prepare.c), 0 if not, -errno if the store cannot be opened.
  */
 int cmd_store_in_use(const char *path);
 

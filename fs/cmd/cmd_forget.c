@@ -15,7 +15,7 @@
  *
  * A daemon serving the store keeps merge bases and snapshots of what is
  * forgotten, and would write it back: forget refuses while one runs, and
- * holds the store's lock (the daemon's, fs/main.c) so none starts meanwhile.
+ * holds the store's lock (the daemon's, fs/mount/prepare.c) so none starts meanwhile.
  * Exit status: 0 done (or nothing to forget), 1 refused or failed, 2 usage.
  */
 #include <errno.h>
