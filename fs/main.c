@@ -309,7 +309,7 @@ int main(int argc, char **argv)
 	struct options opts = { 0 };
 	_cleanup_free_ char *store_path = NULL;
 	_cleanup_sb_ struct sb mount_opts = SB_INIT;
-	struct fs fs = { .root_fd = -1, .lock_fd = -1, .registry = { .fd = -1 } };
+	struct fs fs = { .root_fd = -1, .lock_fd = -1, .registry = REGISTRY_INIT };
 	int status = 1, under_fd = -1;
 	unsigned workers;
 	bool forked = false; /* a daemon serves, forked from here: its registration is its own */

@@ -148,7 +148,7 @@ static int export_per_mount(struct export_ctx *c, int root_fd)
 
 int fs_export(const char *store_path, const char *dir)
 {
-	struct fs fs = { .root_fd = -1, .lock_fd = -1, .registry = { .fd = -1 } };
+	struct fs fs = { .root_fd = -1, .lock_fd = -1, .registry = REGISTRY_INIT };
 	struct export_ctx c = { .fs = &fs, .dst_fd = -1 };
 	struct stat sst;
 	bool made;

@@ -40,6 +40,18 @@ static int dir_path(const char *store_path, struct sb *ret)
 	return sb_addf(ret, "%s%s", store_path, REGISTRY_SUFFIX);
 }
 
+/*
+ * The folder itself, never where a symlink there points: the store's
+ * folder is its owner's, and a daemon run by root makes, gives and removes
+ * files in it. -errno (-ELOOP, -ENOTDIR for anything but a folder).
+ */
+static int dir_open(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	return fd < 0 ? -errno : fd;
+}
+
 /* True for the name of a daemon's file: 32 hex digits, nothing else. */
 static bool is_entry_name(const char *name)
 {
@@ -82,11 +94,11 @@ static char *entry_text(const char *mountpoint, int64_t since_ns)
 
 int registry_join(const char *store_path, const char *mountpoint, struct registry *ret)
 {
-	_cleanup_sb_ struct sb dir = SB_INIT, tmp = SB_INIT, path = SB_INIT;
+	_cleanup_sb_ struct sb dir = SB_INIT, path = SB_INIT;
 	_cleanup_free_ char *text = NULL;
-	_cleanup_close_ int fd = -1;
+	_cleanup_close_ int fd = -1, dfd = -1;
 	unsigned char rnd[16];
-	char id[33];
+	char id[33], tmp[40];
 	int r;
 
 	if ((r = dir_path(store_path, &dir)) < 0)
@@ -97,27 +109,37 @@ int registry_join(const char *store_path, const char *mountpoint, struct registr
 			 "not list this one", dir.buf, strerror(errno));
 		return r;
 	}
+	if ((dfd = dir_open(dir.buf)) < 0) {
+		struct stat st;
+		bool link = lstat(dir.buf, &st) == 0 && S_ISLNK(st.st_mode);
+
+		log_warn("cannot open '%s', where the daemons serving the store register: %s; convfs status will "
+			 "not list this one", dir.buf, link ? "a symlink, not a folder" : strerror(-dfd));
+		return dfd;
+	}
 	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
 		log_err("cannot name this daemon's registration in '%s': no random bytes", dir.buf);
 		return -EIO;
 	}
 	for (size_t i = 0; i < sizeof(rnd); i++)
 		snprintf(id + 2 * i, 3, "%02x", rnd[i]);
-	if ((r = sb_addf(&path, "%s/%s", dir.buf, id)) < 0 || (r = sb_addf(&tmp, "%s%s", path.buf, TMP_SUFFIX)) < 0)
+	snprintf(tmp, sizeof(tmp), "%s%s", id, TMP_SUFFIX);
+	if ((r = sb_addf(&path, "%s/%s", dir.buf, id)) < 0)
 		return r;
 	text = entry_text(mountpoint, now_ns());
 	if (!text)
 		return -ENOMEM;
-	fd = open(tmp.buf, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	fd = openat(dfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) < 0 || (r = write_all(fd, text, strlen(text))) < 0 ||
-	    rename(tmp.buf, path.buf) < 0) {
+	    renameat(dfd, tmp, dfd, id) < 0) {
 		r = r < 0 ? r : -errno;
 		log_warn("cannot register this daemon in '%s': %s; convfs status will not list it", dir.buf,
 			 strerror(-r));
-		unlink(tmp.buf);
+		unlinkat(dfd, tmp, 0);
 		return r;
 	}
-	*ret = (struct registry){ .fd = TAKE_FD(fd), .path = sb_detach(&path, NULL), .dir = sb_detach(&dir, NULL) };
+	*ret = (struct registry){ .fd = TAKE_FD(fd), .dfd = TAKE_FD(dfd), .path = sb_detach(&path, NULL),
+				  .dir = sb_detach(&dir, NULL) };
 	memcpy(ret->id, id, sizeof(id));
 	return 0;
 }
@@ -134,12 +156,8 @@ static void entry_remove(int dfd, const char *id)
 
 void registry_leave(struct registry *r)
 {
-	_cleanup_close_ int dfd = r->dir ? open(r->dir, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
-
-	if (dfd >= 0)
-		entry_remove(dfd, r->id);
-	else if (r->dir)
-		log_warn("cannot remove this daemon's registration in '%s': %s", r->dir, strerror(errno));
+	if (r->dfd >= 0)
+		entry_remove(r->dfd, r->id);
 	registry_close(r);
 }
 
@@ -147,9 +165,11 @@ void registry_close(struct registry *r)
 {
 	if (r->fd >= 0)
 		close(r->fd);
+	if (r->dfd >= 0)
+		close(r->dfd);
 	free(r->path);
 	free(r->dir);
-	*r = (struct registry){ .fd = -1 };
+	*r = (struct registry)REGISTRY_INIT;
 }
 
 /* A daemon's file is one line of JSON: its mount point, escaped, is the most of it (PATH_MAX, up to 6 bytes each). */
@@ -197,13 +217,18 @@ int registry_list(const char *store_path, registry_fn fn, void *ctx)
 	_cleanup_sb_ struct sb dir = SB_INIT;
 	struct dirent *de;
 	DIR *d;
-	int r;
+	int r, dfd;
 
 	if ((r = dir_path(store_path, &dir)) < 0)
 		return r;
-	d = opendir(dir.buf);
-	if (!d)
-		return -errno;
+	if ((dfd = dir_open(dir.buf)) < 0)
+		return dfd;
+	d = fdopendir(dfd);
+	if (!d) {
+		r = -errno;
+		close(dfd);
+		return r;
+	}
 	r = 0;
 	while (r >= 0 && (errno = 0, de = readdir(d))) {
 		struct registry_entry e = { 0 };

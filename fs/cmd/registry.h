@@ -28,15 +28,17 @@ struct registry_entry {
 /* This daemon's registration: its file, held open and locked. */
 struct registry {
 	int fd;
+	int dfd;    /* <store>.mounts, opened as a folder (never through a symlink) */
 	char *path; /* the file */
 	char *dir;  /* <store>.mounts */
 	char id[33];
 };
+#define REGISTRY_INIT { .fd = -1, .dfd = -1 }
 
 /*
  * Registers this daemon as serving the store at store_path, mounted at
- * mountpoint: makes <store>.mounts/ (0700) if it is missing, and a file of
- * its own in it, flock()ed (inherited at fork: the daemon keeps it). 0 or
+ * mountpoint: makes <store>.mounts/ (0700) if it is missing (a symlink there
+ * is refused), and a file of its own in it, flock()ed (inherited at fork: the daemon keeps it). 0 or
  * -errno, with a warning: a daemon that cannot register (a read-only
  * folder) serves all the same, unlisted.
  */

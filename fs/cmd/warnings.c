@@ -80,18 +80,31 @@ static int file_path(const char *store_path, struct sb *ret)
 	return sb_addf(ret, "%s%s", store_path, WARNINGS_SUFFIX);
 }
 
-int warnings_start(const char *store_path)
+/*
+ * The file name in dirfd (path: how it is named in messages), made anew:
+ * never through a symlink, nor anything but a regular file (a FIFO put
+ * there would hang the open).
+ */
+static int start_at(int dirfd, const char *name, const char *path)
 {
-	_cleanup_sb_ struct sb path = SB_INIT;
+	struct stat st;
 	int r, fd;
 
-	if ((r = file_path(store_path, &path)) < 0)
-		return r;
-	fd = open(path.buf, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
+	if (fd >= 0 && fstat(fd, &st) < 0) {
+		r = -errno;
+		close(fd);
+		errno = -r;
+		fd = -1;
+	} else if (fd >= 0 && !S_ISREG(st.st_mode)) {
+		close(fd);
+		errno = EINVAL;
+		fd = -1;
+	}
 	if (fd < 0) {
 		r = -errno;
-		log_info("cannot keep the warnings in '%s': %s; convfs status will not show them", path.buf,
-			 strerror(errno));
+		log_info("cannot keep the warnings in '%s': %s; convfs status will not show them", path,
+			 r == -EINVAL ? "not a regular file" : strerror(-r));
 		return r;
 	}
 	/* An older file, made by someone else's umask: owner-only, as the store. */
@@ -109,20 +122,45 @@ int warnings_start(const char *store_path)
 	return 0;
 }
 
+int warnings_start(const char *store_path)
+{
+	_cleanup_sb_ struct sb path = SB_INIT;
+	int r;
+
+	if ((r = file_path(store_path, &path)) < 0)
+		return r;
+	return start_at(AT_FDCWD, path.buf, path.buf);
+}
+
+int warnings_start_at(int dirfd, const char *prefix, const char *path_prefix)
+{
+	_cleanup_sb_ struct sb name = SB_INIT, path = SB_INIT;
+	int r;
+
+	if ((r = file_path(prefix, &name)) < 0 || (r = file_path(path_prefix, &path)) < 0)
+		return r;
+	return start_at(dirfd, name.buf, path.buf);
+}
+
 int warnings_read(const char *store_path, size_t max_last, struct warnings *ret)
 {
 	_cleanup_sb_ struct sb path = SB_INIT, text = SB_INIT;
 	_cleanup_close_ int fd = -1;
 	struct warnings w = { 0 };
+	struct stat st;
 	size_t start, nlines = 0;
 	char *p;
 	int r;
 
 	if ((r = file_path(store_path, &path)) < 0)
 		return r;
-	fd = open(path.buf, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	fd = open(path.buf, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0)
 		return -errno;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return -EINVAL; /* a FIFO would hang the read */
 	for (;;) {
 		ssize_t n;
 

@@ -21,6 +21,12 @@
  * the file the daemon runs on, and status says it cannot tell.
  */
 int warnings_start(const char *store_path);
+/*
+ * The same for the file <prefix>.warnings in the folder dirfd (named
+ * <path_prefix>.warnings in messages): a daemon's, in its registration's
+ * folder opened as a folder (registry.h).
+ */
+int warnings_start_at(int dirfd, const char *prefix, const char *path_prefix);
 
 /* What the file of the store at store_path says. */
 struct warnings {

@@ -224,7 +224,8 @@ static int watch_files(struct watch *w)
 	w->inotify_fd = fd;
 	/* The folder: the WAL is made anew when the store is opened after it was folded back. */
 	w->wal_wd = inotify_add_watch(fd, dir, IN_MODIFY | IN_CREATE | IN_MOVED_TO | IN_ONLYDIR);
-	w->reg_wd = inotify_add_watch(fd, reg, IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM | IN_ONLYDIR);
+	w->reg_wd = inotify_add_watch(fd, reg,
+				      IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM | IN_ONLYDIR | IN_DONT_FOLLOW);
 	if (w->wal_wd < 0)
 		return -errno;
 	return 0;

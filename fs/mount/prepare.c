@@ -213,19 +213,19 @@ void turns_join(struct fs *fs, const char *store_path)
  */
 static void registration_give(struct fs *fs)
 {
-	_cleanup_sb_ struct sb warnings = SB_INIT;
-	const char *paths[3] = { fs->registry.dir, fs->registry.path, NULL };
+	char warnings[64];
+	const char *names[3] = { NULL, fs->registry.id, warnings };
 
 	if (!fs->owner.give)
 		return;
-	if (sb_addf(&warnings, "%s%s", fs->registry.path, WARNINGS_SUFFIX) == 0)
-		paths[2] = warnings.buf;
-	for (size_t i = 0; i < ARRAY_SIZE(paths); i++) {
-		int r = paths[i] ? tree_give(&fs->owner, AT_FDCWD, paths[i]) : -ENOMEM;
+	snprintf(warnings, sizeof(warnings), "%s%s", fs->registry.id, WARNINGS_SUFFIX);
+	/* Through the folder opened as a folder (registry_join()): where a symlink put in its place points, never. */
+	for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
+		int r = tree_give(&fs->owner, fs->registry.dfd, names[i]);
 
 		if (r < 0 && r != -ENOENT)
-			log_warn("cannot give '%s' to the store's owner (uid %u): %s", paths[i] ? paths[i] : "?",
-				 (unsigned)fs->owner.uid, strerror(-r));
+			log_warn("cannot give '%s%s%s' to the store's owner (uid %u): %s", fs->registry.dir,
+				 names[i] ? "/" : "", names[i] ? names[i] : "", (unsigned)fs->owner.uid, strerror(-r));
 	}
 }
 
@@ -287,7 +287,7 @@ int prepare_store(struct fs *fs, const char *store_path, const char *mountpoint,
 	registry_join(store_path, mountpoint, &fs->registry);
 	turns_join(fs, store_path);
 	if (fs->registry.path) {
-		warnings_start(fs->registry.path);
+		warnings_start_at(fs->registry.dfd, fs->registry.id, fs->registry.path);
 		registration_give(fs);
 	}
 	if (fs->salvage)

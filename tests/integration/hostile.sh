@@ -32,7 +32,10 @@
 #     with -o allow_other and without; a backing tree an older convfs left
 #     0755 is 0700 once mounted, the mount root keeping 0755;
 #   - root serving another user's store registers beside it as that user:
-#     the folder, its file and its warnings are the store owner's.
+#     the folder, its file and its warnings are the store owner's; with
+#     <store>.mounts made a symlink by that user, root's daemon serves
+#     unregistered and makes, gives away or removes nothing where it points;
+#     a daemon's warnings file replaced by a FIFO does not hang convfs status.
 
 . "$(dirname "$0")/lib.sh"
 
@@ -224,6 +227,36 @@ bad=$(find "$store2.mounts" ! -user "$OTHER" -printf '%U %p\n')
 [[ $(stat -c %a "$store2.files") == 700 ]] || problem "after a remount the backing tree is mode $(stat -c %a "$store2.files")"
 unmount_convfs "$mnt2"
 check_log "$store2.log" "$SHARED_LOG"
+# The store's folder is its owner's to plant in: <store>.mounts made a
+# symlink to a folder of root's, root's daemon makes, gives away and removes
+# nothing there (not even what looks like a stale registration), and serves
+# unregistered.
+mkdir "$T/roots"
+stale=0123456789abcdef0123456789abcdef
+echo '{}' >"$T/roots/$stale"
+echo '{}' >"$T/roots/$stale.warnings"
+rm -rf "$store2.mounts"
+as_other ln -s "$T/roots" "$store2.mounts"
+: >"$store2.log"
+mount_convfs "$mnt2" "$store2" -o allow_other
+echo planted >"$mnt2/planted" || problem "the mount over a planted <store>.mounts does not serve"
+unmount_convfs "$mnt2"
+got=$(cd "$T/roots" && find . -printf '%u %p\n' | sort)
+[[ $got == $'root .\nroot ./'$stale$'\nroot ./'$stale.warnings ]] ||
+	problem "root's daemon changed the folder a planted <store>.mounts points to:\n$got"
+check_log "$store2.log" "^convfs: warning: cannot open '.*store\.db\.mounts', where the daemons serving the store register: a symlink, not a folder"
+rm "$store2.mounts"
+# A daemon's warnings file replaced by a FIFO: convfs status says it cannot
+# read it, and does not wait for a writer that never comes.
+mount_convfs "$mnt2" "$store2" -o allow_other
+w=$(find "$store2.mounts" -name '*.warnings')
+[[ -n $w ]] || problem "no warnings file in $store2.mounts"
+rm -f "$w" && as_other mkfifo -m 0600 "$w"
+rc=0
+timeout 20 "$CONVFS" status "$mnt2" >"$T/status.out" 2>&1 || rc=$?
+((rc != 124)) || problem "convfs status hung on a FIFO in place of a warnings file"
+grep -q "$mnt2" "$T/status.out" || problem "convfs status beside a FIFO warnings file: $(cat "$T/status.out")"
+unmount_convfs "$mnt2"
 store3=$T/small/store3.db
 mount_convfs "$mnt2" "$store3"
 owner_only "the take-in (a mount not shared)" "$store3.files/shared-under" 0:0
