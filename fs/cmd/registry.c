@@ -25,6 +25,7 @@
 #include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fs/backing/tree.h"
@@ -212,6 +213,32 @@ static int entry_read(int dfd, const char *name, struct registry_entry *ret)
 	return 1;
 }
 
+/*
+ * A registration's temporary file (<id>.tmp) whose daemon was killed
+ * before it renamed it: no one holds it locked, and it is older than any
+ * registration under way (its daemon locks it at once, and renames it
+ * within microseconds). Removed, so that such files do not pile up.
+ */
+static void tmp_sweep(int dfd, const char *name)
+{
+	_cleanup_close_ int fd = -1;
+	size_t len = strlen(name);
+	char id[33];
+	struct stat st;
+
+	if (len != 32 + strlen(TMP_SUFFIX) || strcmp(name + 32, TMP_SUFFIX) != 0)
+		return;
+	memcpy(id, name, 32);
+	id[32] = '\0';
+	if (!is_entry_name(id))
+		return;
+	fd = openat(dfd, name, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_mtime > time(NULL) - 60 ||
+	    flock(fd, LOCK_SH | LOCK_NB) < 0)
+		return;
+	unlinkat(dfd, name, 0);
+}
+
 int registry_list(const char *store_path, registry_fn fn, void *ctx)
 {
 	_cleanup_sb_ struct sb dir = SB_INIT;
@@ -233,8 +260,10 @@ int registry_list(const char *store_path, registry_fn fn, void *ctx)
 	while (r >= 0 && (errno = 0, de = readdir(d))) {
 		struct registry_entry e = { 0 };
 
-		if (!is_entry_name(de->d_name))
+		if (!is_entry_name(de->d_name)) {
+			tmp_sweep(dirfd(d), de->d_name);
 			continue;
+		}
 		r = entry_read(dirfd(d), de->d_name, &e);
 		if (r > 0)
 			r = fn(ctx, &e);

@@ -52,7 +52,9 @@ void registry_close(struct registry *r);
 /*
  * Calls fn with each daemon serving the store at store_path now (its file
  * locked), this one included; removes the files of daemons that are gone
- * (not locked any more). 0, -ENOENT if no daemon ever registered, or -errno.
+ * (not locked any more), and the temporary files of registrations whose
+ * daemon was killed before it renamed them (over a minute old, unlocked).
+ * 0, -ENOENT if no daemon ever registered, or -errno.
  */
 typedef int (*registry_fn)(void *ctx, const struct registry_entry *e);
 int registry_list(const char *store_path, registry_fn fn, void *ctx);

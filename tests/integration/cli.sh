@@ -24,7 +24,9 @@
 #   - a name longer than NAME_MAX fails with ENAMETOOLONG;
 #   - a new store named by a path relative to the folder convfs starts in
 #     is made there, with its files and its registration, which goes at the
-#     unmount; the mount's root takes a time (touch -d);
+#     unmount; the mount's root takes a time (touch -d); a registration's
+#     temporary file a killed daemon left (over a minute old) goes at the
+#     next listing, a new one stays;
 #   - a mount that starts while another holds the store's lock for an
 #     instant (as convfs check does) waits that out;
 #   - a second convfs on a store in use mounts too (several daemons serve
@@ -181,6 +183,23 @@ done
 n=$(find "$T/rel/new.db.mounts" -maxdepth 1 -type f | wc -l)
 ((n == 0)) || problem "$n files left in new.db.mounts 10 s after unmounting: $(ls "$T/rel/new.db.mounts")"
 [[ $(cat "$T/rel/new.db.files/file" 2>/dev/null) == data ]] || problem "the file written is not in new.db.files beside the store"
+
+say "registrations' temporary files left by daemons killed while registering"
+# Listing the registrations (status does) removes one no one holds that is
+# over a minute old, and leaves a newer one, as a registration under way.
+old_tmp=$T/rel/new.db.mounts/0123456789abcdef0123456789abcdef.tmp
+young_tmp=$T/rel/new.db.mounts/fedcba9876543210fedcba9876543210.tmp
+echo '{}' >"$old_tmp"
+touch -d '-2 min' "$old_tmp"
+echo '{}' >"$young_tmp"
+rc=0
+(cd "$T/rel" && timeout 20 "$CONVFS" -o store=new.db "$M") >"$T/out" 2>&1 || rc=$?
+((rc == 0)) || fail "convfs -o store=new.db exits with status $rc: $(cat "$T/out")"
+"$CONVFS" status "$M" >"$T/out" 2>&1 || problem "convfs status fails: $(cat "$T/out")"
+fusermount3 -u "$M"
+[[ ! -e $old_tmp ]] || problem "a registration's temporary file of 2 minutes ago, held by no one, is still there"
+[[ -e $young_tmp ]] || problem "a registration's temporary file just made was removed"
+rm -f "$young_tmp"
 
 say "a mount while the store's lock is held for an instant"
 # As convfs check holds it to learn whether a daemon serves the store (here
