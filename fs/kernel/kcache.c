@@ -71,12 +71,18 @@ static struct fuse_session *session_hold(struct fs *fs)
 		pthread_rwlock_unlock(&fs->session_lock);
 		return NULL;
 	}
-	return fs->session;
+	return __atomic_load_n(&fs->session, __ATOMIC_ACQUIRE);
 }
 
 static void session_release(struct fs *fs)
 {
 	pthread_rwlock_unlock(&fs->session_lock);
+}
+
+/* Whether a thread holding the session tells on: kcache_session_end() began, and gave up waiting. */
+static bool session_lasts(struct fs *fs)
+{
+	return __atomic_load_n(&fs->session_open, __ATOMIC_ACQUIRE);
 }
 
 /*
@@ -237,7 +243,7 @@ void kcache_placement_check(struct fs *fs)
 		/* The kernel keeps what it has until a folder's mtime moves, for a second at most. */
 		log_warn("out of memory while telling the kernel that tasks moved");
 	/* Those are the view's folders, but for a client's own files directly in workspaces/. */
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n && session_lasts(fs); i++)
 		drop(session, nodes[i]);
 	session_release(fs);
 }
@@ -255,7 +261,7 @@ void kcache_forgot(struct fs *fs)
 	if (nodes_collect(fs->nodes, NULL, &nodes, &n) < 0)
 		log_warn("out of memory while telling the kernel to drop what it keeps after a forget");
 	/* Pages too, a version node's included: what is forgotten may be in them. */
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n && session_lasts(fs); i++)
 		fuse_lowlevel_notify_inval_inode(session, nodes[i].ino, 0, 0);
 	session_release(fs);
 }
@@ -314,10 +320,10 @@ void kcache_session_set(struct fs *fs, struct fuse_session *se)
 
 	if (!se) {
 		kcache_session_end(fs);
-		fs->session = NULL;
+		__atomic_store_n(&fs->session, NULL, __ATOMIC_RELEASE);
 		return;
 	}
-	fs->session = se;
+	__atomic_store_n(&fs->session, se, __ATOMIC_RELEASE);
 	r = pthread_rwlock_init(&fs->session_lock, NULL);
 	if (r != 0) {
 		/* What the kernel keeps then times out alone (a second, or CACHE_TIMEOUT). */
@@ -332,14 +338,16 @@ void kcache_session_end(struct fs *fs)
 	struct timespec until;
 	int r;
 
-	if (!__atomic_load_n(&fs->session_open, __ATOMIC_ACQUIRE))
+	/* No one starts telling from now on (session_hold() looks again under the lock); those under way end. */
+	if (!__atomic_exchange_n(&fs->session_open, false, __ATOMIC_ACQ_REL))
 		return;
 	/*
 	 * A word under way may wait in the kernel for a read that no one
 	 * answers any more (the loop ended on a signal, the mount still in
 	 * place), and only the device's close ends that read. So after a while
 	 * the session ends without that thread, which is in its write by then,
-	 * past reading the device's number.
+	 * past reading the device's number, and tells nothing more after it
+	 * (session_lasts()).
 	 */
 	if (clock_gettime(CLOCK_MONOTONIC, &until) < 0) {
 		r = errno;
@@ -347,7 +355,6 @@ void kcache_session_end(struct fs *fs)
 		until.tv_sec += 2;
 		r = pthread_rwlock_clockwrlock(&fs->session_lock, CLOCK_MONOTONIC, &until);
 	}
-	__atomic_store_n(&fs->session_open, false, __ATOMIC_RELEASE);
 	if (r == 0)
 		pthread_rwlock_unlock(&fs->session_lock);
 	else
