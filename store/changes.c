@@ -292,7 +292,7 @@ int store_turns(struct store *st, const char *dir)
 
 	for (int i = 0; i < 2; i++) {
 		/* Two opens, two locks: flock() locks an open file, not the folder. */
-		fd[i] = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		fd[i] = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (fd[i] < 0) {
 			int r = -errno;
 

@@ -115,7 +115,7 @@ bool store_batch_due(struct store *st);
  * waits says so (a shared flock() of dir, held until it is done), and a
  * batch that ends waits until no one says so, up to STORE_TURN_NS, before
  * it goes on; a batch that is due (store_batch_due()) ends when someone
- * waits. Without turns (dir cannot be opened: -errno) a writer waits as
+ * waits. Without turns (dir cannot be opened, or is a symlink: -errno) a writer waits as
  * before, and may wait in vain.
  */
 int store_turns(struct store *st, const char *dir);

@@ -82,33 +82,28 @@ static int file_path(const char *store_path, struct sb *ret)
 
 /*
  * The file name in dirfd (path: how it is named in messages), made anew:
- * never through a symlink, nor anything but a regular file (a FIFO put
- * there would hang the open).
+ * the one of the last mount removed, then a new one made, never opened as
+ * it is: what stands at the name (a symlink, a FIFO, a hard link to
+ * another file, put there by whoever can write the folder) is never
+ * followed, truncated or waited on.
  */
 static int start_at(int dirfd, const char *name, const char *path)
 {
-	struct stat st;
 	int r, fd;
 
-	fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
-	if (fd >= 0 && fstat(fd, &st) < 0) {
+	if (unlinkat(dirfd, name, 0) < 0 && errno != ENOENT) {
 		r = -errno;
-		close(fd);
-		errno = -r;
-		fd = -1;
-	} else if (fd >= 0 && !S_ISREG(st.st_mode)) {
-		close(fd);
-		errno = EINVAL;
-		fd = -1;
+		log_info("cannot keep the warnings in '%s': %s (removing the last one's); convfs status will not "
+			 "show them", path, strerror(-r));
+		return r;
 	}
+	fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0) {
 		r = -errno;
 		log_info("cannot keep the warnings in '%s': %s; convfs status will not show them", path,
-			 r == -EINVAL ? "not a regular file" : strerror(-r));
+			 strerror(-r));
 		return r;
 	}
-	/* An older file, made by someone else's umask: owner-only, as the store. */
-	(void)!fchmod(fd, 0600);
 	pthread_mutex_lock(&lock);
 	if (wfd >= 0)
 		close(wfd);
