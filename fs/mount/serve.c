@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * serve.c: a mount's second and third steps (fs/main.c says the order):
- * unless -f, the fork into a daemon that closes what it inherited; then
+ * unless -f, the fork into a daemon (whose process closed what it
+ * inherited before anything else, close_inherited()); then
  * the store opened again, the mount made, the folder underneath taken in
  * once more (what changed since), the threads of the mount started (the
  * watcher of other daemons' commits, the sync's, the search index's
  * build), the loop serving until the unmount, and everything ended in the
  * order that loses nothing.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <fuse_lowlevel.h>
@@ -220,6 +222,9 @@ out_store:
 void close_inherited(const char *mountpoint)
 {
 	unsigned keep = 0;
+	struct dirent *de;
+	long max;
+	DIR *d;
 	int n = 0;
 
 	if (sscanf(mountpoint, "/dev/fd/%u%n", &keep, &n) != 1 || mountpoint[n] != '\0' || keep < 3)
@@ -230,9 +235,29 @@ void close_inherited(const char *mountpoint)
 	} else if ((keep == 3 || close_range(3, keep - 1, 0) == 0) && close_range(keep + 1, ~0U, 0) == 0) {
 		return;
 	}
-	/* No close_range() (a kernel before 5.9, or valgrind's): each number in turn. */
-	for (long fd = 3, max = sysconf(_SC_OPEN_MAX); fd < max; fd++)
-		if (fd != keep)
+	/*
+	 * No close_range() (a kernel before 5.9): each one open, as /proc lists
+	 * them, below the limit of open files (above it, a tool the daemon
+	 * runs under keeps its own: valgrind).
+	 */
+	max = sysconf(_SC_OPEN_MAX);
+	if (max < 0 || max > (1 << 20))
+		max = 1 << 20;
+	d = opendir("/proc/self/fd");
+	if (d) {
+		while ((de = readdir(d))) {
+			char *end;
+			long fd = strtol(de->d_name, &end, 10);
+
+			if (*end == '\0' && fd >= 3 && fd < max && fd != dirfd(d) && fd != (long)keep)
+				close((int)fd);
+		}
+		closedir(d);
+		return;
+	}
+	/* No /proc either: each number in turn. */
+	for (long fd = 3; fd < max; fd++)
+		if (fd != (long)keep)
 			close((int)fd);
 }
 

@@ -244,18 +244,23 @@ unmount_convfs "$mnt2"
 got=$(cd "$T/roots" && find . -printf '%u %p\n' | sort)
 [[ $got == $'root .\nroot ./'$stale$'\nroot ./'$stale.warnings ]] ||
 	problem "root's daemon changed the folder a planted <store>.mounts points to:\n$got"
-check_log "$store2.log" "^convfs: warning: cannot open '.*store\.db\.mounts', where the daemons serving the store register: a symlink, not a folder"
+refused="^convfs: warning: cannot open '.*store\.db\.mounts', where the daemons serving the store register: a symlink, not a folder"
+log_has "$store2.log" "$refused" "the refused symlink"
+check_log "$store2.log" "$refused"
 rm "$store2.mounts"
 # A daemon's warnings file replaced by a FIFO: convfs status says it cannot
 # read it, and does not wait for a writer that never comes.
 mount_convfs "$mnt2" "$store2" -o allow_other
-w=$(find "$store2.mounts" -name '*.warnings')
-[[ -n $w ]] || problem "no warnings file in $store2.mounts"
-rm -f "$w" && as_other mkfifo -m 0600 "$w"
+w=("$store2.mounts"/*.warnings)
+((${#w[@]} == 1)) && [[ -f ${w[0]} ]] || fail "not one warnings file in $store2.mounts: ${w[*]}"
+rm -f "${w[0]}" && as_other mkfifo -m 0600 "${w[0]}"
+[[ -p ${w[0]} ]] || fail "no FIFO in place of ${w[0]}"
 rc=0
 timeout 20 "$CONVFS" status "$mnt2" >"$T/status.out" 2>&1 || rc=$?
 ((rc != 124)) || problem "convfs status hung on a FIFO in place of a warnings file"
-grep -q "$mnt2" "$T/status.out" || problem "convfs status beside a FIFO warnings file: $(cat "$T/status.out")"
+((rc == 0)) || problem "convfs status beside a FIFO warnings file exits $rc: $(cat "$T/status.out")"
+grep -q "^warnings: *not known (.*: Invalid argument)" "$T/status.out" ||
+	problem "convfs status does not say it cannot read a FIFO warnings file: $(cat "$T/status.out")"
 unmount_convfs "$mnt2"
 store3=$T/small/store3.db
 mount_convfs "$mnt2" "$store3"
