@@ -21,8 +21,9 @@
  *     commit tells the kernel (cache.told); those, the view's folders and
  *     the root: a second (KEEP_BRIEF, KEEP_NAMED).
  *
- * The kernel is told with no lock of ours held, and never so that it takes a
- * folder's lock on the daemon's behalf (notify_inval_entry would: a daemon
+ * The kernel is told with no lock of ours held but the session's, for
+ * reading (session_hold(): readers never wait for each other), and never so
+ * that it takes a folder's lock on the daemon's behalf (notify_inval_entry would: a daemon
  * killed meanwhile could hang it for good); attributes, pages and epochs only.
  */
 #include <errno.h>
@@ -48,6 +49,12 @@
  */
 #define CACHE_TIMEOUT 600.0
 
+/* Whether the kernel may still be told: false from the start of kcache_session_end() on. */
+static bool session_lasts(struct fs *fs)
+{
+	return __atomic_load_n(&fs->session_open, __ATOMIC_ACQUIRE);
+}
+
 /*
  * The session to tell the kernel through, held: NULL outside a mount, and
  * once kcache_session_end() ran. Every word to the kernel is written to the session's
@@ -60,14 +67,14 @@ static struct fuse_session *session_hold(struct fs *fs)
 {
 	int r;
 
-	if (!__atomic_load_n(&fs->session_open, __ATOMIC_ACQUIRE))
+	if (!session_lasts(fs))
 		return NULL;
 	r = pthread_rwlock_rdlock(&fs->session_lock);
 	if (r != 0) {
 		log_warn("cannot take the lock of the kernel's session: %s; the kernel is not told", strerror(r));
 		return NULL;
 	}
-	if (!__atomic_load_n(&fs->session_open, __ATOMIC_ACQUIRE)) {
+	if (!session_lasts(fs)) {
 		pthread_rwlock_unlock(&fs->session_lock);
 		return NULL;
 	}
@@ -77,12 +84,6 @@ static struct fuse_session *session_hold(struct fs *fs)
 static void session_release(struct fs *fs)
 {
 	pthread_rwlock_unlock(&fs->session_lock);
-}
-
-/* Whether a thread holding the session tells on: kcache_session_end() began, and gave up waiting. */
-static bool session_lasts(struct fs *fs)
-{
-	return __atomic_load_n(&fs->session_open, __ATOMIC_ACQUIRE);
 }
 
 /*
@@ -284,7 +285,7 @@ void kcache_taken_in(struct fs *fs)
 	_cleanup_free_ struct node_ref *nodes = NULL;
 	size_t n = 0;
 
-	if (!__atomic_load_n(&fs->session_open, __ATOMIC_ACQUIRE))
+	if (!session_lasts(fs))
 		return;
 	kcache_drop_attrs(fs, FUSE_ROOT_ID);
 	if (nodes_collect(fs->nodes, is_top_level, &nodes, &n) < 0)
