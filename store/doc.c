@@ -79,7 +79,6 @@ void tx_rollback(struct store *st)
 {
 	sqlite3_exec(st->db, st->batch_depth ? "ROLLBACK TO doc; RELEASE doc" : "ROLLBACK", NULL, NULL, NULL);
 	search_forget_pending(st);
-	kept_drop(st); /* a revision read in the transaction may come again, with other rows */
 	if (!st->batch_depth) {
 		st->placement_pending = false;
 		st->tx_open = false;

@@ -347,10 +347,12 @@ static ssize_t render_range(struct store *st, struct store_snap *s, char *buf, o
  * (elems_off), not in the rows. A doc read once (a grep of the history) is
  * not kept.
  *
- * Rows change in place only when a forget blanks them, and a revision's
- * number comes again only after a rollback: both drop what is kept
- * (kept_drop()), as does another connection's forget, which moves the count
- * of forgets in meta (changes.c).
+ * Rows change in place only when a forget blanks them, which drops what is
+ * kept (kept_drop()), as does another connection's forget, which moves the
+ * count of forgets in meta (changes.c). A revision's number comes again
+ * after a rollback, with other rows: so, as with the rows a commit keeps
+ * (rows.c), nothing read inside a transaction is kept or used, since it
+ * may yet roll back (a batch's COMMIT that fails).
  */
 
 static void kept_free(struct kept_render *k)
@@ -405,14 +407,16 @@ static bool kept_seen(struct store *st, int64_t doc_id)
 
 /*
  * What is kept of s's doc, made to hold only bytes of s's version; NULL if
- * nothing is (and, for a read from the start of a doc read so once before,
- * a slot to keep it in from now on).
+ * nothing is, or inside a transaction (and, for a read from the start of a
+ * doc read so once before, a slot to keep it in from now on).
  */
 static struct kept_render *kept_find(struct store *st, struct store_snap *s, off_t off)
 {
 	int64_t tail_at = s->size - (int64_t)s->tail_len, keep;
 	struct kept_render *k = NULL;
 
+	if (st->tx_open)
+		return NULL;
 	for (size_t i = 0; i < KEPT_DOCS; i++)
 		if (st->kept[i].doc_id == s->doc_id)
 			k = &st->kept[i];

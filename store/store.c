@@ -262,10 +262,8 @@ int store_tx_aside_end(struct store *st, int r)
 {
 	if (r == 0)
 		r = store_tx_lost(st) ? -EIO : store_exec(st, "COMMIT");
-	if (r < 0) {
+	if (r < 0)
 		sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
-		kept_drop(st); /* a revision read in it may come again, with other rows */
-	}
 	st->tx_open = false;
 	return r;
 }
@@ -591,10 +589,9 @@ int store_batch_end(struct store *st)
 	if (st->batch_depth > 0 && --st->batch_depth == 0) {
 		r = store_tx_lost(st) ? -EIO : store_exec(st, "COMMIT");
 		st->tx_open = false;
-		if (r < 0) {
+		if (r < 0)
 			sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
-			kept_drop(st); /* a revision read in the batch may come again, with other rows */
-		} else if (st->placement_pending)
+		else if (st->placement_pending)
 			__atomic_add_fetch(&st->placement, 1, __ATOMIC_RELEASE);
 		st->placement_pending = false;
 		pthread_cond_broadcast(&st->batch_over);

@@ -627,7 +627,6 @@ static int batch_end(struct store *st, bool ok)
 		return store_batch_end(st);
 	store_lock(st);
 	sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
-	kept_drop(st); /* a revision read in the batch may come again, with other rows */
 	st->batch_depth = 0;
 	st->tx_open = false;
 	st->placement_pending = false;
