@@ -44,6 +44,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "fs/kernel/nodes_internal.h"
 
@@ -120,6 +121,44 @@ static void unlock_telling(struct nodes *t, struct node *n, bool left)
 	pthread_mutex_unlock(&t->lock);
 }
 
+/* st as a version's attributes: a doc's, which has no device numbers. */
+static void attr_pack(struct version_attr *a, const struct stat *st)
+{
+	const struct timespec *ts[3] = { &st->st_atim, &st->st_mtim, &st->st_ctim };
+
+	a->ino = st->st_ino;
+	a->size = st->st_size;
+	a->blocks = st->st_blocks;
+	for (int i = 0; i < 3; i++) {
+		a->sec[i] = ts[i]->tv_sec;
+		a->nsec[i] = (uint32_t)ts[i]->tv_nsec;
+	}
+	a->mode = st->st_mode;
+	a->nlink = st->st_nlink > UINT32_MAX ? UINT32_MAX : (uint32_t)st->st_nlink;
+	a->uid = st->st_uid;
+	a->gid = st->st_gid;
+	a->blksize = (uint32_t)st->st_blksize;
+}
+
+static void attr_unpack(const struct version_attr *a, struct stat *st)
+{
+	struct timespec *ts[3] = { &st->st_atim, &st->st_mtim, &st->st_ctim };
+
+	memset(st, 0, sizeof(*st));
+	st->st_ino = a->ino;
+	st->st_size = a->size;
+	st->st_blocks = a->blocks;
+	for (int i = 0; i < 3; i++) {
+		ts[i]->tv_sec = a->sec[i];
+		ts[i]->tv_nsec = a->nsec[i];
+	}
+	st->st_mode = a->mode;
+	st->st_nlink = a->nlink;
+	st->st_uid = a->uid;
+	st->st_gid = a->gid;
+	st->st_blksize = a->blksize;
+}
+
 fuse_ino_t nodes_lookup_version(struct nodes *t, fuse_ino_t parent, const char *name, int64_t rev,
 				 const struct stat *st, bool *ret_version)
 {
@@ -143,7 +182,7 @@ fuse_ino_t nodes_lookup_version(struct nodes *t, fuse_ino_t parent, const char *
 	if (n) {
 		n->nlookup++;
 		n->ver = rev;
-		n->vst = *st;
+		attr_pack(&n->vst, st);
 		n->type = S_IFREG;
 	}
 	pthread_mutex_unlock(&t->lock);
@@ -158,7 +197,7 @@ bool nodes_version_stat(struct nodes *t, fuse_ino_t ino, struct stat *st)
 	pthread_mutex_lock(&t->lock);
 	version = n->state == NODE_VERSION;
 	if (version)
-		*st = n->vst;
+		attr_unpack(&n->vst, st);
 	pthread_mutex_unlock(&t->lock);
 	return version;
 }

@@ -448,6 +448,49 @@ static void test_collect_finds_named_nodes_only(void **state)
 	free(v);
 }
 
+/*
+ * A version node answers stat() with the attributes its lookup gave, every
+ * field a file's attributes carry to the kernel, as they were: the node
+ * keeps them in fewer bytes than a struct stat.
+ */
+static void test_version_attributes_kept_whole(void **state)
+{
+	struct stat st = {
+		.st_ino = 0x123456789abcULL,
+		.st_mode = S_IFREG | 0640,
+		.st_nlink = 3,
+		.st_uid = 1000,
+		.st_gid = 4000000000u,
+		.st_size = (off_t)5 << 40,
+		.st_blksize = 4096,
+		.st_blocks = ((off_t)5 << 40) / 512,
+		.st_atim = { .tv_sec = -86400, .tv_nsec = 1 },
+		.st_mtim = { .tv_sec = 1765000000, .tv_nsec = 999999999 },
+		.st_ctim = { .tv_sec = (time_t)1 << 40, .tv_nsec = 500 },
+	};
+	struct stat got;
+	bool version = false;
+	fuse_ino_t ino;
+
+	(void)state;
+	ino = nodes_lookup_version(t, FUSE_ROOT_ID, "doc", 7, &st, &version);
+	assert_true(ino != 0 && version);
+	memset(&got, 0xa5, sizeof(got));
+	assert_true(nodes_version_stat(t, ino, &got));
+	assert_int_equal(got.st_ino, st.st_ino);
+	assert_int_equal(got.st_mode, st.st_mode);
+	assert_int_equal(got.st_nlink, st.st_nlink);
+	assert_int_equal(got.st_uid, st.st_uid);
+	assert_int_equal(got.st_gid, st.st_gid);
+	assert_int_equal(got.st_size, st.st_size);
+	assert_int_equal(got.st_blksize, st.st_blksize);
+	assert_int_equal(got.st_blocks, st.st_blocks);
+	assert_int_equal(got.st_rdev, 0);
+	assert_memory_equal(&got.st_atim, &st.st_atim, sizeof(st.st_atim));
+	assert_memory_equal(&got.st_mtim, &st.st_mtim, sizeof(st.st_mtim));
+	assert_memory_equal(&got.st_ctim, &st.st_ctim, sizeof(st.st_ctim));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -460,6 +503,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_shared_version_held_for_retry, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_handles_left_released_once, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_collect_finds_named_nodes_only, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_version_attributes_kept_whole, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
