@@ -26,12 +26,12 @@
 #include <endian.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <libpq-fe.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/pq_load.h"
 #include "store/sync_internal.h"
 #include "store/sync_pg.h"
 #include "store/util.h"
@@ -82,8 +82,12 @@ struct sync_pg {
 int sync_pg_new(const char *conninfo, const unsigned char *key, const char *machine, const char *name,
 		struct sync_pg **ret)
 {
-	struct sync_pg *pg = calloc(1, sizeof(*pg));
+	struct sync_pg *pg;
+	int r = pq_load();
 
+	if (r < 0)
+		return r;
+	pg = calloc(1, sizeof(*pg));
 	if (!pg || !(pg->conninfo = strdup(conninfo)) || !(pg->name = strdup(name))) {
 		sync_pg_free(pg);
 		return -ENOMEM;
@@ -791,9 +795,12 @@ const struct sync_log_ops sync_pg_ops = {
 int store_sync_conninfo_check(const char *conninfo)
 {
 	char *err = NULL;
-	PQconninfoOption *opts = PQconninfoParse(conninfo, &err);
-	int r = 0;
+	PQconninfoOption *opts;
+	int r = pq_load();
 
+	if (r < 0)
+		return r;
+	opts = PQconninfoParse(conninfo, &err);
 	if (!opts) {
 		log_err("sync: cannot read the connection string of -o sync: %s", err ? err : "out of memory");
 		PQfreemem(err);

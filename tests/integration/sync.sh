@@ -36,7 +36,11 @@
 #   - a log sealed with -o sync_key: what PostgreSQL holds has no byte of the
 #     conversations, a machine with the key reads them, one without is
 #     refused with a clear line, and convfs status says why;
-#   - convfs status --json shows the sync (connected, nothing waiting).
+#   - convfs status --json shows the sync (connected, nothing waiting);
+#   - libpq is loaded by a daemon with -o sync, not by `convfs --version` nor
+#     by a daemon without it; with libpq made unloadable (an empty file bound
+#     over it in a private mount namespace), -o sync is refused with a line
+#     that names what is missing.
 # Outside CI, a machine without PostgreSQL's server skips (77); under
 # CI=true that fails. CONVFS_VALGRIND: fewer windows and commits.
 
@@ -84,6 +88,32 @@ now_ms() { local t=$EPOCHREALTIME; echo $((10#${t/./} / 1000)); }
 
 mount_machine a
 mount_machine b
+
+say "libpq is loaded by a daemon that syncs, by nothing else"
+LD_DEBUG=files "$CONVFS" --version 2>"$T/ld.out" >/dev/null || fail "convfs --version failed"
+! grep -q 'libpq' "$T/ld.out" || problem "convfs --version loads libpq: every start would pay for it"
+mkdir -p "$T/nosync"
+mount_convfs "$T/nosync" "$T/nosync.db"
+ls "$T/nosync" >/dev/null
+! grep -q 'libpq' "/proc/${DAEMON_PID[$T/nosync]}/maps" || problem "a daemon without -o sync loaded libpq"
+unmount_convfs "$T/nosync"
+grep -q 'libpq' "/proc/${DAEMON_PID[$T/a]}/maps" || problem "a's daemon, with -o sync, did not load libpq"
+
+say "a machine without libpq: -o sync refused, with a line that says what is missing"
+libpq=$(awk '/libpq/ { print $6; exit }' "/proc/${DAEMON_PID[$T/a]}/maps")
+: >"$T/empty.so"
+mkdir -p "$T/nolib"
+if unshare -m mount --bind "$T/empty.so" "$libpq" 2>/dev/null; then
+	unshare -m bash -c 'mount --bind "$1" "$2" && shift 2 && exec "$@"' sh "$T/empty.so" "$libpq" \
+		"${VALGRIND[@]}" "$CONVFS" -f -o "store=$T/nolib.db" -o "sync=$CONN" "$T/nolib" 2>"$T/nolib.log" &&
+		problem "-o sync mounted without libpq"
+	log_has "$T/nolib.log" "cannot load PostgreSQL's client library: .*(Debian's package libpq5 has it)" \
+		"that -o sync says libpq is missing"
+	no_valgrind_report "$T/nolib.log" "-o sync without libpq"
+	! mountpoint -q "$T/nolib" || fail "'$T/nolib' was mounted without libpq"
+else
+	say "skipped: no private mount namespace here"
+fi
 
 say "latency: a conversation saved on a, read on b"
 worst=0
