@@ -7,8 +7,8 @@
  * it, not when convfs starts: it and what it links (Kerberos, LDAP, TLS)
  * are half of the libraries convfs would load, and loading them took about
  * 10 ms of every start, a `convfs search` and a mount included, that only
- * -o sync uses. Only sync_pg.c includes this header; its calls of PQ*()
- * go through the table below, with libpq-fe.h's own types.
+ * -o sync uses. sync_pg.c is the one caller of PQ*(): through this header
+ * its calls go through the table below, with libpq-fe.h's own types.
  */
 
 #include <libpq-fe.h>
